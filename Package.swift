@@ -1,0 +1,47 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Release builds optimise across module boundaries so that the engine's
+/// generic operators are specialised where the hub and the benchmark use them.
+let optimised: [SwiftSetting] = [
+    .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release)),
+]
+
+let package = Package(
+    name: "ReactiveHub",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "HubCore", targets: ["HubCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
+        .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
+    ],
+    targets: [
+        .target(
+            name: "HubCore",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ],
+            swiftSettings: optimised
+        ),
+        .executableTarget(
+            name: "hub-bench",
+            dependencies: [
+                "HubCore",
+                .product(name: "OpenCombine", package: "OpenCombine"),
+            ],
+            swiftSettings: optimised
+        ),
+        .testTarget(
+            name: "HubCoreTests",
+            dependencies: [
+                "HubCore",
+                .product(name: "OpenCombine", package: "OpenCombine"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+    ]
+)
