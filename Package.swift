@@ -2,9 +2,11 @@
 import PackageDescription
 
 /// Release builds optimise across module boundaries so that the engine's
-/// generic operators are specialised where the hub and the benchmark use them.
+/// generic operators are specialised where the hub and the benchmark use them,
+/// and leave out the dynamic exclusivity checks on the engine's hot path
+/// (debug builds, where every test runs, keep them).
 let optimised: [SwiftSetting] = [
-    .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release)),
+    .unsafeFlags(["-cross-module-optimization", "-enforce-exclusivity=unchecked"], .when(configuration: .release)),
 ]
 
 let package = Package(

@@ -1,43 +1,29 @@
 /// A type-erased publisher, as Combine's `AnyPublisher`.
+///
+/// Erasure is done with a closure made where the wrapped publisher's type is
+/// known, and subscribers cross it as ``AnySubscriber``s, so the code on both
+/// sides of the erasure stays specialised (the hub's pipelines are chains of
+/// erased stages).
 public struct AnyPublisher<Output, Failure: Error>: Publisher, CustomStringConvertible {
     @usableFromInline
-    internal let box: PublisherBoxBase<Output, Failure>
+    internal let subscribeBody: (AnySubscriber<Output, Failure>) -> Void
 
     /// Erases `publisher`.
     @inlinable
     public init<P: Publisher>(_ publisher: P) where P.Output == Output, P.Failure == Failure {
         if let erased = publisher as? AnyPublisher<Output, Failure> {
-            box = erased.box
+            subscribeBody = erased.subscribeBody
         } else {
-            box = PublisherBox(publisher)
+            subscribeBody = { publisher.receive(subscriber: $0) }
         }
     }
 
     @inlinable
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-        box.receive(subscriber: subscriber)
+        subscribeBody(AnySubscriber(subscriber))
     }
 
     public var description: String { "AnyPublisher" }
-}
-
-@usableFromInline
-internal class PublisherBoxBase<Output, Failure: Error> {
-    @inlinable init() {}
-    @usableFromInline
-    func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-        fatalError("abstract")
-    }
-}
-
-@usableFromInline
-internal final class PublisherBox<P: Publisher>: PublisherBoxBase<P.Output, P.Failure> {
-    @usableFromInline let base: P
-    @inlinable init(_ base: P) { self.base = base }
-    @inlinable
-    override func receive<S: Subscriber>(subscriber: S) where S.Input == P.Output, S.Failure == P.Failure {
-        base.receive(subscriber: subscriber)
-    }
 }
 
 extension Publisher {

@@ -18,30 +18,40 @@ extension Publishers {
             self.isIncluded = isIncluded
         }
 
+        @inlinable
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            upstream.subscribe(Inner(downstream: subscriber, isIncluded: isIncluded))
+            upstream.receive(subscriber: Inner(downstream: subscriber, isIncluded: isIncluded))
         }
 
-        private struct Inner<Downstream: Subscriber>: Subscriber
+        @usableFromInline
+        internal struct Inner<Downstream: Subscriber>: Subscriber
         where Downstream.Input == Output, Downstream.Failure == Failure {
-            typealias Input = Upstream.Output
-            typealias Failure = Upstream.Failure
+            @usableFromInline typealias Input = Upstream.Output
+            @usableFromInline typealias Failure = Upstream.Failure
 
-            let downstream: Downstream
-            let isIncluded: (Upstream.Output) -> Bool
-            let combineIdentifier = CombineIdentifier()
+            @usableFromInline let downstream: Downstream
+            @usableFromInline let isIncluded: (Upstream.Output) -> Bool
 
-            func receive(subscription: any Subscription) { downstream.receive(subscription: subscription) }
-            func receive(_ input: Input) -> Subscribers.Demand {
+            @inlinable init(downstream: Downstream, isIncluded: @escaping (Upstream.Output) -> Bool) {
+                self.downstream = downstream
+                self.isIncluded = isIncluded
+                self.combineIdentifier = CombineIdentifier()
+            }
+            @usableFromInline let combineIdentifier: CombineIdentifier
+
+
+            @inlinable func receive(subscription: any Subscription) { downstream.receive(subscription: subscription) }
+            @inlinable func receive(_ input: Input) -> Subscribers.Demand {
                 isIncluded(input) ? downstream.receive(input) : .max(1)
             }
-            func receive(completion: Subscribers.Completion<Failure>) { downstream.receive(completion: completion) }
+            @inlinable func receive(completion: Subscribers.Completion<Failure>) { downstream.receive(completion: completion) }
         }
     }
 }
 
 extension Publisher {
     /// Republishes only the values for which `isIncluded` is true.
+    @inlinable
     public func filter(_ isIncluded: @escaping (Output) -> Bool) -> Publishers.Filter<Self> {
         Publishers.Filter(upstream: self, isIncluded: isIncluded)
     }

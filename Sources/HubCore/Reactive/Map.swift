@@ -17,28 +17,38 @@ extension Publishers {
             self.transform = transform
         }
 
+        @inlinable
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            upstream.subscribe(Inner(downstream: subscriber, transform: transform))
+            upstream.receive(subscriber: Inner(downstream: subscriber, transform: transform))
         }
 
-        private struct Inner<Downstream: Subscriber>: Subscriber
+        @usableFromInline
+        internal struct Inner<Downstream: Subscriber>: Subscriber
         where Downstream.Input == Output, Downstream.Failure == Upstream.Failure {
-            typealias Input = Upstream.Output
-            typealias Failure = Upstream.Failure
+            @usableFromInline typealias Input = Upstream.Output
+            @usableFromInline typealias Failure = Upstream.Failure
 
-            let downstream: Downstream
-            let transform: (Upstream.Output) -> Output
-            let combineIdentifier = CombineIdentifier()
+            @usableFromInline let downstream: Downstream
+            @usableFromInline let transform: (Upstream.Output) -> Output
 
-            func receive(subscription: any Subscription) { downstream.receive(subscription: subscription) }
-            func receive(_ input: Input) -> Subscribers.Demand { downstream.receive(transform(input)) }
-            func receive(completion: Subscribers.Completion<Failure>) { downstream.receive(completion: completion) }
+            @inlinable init(downstream: Downstream, transform: @escaping (Upstream.Output) -> Output) {
+                self.downstream = downstream
+                self.transform = transform
+                self.combineIdentifier = CombineIdentifier()
+            }
+            @usableFromInline let combineIdentifier: CombineIdentifier
+
+
+            @inlinable func receive(subscription: any Subscription) { downstream.receive(subscription: subscription) }
+            @inlinable func receive(_ input: Input) -> Subscribers.Demand { downstream.receive(transform(input)) }
+            @inlinable func receive(completion: Subscribers.Completion<Failure>) { downstream.receive(completion: completion) }
         }
     }
 }
 
 extension Publisher {
     /// Transforms each value with `transform`.
+    @inlinable
     public func map<T>(_ transform: @escaping (Output) -> T) -> Publishers.Map<Self, T> {
         Publishers.Map(upstream: self, transform: transform)
     }

@@ -19,37 +19,40 @@ extension Publishers {
             self.nextPartialResult = nextPartialResult
         }
 
+        @inlinable
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            upstream.subscribe(Inner(downstream: subscriber, result: initialResult, next: nextPartialResult))
+            upstream.receive(subscriber: Inner(downstream: subscriber, result: initialResult, next: nextPartialResult))
         }
 
-        private final class Inner<Downstream: Subscriber>: Subscriber
+        @usableFromInline
+        internal final class Inner<Downstream: Subscriber>: Subscriber
         where Downstream.Input == Output, Downstream.Failure == Upstream.Failure {
-            typealias Input = Upstream.Output
-            typealias Failure = Upstream.Failure
+            @usableFromInline typealias Input = Upstream.Output
+            @usableFromInline typealias Failure = Upstream.Failure
 
-            private let downstream: Downstream
-            private var result: Output
-            private let next: (Output, Upstream.Output) -> Output
+            @usableFromInline let downstream: Downstream
+            @usableFromInline var result: Output
+            @usableFromInline let next: (Output, Upstream.Output) -> Output
 
-            init(downstream: Downstream, result: Output, next: @escaping (Output, Upstream.Output) -> Output) {
+            @inlinable init(downstream: Downstream, result: Output, next: @escaping (Output, Upstream.Output) -> Output) {
                 self.downstream = downstream
                 self.result = result
                 self.next = next
             }
 
-            func receive(subscription: any Subscription) { downstream.receive(subscription: subscription) }
-            func receive(_ input: Input) -> Subscribers.Demand {
+            @inlinable func receive(subscription: any Subscription) { downstream.receive(subscription: subscription) }
+            @inlinable func receive(_ input: Input) -> Subscribers.Demand {
                 result = next(result, input)
                 return downstream.receive(result)
             }
-            func receive(completion: Subscribers.Completion<Failure>) { downstream.receive(completion: completion) }
+            @inlinable func receive(completion: Subscribers.Completion<Failure>) { downstream.receive(completion: completion) }
         }
     }
 }
 
 extension Publisher {
     /// Emits `nextPartialResult(accumulator, value)` for each value, starting from `initialResult`.
+    @inlinable
     public func scan<T>(_ initialResult: T, _ nextPartialResult: @escaping (T, Output) -> T) -> Publishers.Scan<Self, T> {
         Publishers.Scan(upstream: self, initialResult: initialResult, nextPartialResult: nextPartialResult)
     }

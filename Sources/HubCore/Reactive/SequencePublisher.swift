@@ -11,8 +11,9 @@ extension Publishers {
         public let sequence: Elements
 
         /// A publisher of `sequence`'s elements.
-        public init(sequence: Elements) { self.sequence = sequence }
+        @inlinable public init(sequence: Elements) { self.sequence = sequence }
 
+        @inlinable
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             var iterator = sequence.makeIterator()
             guard let first = iterator.next() else {
@@ -20,27 +21,40 @@ extension Publishers {
                 subscriber.receive(completion: .finished)
                 return
             }
-            subscriber.receive(subscription: Inner(iterator: iterator, next: first, downstream: subscriber))
+            let inner = Inner(iterator: iterator, next: first, downstream: subscriber)
+            // `request` arrives through the `Subscription` existential, which
+            // runs unspecialised code; the emitting loop is entered through a
+            // closure made here, where the types are known, so it runs specialised.
+            inner.drainEntry = { $0.drain() }
+            subscriber.receive(subscription: inner)
         }
 
-        private final class Inner<Downstream: Subscriber>: Subscription
+        @usableFromInline
+        internal final class Inner<Downstream: Subscriber>: Subscription
         where Downstream.Input == Output, Downstream.Failure == Failure {
-            private var iterator: Elements.Iterator
-            private var next: Output?
-            private var downstream: Downstream?
-            private var demand = Subscribers.Demand.none
-            private var emitting = false
+            @usableFromInline var iterator: Elements.Iterator
+            @usableFromInline var next: Output?
+            @usableFromInline var downstream: Downstream?
+            @usableFromInline var demand = Subscribers.Demand.none
+            @usableFromInline var emitting = false
 
-            init(iterator: Elements.Iterator, next: Output, downstream: Downstream) {
+            @inlinable init(iterator: Elements.Iterator, next: Output, downstream: Downstream) {
                 self.iterator = iterator
                 self.next = next
                 self.downstream = downstream
             }
 
-            func request(_ demand: Subscribers.Demand) {
+            @usableFromInline var drainEntry: ((Inner) -> Void)?
+
+            @inlinable func request(_ demand: Subscribers.Demand) {
                 guard downstream != nil else { return }
                 self.demand += demand
                 guard !emitting else { return }
+                if let drainEntry { drainEntry(self) } else { drain() }
+            }
+
+            /// Emits while there is demand; a request made meanwhile only adds to `demand`.
+            @inlinable func drain() {
                 emitting = true
                 defer { emitting = false }
                 while let downstream, self.demand > 0 {
@@ -50,15 +64,17 @@ extension Publishers {
                     let more = downstream.receive(current)
                     if more > 0 { self.demand += more }
                     if next == nil, let finishing = self.downstream.take() {
+                        drainEntry = nil
                         finishing.receive(completion: .finished)
                         return
                     }
                 }
             }
 
-            func cancel() {
+            @inlinable func cancel() {
                 downstream = nil
                 next = nil
+                drainEntry = nil
             }
         }
     }
@@ -66,5 +82,5 @@ extension Publishers {
 
 extension Swift.Sequence {
     /// A publisher of this sequence's elements, as in Combine.
-    public var publisher: Publishers.Sequence<Self, Never> { Publishers.Sequence(sequence: self) }
+    @inlinable public var publisher: Publishers.Sequence<Self, Never> { Publishers.Sequence(sequence: self) }
 }

@@ -5,10 +5,11 @@ extension Subscribers {
         public let receiveValue: (Input) -> Void
         /// Called with the completion.
         public let receiveCompletion: (Subscribers.Completion<Failure>) -> Void
-        private var subscription: (any Subscription)?
-        private var finished = false
+        @usableFromInline internal var subscription: (any Subscription)?
+        @usableFromInline internal var finished = false
 
         /// A sink calling `receiveCompletion` and `receiveValue`.
+        @inlinable
         public init(
             receiveCompletion: @escaping (Subscribers.Completion<Failure>) -> Void,
             receiveValue: @escaping (Input) -> Void
@@ -17,6 +18,7 @@ extension Subscribers {
             self.receiveValue = receiveValue
         }
 
+        @inlinable
         public func receive(subscription: any Subscription) {
             guard self.subscription == nil, !finished else {
                 subscription.cancel()
@@ -26,6 +28,7 @@ extension Subscribers {
             subscription.request(.unlimited)
         }
 
+        @inlinable
         public func receive(_ input: Input) -> Subscribers.Demand {
             guard !finished else { return .none }
             receiveValue(input)
@@ -50,6 +53,7 @@ extension Subscribers {
 extension Publisher {
     /// Subscribes with a ``Subscribers/Sink`` requesting unlimited values.
     /// Keep the returned cancellable for as long as values should flow.
+    @inlinable
     public func sink(
         receiveCompletion: @escaping (Subscribers.Completion<Failure>) -> Void,
         receiveValue: @escaping (Output) -> Void
@@ -62,6 +66,7 @@ extension Publisher {
 
 extension Publisher where Failure == Never {
     /// Subscribes with a ``Subscribers/Sink`` that only takes values.
+    @inlinable
     public func sink(receiveValue: @escaping (Output) -> Void) -> AnyCancellable {
         sink(receiveCompletion: { _ in }, receiveValue: receiveValue)
     }
