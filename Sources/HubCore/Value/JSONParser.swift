@@ -70,11 +70,19 @@ struct JSONParser {
     private var depth = 0
     /// Reused buffer for strings that contain escapes.
     private var scratch: [UInt8] = []
+    /// Elements and member values of the open arrays and objects, innermost
+    /// last; each container is copied out with its exact size when it closes
+    /// (one allocation instead of a chain of growing ones).
+    private var valueStack: [Value] = []
+    /// Member keys of the open objects, innermost last.
+    private var keyStack: [String] = []
 
     init(bytes: UnsafePointer<UInt8>, count: Int, maxDepth: Int) {
         self.bytes = bytes
         self.end = count
         self.maxDepth = maxDepth
+        valueStack.reserveCapacity(32)
+        keyStack.reserveCapacity(16)
     }
 
     mutating func parseDocument() throws(JSONError) -> Value {
@@ -158,15 +166,16 @@ struct JSONParser {
         try enter()
         index += 1  // '['
         skipWhitespace()
-        var elements: [Value] = []
         if index < end && bytes[index] == UInt8(ascii: "]") {
             index += 1
             depth -= 1
-            return .array(elements)
+            return .array([])
         }
+        let base = valueStack.count
         while true {
             skipWhitespace()
-            elements.append(try parseValue())
+            let element = try parseValue()
+            valueStack.append(element)
             skipWhitespace()
             guard index < end else {
                 throw JSONError(code: .unexpectedEnd, offset: index, reason: "expected ',' or ']' after array element, found the end of the input")
@@ -182,6 +191,8 @@ struct JSONParser {
             }
         }
         depth -= 1
+        let elements = Array(valueStack[base...])
+        valueStack.removeSubrange(base...)
         return .array(elements)
     }
 
@@ -189,12 +200,13 @@ struct JSONParser {
         try enter()
         index += 1  // '{'
         skipWhitespace()
-        var members = OrderedDictionary<String, Value>()
         if index < end && bytes[index] == UInt8(ascii: "}") {
             index += 1
             depth -= 1
-            return .object(members)
+            return .object([:])
         }
+        let base = valueStack.count
+        let keyBase = keyStack.count
         while true {
             skipWhitespace()
             guard index < end else {
@@ -214,7 +226,8 @@ struct JSONParser {
             index += 1
             skipWhitespace()
             let value = try parseValue()
-            members[key] = value
+            keyStack.append(key)
+            valueStack.append(value)
             skipWhitespace()
             guard index < end else {
                 throw JSONError(code: .unexpectedEnd, offset: index, reason: "expected ',' or '}' after object member, found the end of the input")
@@ -230,7 +243,38 @@ struct JSONParser {
             }
         }
         depth -= 1
+        let members = makeObject(keyBase: keyBase, valueBase: base)
+        keyStack.removeSubrange(keyBase...)
+        valueStack.removeSubrange(base...)
         return .object(members)
+    }
+
+    /// The object whose members are on the stacks from the given bases;
+    /// for a repeated key the last value wins, at the first one's position.
+    private func makeObject(keyBase: Int, valueBase: Int) -> Value.Object {
+        let count = keyStack.count - keyBase
+        var unique = true
+        if count <= 16 {
+            outer: for i in keyBase..<keyStack.count {
+                // Comparing UTF-8 lengths first skips most full comparisons.
+                for j in (i + 1)..<keyStack.count
+                where keyStack[i].utf8.count == keyStack[j].utf8.count && keyStack[i] == keyStack[j] {
+                    unique = false
+                    break outer
+                }
+            }
+            if unique {
+                return Value.Object(
+                    uncheckedUniqueKeys: keyStack[keyBase...],
+                    values: valueStack[valueBase...]
+                )
+            }
+        }
+        var members = Value.Object(minimumCapacity: count)
+        for k in 0..<count {
+            members[keyStack[keyBase + k]] = valueStack[valueBase + k]
+        }
+        return members
     }
 
     // MARK: Strings
@@ -239,22 +283,29 @@ struct JSONParser {
     private mutating func parseString() throws(JSONError) -> String {
         index += 1  // '"'
         let start = index
-        while index < end {
-            let c = bytes[index]
+        var i = index
+        // Plain printable ASCII is the common case: step over it in a tight loop.
+        while i < end {
+            let c = bytes[i]
+            if c >= 0x20 && c < 0x80 && c != UInt8(ascii: "\"") && c != UInt8(ascii: "\\") {
+                i += 1
+                continue
+            }
+            index = i
             if c == UInt8(ascii: "\"") {
-                let text = String(decoding: UnsafeBufferPointer(start: bytes + start, count: index - start), as: UTF8.self)
-                index += 1
+                let text = String(decoding: UnsafeBufferPointer(start: bytes + start, count: i - start), as: UTF8.self)
+                index = i + 1
                 return text
             } else if c == UInt8(ascii: "\\") {
                 return try parseEscapedString(from: start)
             } else if c < 0x20 {
                 throw controlCharacter(c)
-            } else if c < 0x80 {
-                index += 1
             } else {
                 try skipMultiByteScalar()
+                i = index
             }
         }
+        index = i
         throw JSONError(code: .unexpectedEnd, offset: index, reason: "unterminated string")
     }
 

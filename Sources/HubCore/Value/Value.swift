@@ -30,7 +30,11 @@ public enum Value: Sendable {
     /// An ordered list of values.
     case array([Value])
     /// An object; its keys keep their insertion order.
-    case object(OrderedDictionary<String, Value>)
+    case object(Object)
+
+    /// The members of an object, in insertion order. Clients can name and use
+    /// it through this alias without importing `OrderedCollections`.
+    public typealias Object = OrderedDictionary<String, Value>
 }
 
 // MARK: - Equality and hashing
@@ -152,7 +156,7 @@ extension Value: ExpressibleByDictionaryLiteral {
     /// A dictionary literal is an ``object(_:)`` in the literal's key order;
     /// for a repeated key the last value wins (at the first one's position).
     public init(dictionaryLiteral elements: (String, Value)...) {
-        var object = OrderedDictionary<String, Value>(minimumCapacity: elements.count)
+        var object = Object(minimumCapacity: elements.count)
         for (key, value) in elements { object[key] = value }
         self = .object(object)
     }
@@ -226,7 +230,7 @@ extension Value {
 
     /// The members of an ``object(_:)``, else `nil`.
     @inlinable
-    public var objectValue: OrderedDictionary<String, Value>? {
+    public var objectValue: Object? {
         if case let .object(o) = self { return o }
         return nil
     }
