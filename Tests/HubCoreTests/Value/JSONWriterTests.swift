@@ -72,6 +72,7 @@ struct JSONWriterTests {
             let bytes = value.jsonBytes()
             let parsed = try Value.parse(bytes)
             #expect(parsed == value)
+            #expect(parsed.hashValue == value.hashValue)
             #expect(identical(parsed, value), "\(value)")
             #expect(parsed.jsonBytes() == bytes)
         }
