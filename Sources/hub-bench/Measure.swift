@@ -24,10 +24,14 @@ func format(_ value: Double) -> String {
     return String(scaled)
 }
 
-/// Keeps a result alive so that the optimiser cannot drop the work that made it.
+/// Never true at run time; the optimiser cannot know that, so results passed
+/// to ``blackhole(_:)`` must be computed.
+nonisolated(unsafe) var blackholeEnabled = CommandLine.arguments.count > 99
+
+/// Keeps a benchmark result alive so that the optimiser cannot drop the work that made it.
 @inline(never)
 func blackhole<T>(_ value: T) {
-    withExtendedLifetime(value) {}
+    if blackholeEnabled { print(value) }
 }
 
 /// Unbuffered writes to a file descriptor (for usage messages on standard error).
