@@ -82,3 +82,15 @@ struct TimingTimeoutTests {
         #expect(scheduler.isIdle)
     }
 }
+
+@Suite("Timing: timeout on an immediate scheduler")
+struct TimingTimeoutImmediateTests {
+    @Test func theSubscriptionComesBeforeTheImmediateTimeout() {
+        let source = DemandProbe<Int, TestError>()
+        let out = RecordingSubscriber<Int, TestError>(initialDemand: .max(1))
+        source.timeout(.milliseconds(100), scheduler: ImmediateScheduler.shared, customError: { .other(1) }).subscribe(out)
+        #expect(out.events == [.subscription, .failure(.other(1))])
+        #expect(source.cancellations == 1)
+        #expect(source.requests == [])
+    }
+}

@@ -2,8 +2,8 @@ extension Publishers {
     /// Ends the stream when the upstream stays silent for longer than `interval`, as Combine's
     /// `Publishers.Timeout`.
     ///
-    /// The clock starts on subscription and restarts on the first request and on
-    /// every value. Values and the upstream completion are delivered through the
+    /// The clock starts on subscription (once the downstream has its subscription)
+    /// and restarts on the first request and on every value. Values and the upstream completion are delivered through the
     /// scheduler (a hop at the current time), as in OpenCombine; demand passes
     /// through. On timeout the upstream is cancelled and the downstream receives
     /// `customError()` as a failure, or `.finished` without `customError`. The
@@ -78,9 +78,12 @@ extension Publishers {
                     return
                 }
                 state = .subscribed(subscription)
-                restartClock()
-                guard case .subscribed = state else { return }
                 downstream.receive(subscription: self)
+                // The clock starts on subscription (a first request from inside the downstream's
+                // `receive(subscription:)` has already started it). OpenCombine starts it just before
+                // handing the subscription downstream: the due time is the same, but here an
+                // immediate scheduler cannot deliver the timeout before the subscription.
+                if case .subscribed = state, timer == nil, !didTimeout { restartClock() }
             }
 
             func receive(_ input: Input) -> Subscribers.Demand {
@@ -111,6 +114,8 @@ extension Publishers {
                 if !requestedOnce {
                     requestedOnce = true
                     restartClock()
+                    // An immediate scheduler may have timed out already.
+                    guard case .subscribed = state else { return }
                 }
                 subscription.request(demand)
             }
