@@ -89,4 +89,16 @@ struct TimingDifferentialTests {
             oc: { $0.delay(for: .milliseconds(100), scheduler: Self.ocNow) })
         #expect(result.hub == result.oc, "seed \(seed): \(script)")
     }
+
+    /// The clocks differ (OpenCombine's immediate clock always reads the same), so only the
+    /// event structure and the demand are compared.
+    @Test(arguments: 0..<100)
+    func measureInterval(seed: Int) {
+        let (script, initial, perValue, _) = randomSetup(seed)
+        let result = Differential.run(
+            script, initialDemand: initial, demandPerValue: perValue,
+            hub: { $0.measureInterval(using: Self.hubNow).map { $0 >= .zero ? 1 : -1 } },
+            oc: { $0.measureInterval(using: Self.ocNow).map { _ in 1 } })
+        #expect(result.hub == result.oc, "seed \(seed): \(script)")
+    }
 }
