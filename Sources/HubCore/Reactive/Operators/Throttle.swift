@@ -1,0 +1,154 @@
+extension Publishers {
+    /// Emits at most one value per `interval`, the first or the latest received, as Combine's
+    /// `Publishers.Throttle`.
+    ///
+    /// Demand: it requests `.unlimited` upstream before handing its subscription
+    /// downstream (as OpenCombine does). A value that arrives while the
+    /// downstream has no demand is dropped. The first value after a quiet period
+    /// is scheduled at once (through the scheduler); a value that arrives less than
+    /// `interval` after the last emission is scheduled at that emission plus
+    /// `interval`, and values arriving meanwhile replace it (`latest: true`) or are
+    /// dropped (`latest: false`). A completion that arrives while a value is
+    /// scheduled is delivered right after it; otherwise it goes through the
+    /// scheduler at once. Cancel cancels the scheduled emission and the upstream.
+    public struct Throttle<Upstream: Publisher, Context: Scheduler>: Publisher {
+        public typealias Output = Upstream.Output
+        public typealias Failure = Upstream.Failure
+
+        /// The publisher whose values are throttled.
+        public let upstream: Upstream
+        /// The minimum interval between emissions.
+        public let interval: Duration
+        /// The scheduler that times and delivers the emissions.
+        public let scheduler: Context
+        /// Whether the latest value of a window is emitted (else the first).
+        public let latest: Bool
+
+        /// A throttle of `upstream` to one value per `interval` on `scheduler`.
+        public init(upstream: Upstream, interval: Duration, scheduler: Context, latest: Bool) {
+            self.upstream = upstream
+            self.interval = interval
+            self.scheduler = scheduler
+            self.latest = latest
+        }
+
+        public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
+            upstream.subscribe(Inner(downstream: subscriber, interval: interval, scheduler: scheduler, latest: latest))
+        }
+
+        private final class Inner<Downstream: Subscriber>: Subscriber, Subscription
+        where Downstream.Input == Output, Downstream.Failure == Failure {
+            typealias Input = Upstream.Output
+            typealias Failure = Upstream.Failure
+
+            private enum State {
+                case awaitingSubscription
+                case subscribed(any Subscription)
+                case pendingTerminal(any Subscription)
+                case terminal
+            }
+
+            private let downstream: Downstream
+            private let interval: Duration
+            private let scheduler: Context
+            private let latest: Bool
+            private var state = State.awaitingSubscription
+            private var lastEmissionTime: SchedulerTime?
+            private var pendingInput: Input?
+            private var pendingCompletion: Subscribers.Completion<Failure>?
+            private var demand = Subscribers.Demand.none
+            private let emissions = ScheduledActions()
+
+            init(downstream: Downstream, interval: Duration, scheduler: Context, latest: Bool) {
+                self.downstream = downstream
+                self.interval = interval
+                self.scheduler = scheduler
+                self.latest = latest
+            }
+
+            private var hasScheduledOutput: Bool { pendingInput != nil || pendingCompletion != nil }
+
+            func receive(subscription: any Subscription) {
+                guard case .awaitingSubscription = state else {
+                    subscription.cancel()
+                    return
+                }
+                state = .subscribed(subscription)
+                subscription.request(.unlimited)
+                downstream.receive(subscription: self)
+            }
+
+            func receive(_ input: Input) -> Subscribers.Demand {
+                guard case .subscribed = state else { return .none }
+                let now = scheduler.now
+                guard demand > 0 else { return .none }
+                if hasScheduledOutput {
+                    if latest { pendingInput = input }
+                    return .none
+                }
+                let earliest = lastEmissionTime.map { $0.advanced(by: interval) }
+                let emissionTime = earliest.map { max(now, $0) } ?? now
+                demand -= 1
+                pendingInput = input
+                emissions.schedule(on: scheduler, after: emissionTime) { self.emit() }
+                return .none
+            }
+
+            func receive(completion: Subscribers.Completion<Failure>) {
+                guard case .subscribed(let subscription) = state else { return }
+                state = .pendingTerminal(subscription)
+                if !hasScheduledOutput {
+                    pendingCompletion = completion
+                    emissions.schedule(on: scheduler, after: scheduler.now) { self.emit() }
+                } else if pendingCompletion == nil {
+                    pendingCompletion = completion
+                }
+            }
+
+            private func emit() {
+                switch state {
+                case .awaitingSubscription, .terminal: return
+                case .subscribed, .pendingTerminal: break
+                }
+                if pendingInput != nil, pendingCompletion == nil { lastEmissionTime = scheduler.now }
+                let input = pendingInput.take()
+                let completion = pendingCompletion.take()
+                var more = Subscribers.Demand.none
+                if let input { more = downstream.receive(input) }
+                if let completion {
+                    // A cancel from inside the value's delivery suppresses the completion.
+                    guard case .pendingTerminal = state else { return }
+                    state = .terminal
+                    downstream.receive(completion: completion)
+                    return
+                }
+                if more > 0, case .subscribed = state { demand += more }
+            }
+
+            func request(_ demand: Subscribers.Demand) {
+                guard demand > 0, case .subscribed = state else { return }
+                self.demand += demand
+            }
+
+            func cancel() {
+                let subscription: (any Subscription)?
+                switch state {
+                case .subscribed(let s), .pendingTerminal(let s): subscription = s
+                case .awaitingSubscription, .terminal: subscription = nil
+                }
+                state = .terminal
+                pendingInput = nil
+                pendingCompletion = nil
+                emissions.cancelAll()
+                subscription?.cancel()
+            }
+        }
+    }
+}
+
+extension Publisher {
+    /// Emits at most one value per `interval` on `scheduler`: the latest of each window if `latest`, else the first.
+    public func throttle<S: Scheduler>(for interval: Duration, scheduler: S, latest: Bool) -> Publishers.Throttle<Self, S> {
+        Publishers.Throttle(upstream: self, interval: interval, scheduler: scheduler, latest: latest)
+    }
+}
