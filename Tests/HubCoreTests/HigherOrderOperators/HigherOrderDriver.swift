@@ -37,6 +37,9 @@ enum NestedStep: Equatable, CustomStringConvertible {
 }
 
 enum NestedDifferential {
+    /// How many inners one side has emitted (shared with that side's re-entrant hook).
+    final class Counter { var emitted = 0 }
+
     typealias History = [RecordedEvent<Int, TestError>]
     typealias HubSubject = HubCore.PassthroughSubject<Int, TestError>
     typealias OCSubject = OpenCombine.PassthroughSubject<Int, TestError>
@@ -48,6 +51,7 @@ enum NestedDifferential {
         innerCount: Int,
         initialDemand: Int? = 0,
         demandPerValue: Int = 0,
+        reentrant: Bool = false,
         hub: (_ outer: HubSubject, _ inners: [HubSubject]) -> HP,
         oc: (_ outer: OCSubject, _ inners: [OCSubject]) -> OP
     ) -> (hub: History, oc: History)
@@ -56,21 +60,52 @@ enum NestedDifferential {
         let hubInners = (0..<innerCount).map { _ in HubSubject() }
         let hubRecorder = RecordingSubscriber<Int, TestError>(
             initialDemand: Differential.hubDemand(initialDemand), demandPerValue: .max(demandPerValue))
-        hub(hubOuter, hubInners).subscribe(hubRecorder)
-
+        let hubCounter = Counter()
         let ocOuter = OCSubject()
         let ocInners = (0..<innerCount).map { _ in OCSubject() }
         let ocRecorder = OCRecordingSubscriber<Int, TestError>(
             initialDemand: Differential.ocDemand(initialDemand), demandPerValue: .max(demandPerValue))
+        let ocCounter = Counter()
+
+        if reentrant {
+            // From inside `receive(_:)`, by the value's last digit: 3 emits the next inner,
+            // 5 requests one more, 7 sends `value + 1` into the newest inner.
+            hubRecorder.onValue = { [unowned hubRecorder] value in
+                switch value % 10 {
+                case 3 where hubCounter.emitted < innerCount:
+                    hubCounter.emitted += 1
+                    hubOuter.send(hubCounter.emitted - 1)
+                case 5: hubRecorder.request(.max(1))
+                case 7 where hubCounter.emitted > 0: hubInners[hubCounter.emitted - 1].send(value + 1)
+                default: break
+                }
+                return .max(demandPerValue)
+            }
+            ocRecorder.onValue = { [unowned ocRecorder] value in
+                switch value % 10 {
+                case 3 where ocCounter.emitted < innerCount:
+                    ocCounter.emitted += 1
+                    ocOuter.send(ocCounter.emitted - 1)
+                case 5: ocRecorder.request(.max(1))
+                case 7 where ocCounter.emitted > 0: ocInners[ocCounter.emitted - 1].send(value + 1)
+                default: break
+                }
+                return .max(demandPerValue)
+            }
+        }
+        hub(hubOuter, hubInners).subscribe(hubRecorder)
         oc(ocOuter, ocInners).subscribe(ocRecorder)
 
-        var emitted = 0
         for step in script {
             switch step {
             case .outerNext:
-                hubOuter.send(emitted)
-                ocOuter.send(emitted)
-                emitted += 1
+                // Both sides emit the same next inner, whatever their hooks did.
+                let next = max(hubCounter.emitted, ocCounter.emitted)
+                guard next < innerCount else { continue }
+                hubCounter.emitted = next + 1
+                ocCounter.emitted = next + 1
+                hubOuter.send(next)
+                ocOuter.send(next)
             case .outerFinish:
                 hubOuter.send(completion: .finished)
                 ocOuter.send(completion: .finished)
