@@ -1,28 +1,28 @@
 extension Publishers {
     /// Gives a publisher that cannot fail a failure type, as Combine's `Publishers.SetFailureType`.
     ///
-    /// Nothing changes at run time: the upstream subscription is handed to the
-    /// downstream as it is, so demand passes through unchanged.
+    /// Values, completion and demand pass through unchanged.
     public struct SetFailureType<Upstream: Publisher, Failure: Error>: Publisher where Upstream.Failure == Never {
         public typealias Output = Upstream.Output
 
         /// The publisher that cannot fail.
         public let upstream: Upstream
 
-        /// `upstream` seen as a publisher that may fail with `Failure`.
+        /// `upstream`, typed as failing with `Failure`.
         public init(upstream: Upstream) { self.upstream = upstream }
 
+        /// Attaches `subscriber`.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             upstream.subscribe(Inner(downstream: subscriber))
         }
 
         /// The same upstream with another failure type.
-        public func setFailureType<E: Error>(to failure: E.Type) -> Publishers.SetFailureType<Upstream, E> {
+        public func setFailureType<E: Error>(to failureType: E.Type) -> Publishers.SetFailureType<Upstream, E> {
             Publishers.SetFailureType<Upstream, E>(upstream: upstream)
         }
 
         private struct Inner<Downstream: Subscriber>: Subscriber
-        where Downstream.Input == Output, Downstream.Failure == Failure {
+        where Downstream.Input == Upstream.Output, Downstream.Failure == Failure {
             typealias Input = Upstream.Output
             typealias Failure = Never
 
@@ -37,7 +37,7 @@ extension Publishers {
 }
 
 extension Publisher where Failure == Never {
-    /// Sees this publisher, which cannot fail, as one that may fail with `failureType`.
+    /// This publisher, typed as failing with `failureType` (it still never fails).
     public func setFailureType<E: Error>(to failureType: E.Type) -> Publishers.SetFailureType<Self, E> {
         Publishers.SetFailureType(upstream: self)
     }
