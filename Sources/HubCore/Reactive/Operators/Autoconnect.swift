@@ -5,7 +5,9 @@ extension Publishers {
     /// Demand passes through to the connectable publisher. A completion does not
     /// disconnect; only cancellations count down the subscribers.
     public class Autoconnect<Upstream: ConnectablePublisher>: Publisher {
+        /// The values published.
         public typealias Output = Upstream.Output
+        /// The error published.
         public typealias Failure = Upstream.Failure
 
         private enum State {
@@ -20,6 +22,7 @@ extension Publishers {
         /// Autoconnects `upstream`.
         public init(upstream: Upstream) { self.upstream = upstream }
 
+        /// Attaches `subscriber`.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = Inner(parent: self, downstream: subscriber)
             switch state {

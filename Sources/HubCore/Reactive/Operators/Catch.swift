@@ -6,7 +6,9 @@ extension Publishers {
     /// at once, so no demand is lost or added by the switch.
     public struct Catch<Upstream: Publisher, NewPublisher: Publisher>: Publisher
     where Upstream.Output == NewPublisher.Output {
+        /// The values published.
         public typealias Output = Upstream.Output
+        /// The error published.
         public typealias Failure = NewPublisher.Failure
 
         /// The publisher whose failure is caught.
@@ -20,6 +22,7 @@ extension Publishers {
             self.handler = handler
         }
 
+        /// Attaches `subscriber`.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = CatchInner<Upstream, NewPublisher, S>(downstream: subscriber) { error in .success(handler(error)) }
             upstream.subscribe(CatchInner<Upstream, NewPublisher, S>.Uncaught(inner: inner))

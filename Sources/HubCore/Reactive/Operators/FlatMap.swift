@@ -15,7 +15,9 @@ extension Publishers {
     /// delivered at once.
     public struct FlatMap<NewPublisher: Publisher, Upstream: Publisher>: Publisher
     where NewPublisher.Failure == Upstream.Failure {
+        /// The values published.
         public typealias Output = NewPublisher.Output
+        /// The error published.
         public typealias Failure = Upstream.Failure
 
         /// The publisher whose values are mapped to publishers.
@@ -32,6 +34,7 @@ extension Publishers {
             self.transform = transform
         }
 
+        /// Attaches `subscriber`.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let outer = Outer(downstream: subscriber, maxPublishers: maxPublishers, transform: transform)
             subscriber.receive(subscription: outer)

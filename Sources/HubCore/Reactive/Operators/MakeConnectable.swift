@@ -2,7 +2,9 @@ extension Publishers {
     /// Makes a publisher that cannot fail connectable, as Combine's `Publishers.MakeConnectable`:
     /// a multicast through a ``PassthroughSubject``.
     public struct MakeConnectable<Upstream: Publisher>: ConnectablePublisher {
+        /// The values published.
         public typealias Output = Upstream.Output
+        /// The error published.
         public typealias Failure = Upstream.Failure
 
         private let inner: Multicast<Upstream, PassthroughSubject<Output, Failure>>
@@ -12,6 +14,7 @@ extension Publishers {
             inner = upstream.multicast(subject: PassthroughSubject<Output, Failure>())
         }
 
+        /// Attaches `subscriber`.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             inner.subscribe(subscriber)
         }

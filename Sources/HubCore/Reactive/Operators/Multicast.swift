@@ -8,7 +8,9 @@ extension Publishers {
     /// ``PassthroughSubject``). Each subscriber's demand is its own, at the subject.
     public final class Multicast<Upstream: Publisher, SubjectType: Subject>: ConnectablePublisher
     where Upstream.Failure == SubjectType.Failure, Upstream.Output == SubjectType.Output {
+        /// The values published.
         public typealias Output = Upstream.Output
+        /// The error published.
         public typealias Failure = Upstream.Failure
 
         /// The publisher shared.
@@ -30,6 +32,7 @@ extension Publishers {
             return created
         }
 
+        /// Attaches `subscriber`.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             lazySubject.subscribe(Inner(downstream: subscriber))
         }

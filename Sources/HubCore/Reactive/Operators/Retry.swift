@@ -7,7 +7,9 @@ extension Publishers {
     /// upstream subscription, so the demand carries over. After the last retry the
     /// failure is delivered. `retries == nil` retries for ever.
     public struct Retry<Upstream: Publisher>: Publisher {
+        /// The values published.
         public typealias Output = Upstream.Output
+        /// The error published.
         public typealias Failure = Upstream.Failure
 
         /// The publisher resubscribed to.
@@ -21,6 +23,7 @@ extension Publishers {
             self.retries = retries
         }
 
+        /// Attaches `subscriber`.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             upstream.subscribe(Inner(upstream: upstream, retries: retries, downstream: subscriber))
         }

@@ -8,7 +8,9 @@ extension Publishers {
     /// subscriber receives only what its own demand allows. It disconnects when
     /// the last subscriber cancels.
     public final class Share<Upstream: Publisher>: Publisher, Equatable {
+        /// The values published.
         public typealias Output = Upstream.Output
+        /// The error published.
         public typealias Failure = Upstream.Failure
 
         /// The publisher shared.
@@ -21,6 +23,7 @@ extension Publishers {
             inner = upstream.multicast(subject: PassthroughSubject<Output, Failure>()).autoconnect()
         }
 
+        /// Attaches `subscriber`.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             inner.subscribe(subscriber)
         }

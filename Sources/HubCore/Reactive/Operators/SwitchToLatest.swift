@@ -9,7 +9,9 @@ extension Publishers {
     /// delivered at once and cancels the other.
     public struct SwitchToLatest<NestedPublisher: Publisher, Upstream: Publisher>: Publisher
     where Upstream.Output == NestedPublisher, Upstream.Failure == NestedPublisher.Failure {
+        /// The values published.
         public typealias Output = NestedPublisher.Output
+        /// The error published.
         public typealias Failure = NestedPublisher.Failure
 
         /// The publisher of publishers.
@@ -18,6 +20,7 @@ extension Publishers {
         /// Switches to the newest publisher that `upstream` produces.
         public init(upstream: Upstream) { self.upstream = upstream }
 
+        /// Attaches `subscriber`.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let outer = Outer(downstream: subscriber)
             subscriber.receive(subscription: outer)

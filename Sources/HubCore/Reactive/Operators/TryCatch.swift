@@ -6,7 +6,9 @@ extension Publishers {
     /// carries over to the replacement publisher.
     public struct TryCatch<Upstream: Publisher, NewPublisher: Publisher>: Publisher
     where Upstream.Output == NewPublisher.Output {
+        /// The values published.
         public typealias Output = Upstream.Output
+        /// The error published.
         public typealias Failure = any Error
 
         /// The publisher whose failure is caught.
@@ -20,6 +22,7 @@ extension Publishers {
             self.handler = handler
         }
 
+        /// Attaches `subscriber`.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let handler = self.handler
             let inner = CatchInner<Upstream, NewPublisher, S>(downstream: subscriber, convert: { $0 }) { error in
