@@ -82,6 +82,18 @@ struct CatchRetryTests {
         #expect(recorder.events == [.subscription, .failure(.other(2))])
     }
 
+    @Test func catchWithAColdReplacementWaitsForDemand() {
+        let upstream = HubCore.PassthroughSubject<Int, TestError>()
+        let recorder = upstream.catch { _ in [7, 8].publisher }.record(initialDemand: .max(1))
+        upstream.send(1)
+        upstream.send(completion: .failure(.oops))
+        #expect(recorder.events == [.subscription, .value(1)])
+        recorder.request(.max(1))
+        #expect(recorder.events == [.subscription, .value(1), .value(7)])
+        recorder.request(.max(3))
+        #expect(recorder.events == [.subscription, .value(1), .value(7), .value(8), .finished])
+    }
+
     // MARK: tryCatch
 
     @Test func tryCatchDeliversTheErrorTheHandlerThrows() {
@@ -147,6 +159,19 @@ struct CatchRetryTests {
         upstream.send(completion: .failure(.other(1)))
         #expect(upstream.subscriptions == 2)
         #expect(recorder.events == [.subscription, .value(1), .failure(.other(1))])
+    }
+
+    @Test func retryWithoutLimitKeepsResubscribing() {
+        let source = HubFreshSubjects()
+        let recorder = RecordingSubscriber<Int, TestError>(initialDemand: .max(10))
+        HubCore.Publishers.Retry(upstream: source, retries: nil).subscribe(recorder)
+        for value in 0..<20 {
+            source.newest?.send(value)
+            source.newest?.send(completion: .failure(.oops))
+        }
+        #expect(source.subjects.count == 21)
+        #expect(recorder.values == Array(0..<10))
+        #expect(!recorder.isCompleted)
     }
 
     @Test func retryOfZeroFailsAtOnceAndFinishIsPassedOn() {
