@@ -12,6 +12,9 @@ private struct Triple: Equatable {
 /// The error the try-variants' closures throw in these tests.
 private func thrown(_ value: Int) -> TestError { .other(value) }
 
+/// A compactMap transform that drops `value` (named to keep the type checker fast).
+private func dropping(_ value: Int) -> (Int) -> Int? { { $0 == value ? nil : $0 } }
+
 /// Erases the `any Error` of a try-variant back to `TestError` so that histories compare.
 private func asTestError(_ error: any Error) -> TestError { (error as? TestError) ?? .other(-1) }
 
@@ -198,6 +201,21 @@ struct TransformDifferentialTests {
         compare(seed: seed,
                 hub: { $0.collect(3) },
                 oc: { $0.collect(3) })
+    }
+
+    @Test(arguments: seeds) func fusedChains(seed: Int) {
+        compare(seed: seed,
+                hub: { $0.map { $0 + 1 }.tryMap { v -> Int in if v == 5 { throw thrown(v) }; return v }.map { $0 * 3 }.mapError(asTestError) },
+                oc: { $0.map { $0 + 1 }.tryMap { v -> Int in if v == 5 { throw thrown(v) }; return v }.map { $0 * 3 }.mapError(asTestError) })
+        compare(seed: seed,
+                hub: { $0.filter { $0 != 2 }.tryFilter { v in if v == 8 { throw thrown(v) }; return v > 1 }.filter { $0 != 6 }.mapError(asTestError) },
+                oc: { $0.filter { $0 != 2 }.tryFilter { v in if v == 8 { throw thrown(v) }; return v > 1 }.filter { $0 != 6 }.mapError(asTestError) })
+        compare(seed: seed,
+                hub: { $0.compactMap(dropping(3)).compactMap(dropping(4)).map { $0 * 2 } },
+                oc: { $0.compactMap(dropping(3)).compactMap(dropping(4)).map { $0 * 2 } })
+        compare(seed: seed,
+                hub: { $0.tryCompactMap { v -> Int? in if v == 9 { throw thrown(v) }; return v == 1 ? nil : v }.compactMap(dropping(2)).mapError(asTestError) },
+                oc: { $0.tryCompactMap { v -> Int? in if v == 9 { throw thrown(v) }; return v == 1 ? nil : v }.compactMap(dropping(2)).mapError(asTestError) })
     }
 
     // MARK: reducing

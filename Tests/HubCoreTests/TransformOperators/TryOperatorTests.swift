@@ -90,6 +90,18 @@ struct TryOperatorTests {
         #expect(recorder.events == [.subscription, .value(1), .value(2), .failure(.other(3))])
     }
 
+    @Test func adjacentMapsAndFiltersFuseIntoOneOperatorAsInCombine() {
+        let probe = Probe()
+        let mapped: Publishers.TryMap<Probe, String> = probe.map { $0 + 1 }.tryMap { $0 * 2 }.map { "\($0)" }
+        let filtered: Publishers.TryFilter<Probe> = probe.filter { $0 > 0 }.tryFilter { $0 < 9 }.filter { $0 != 4 }
+        let compacted: Publishers.CompactMap<Probe, Int> = probe.compactMap { $0 }.compactMap { $0 }.map { $0 }
+        let tryCompacted: Publishers.TryCompactMap<Probe, Int> = probe.tryCompactMap { $0 }.compactMap { $0 }
+        let recorder = mapped.recordThrowing()
+        probe.send(3)
+        #expect(recorder.events == [.subscription, .value("8")])
+        #expect(filtered.upstream === probe && compacted.upstream === probe && tryCompacted.upstream === probe)
+    }
+
     // MARK: tryFilter
 
     @Test func tryFilterGivesBackOneDemandPerDroppedValue() {

@@ -47,3 +47,17 @@ extension Publisher {
         Publishers.CompactMap(upstream: self, transform: transform)
     }
 }
+
+extension Publishers.CompactMap {
+    /// Fuses a `compactMap` after this one into one ``Publishers/CompactMap``, as Combine does.
+    public func compactMap<T>(_ transform: @escaping (Output) -> T?) -> Publishers.CompactMap<Upstream, T> {
+        let first = self.transform
+        return Publishers.CompactMap(upstream: upstream) { first($0).flatMap(transform) }
+    }
+
+    /// Fuses a `map` after this `compactMap` into one ``Publishers/CompactMap``, as Combine does.
+    public func map<T>(_ transform: @escaping (Output) -> T) -> Publishers.CompactMap<Upstream, T> {
+        let first = self.transform
+        return Publishers.CompactMap(upstream: upstream) { first($0).map(transform) }
+    }
+}

@@ -36,3 +36,11 @@ extension Publisher {
         Publishers.TryCompactMap(upstream: self, transform: transform)
     }
 }
+
+extension Publishers.TryCompactMap {
+    /// Fuses a `compactMap` after this `tryCompactMap` into one ``Publishers/TryCompactMap``, as Combine does.
+    public func compactMap<T>(_ transform: @escaping (Output) throws -> T?) -> Publishers.TryCompactMap<Upstream, T> {
+        let first = self.transform
+        return Publishers.TryCompactMap(upstream: upstream) { try first($0).flatMap(transform) }
+    }
+}

@@ -36,3 +36,25 @@ extension Publisher {
         Publishers.TryFilter(upstream: self, isIncluded: isIncluded)
     }
 }
+
+extension Publishers.Filter {
+    /// Fuses a `tryFilter` after this `filter` into one ``Publishers/TryFilter``, as Combine does.
+    public func tryFilter(_ isIncluded: @escaping (Output) throws -> Bool) -> Publishers.TryFilter<Upstream> {
+        let first = self.isIncluded
+        return Publishers.TryFilter(upstream: upstream) { try first($0) && isIncluded($0) }
+    }
+}
+
+extension Publishers.TryFilter {
+    /// Fuses a `filter` after this `tryFilter` into one ``Publishers/TryFilter``, as Combine does.
+    public func filter(_ isIncluded: @escaping (Output) -> Bool) -> Publishers.TryFilter<Upstream> {
+        let first = self.isIncluded
+        return Publishers.TryFilter(upstream: upstream) { try first($0) && isIncluded($0) }
+    }
+
+    /// Fuses a `tryFilter` after this `tryFilter` into one ``Publishers/TryFilter``, as Combine does.
+    public func tryFilter(_ isIncluded: @escaping (Output) throws -> Bool) -> Publishers.TryFilter<Upstream> {
+        let first = self.isIncluded
+        return Publishers.TryFilter(upstream: upstream) { try first($0) && isIncluded($0) }
+    }
+}

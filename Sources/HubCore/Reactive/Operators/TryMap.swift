@@ -35,3 +35,25 @@ extension Publisher {
         Publishers.TryMap(upstream: self, transform: transform)
     }
 }
+
+extension Publishers.Map {
+    /// Fuses a `tryMap` after this `map` into one ``Publishers/TryMap``, as Combine does.
+    public func tryMap<T>(_ transform: @escaping (Output) throws -> T) -> Publishers.TryMap<Upstream, T> {
+        let first = self.transform
+        return Publishers.TryMap(upstream: upstream) { try transform(first($0)) }
+    }
+}
+
+extension Publishers.TryMap {
+    /// Fuses a `map` after this `tryMap` into one ``Publishers/TryMap``, as Combine does.
+    public func map<T>(_ transform: @escaping (Output) -> T) -> Publishers.TryMap<Upstream, T> {
+        let first = self.transform
+        return Publishers.TryMap(upstream: upstream) { transform(try first($0)) }
+    }
+
+    /// Fuses a `tryMap` after this `tryMap` into one ``Publishers/TryMap``, as Combine does.
+    public func tryMap<T>(_ transform: @escaping (Output) throws -> T) -> Publishers.TryMap<Upstream, T> {
+        let first = self.transform
+        return Publishers.TryMap(upstream: upstream) { try transform(try first($0)) }
+    }
+}
