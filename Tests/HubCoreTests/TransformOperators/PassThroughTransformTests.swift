@@ -101,13 +101,16 @@ struct PassThroughTransformTests {
     @Test func keyPathMapsReadTheFields() {
         let probe = DemandProbe<Point, TestError>()
         let one = RecordingSubscriber<Int, TestError>(initialDemand: .max(1))
-        probe.map(\.x).subscribe(one)
+        // A key-path literal picks the key-path overload (MapKeyPath), as in Combine.
+        let mapped: Publishers.MapKeyPath<DemandProbe<Point, TestError>, Int> = probe.map(\.x)
+        mapped.subscribe(one)
         probe.send(Point(x: 1, y: 2, label: "a"))
         #expect(one.events == [.subscription, .value(1)])
         #expect(probe.requests == [.max(1)])
 
         let points = [Point(x: 1, y: 2, label: "a"), Point(x: 3, y: 4, label: "b")]
-        let two = points.publisher.map(\.x, \.y).map { "\($0),\($1)" }.record()
+        let pair: Publishers.MapKeyPath2<Publishers.Sequence<[Point], Never>, Int, Int> = points.publisher.map(\.x, \.y)
+        let two = pair.map { "\($0),\($1)" }.record()
         #expect(two.values == ["1,2", "3,4"])
         let three = points.publisher.map(\.x, \.y, \.label).map { "\($0),\($1),\($2)" }.record()
         #expect(three.values == ["1,2,a", "3,4,b"])
