@@ -1,0 +1,32 @@
+extension Publishers {
+    /// Collects all upstream values into one array, emitted when the upstream finishes,
+    /// as Combine's `Publishers.Collect`.
+    ///
+    /// Demand as ``Publishers/Reduce``: `.unlimited` upstream, the array held until requested.
+    /// A failure discards the collected values.
+    public struct Collect<Upstream: Publisher>: Publisher {
+        public typealias Output = [Upstream.Output]
+        public typealias Failure = Upstream.Failure
+
+        /// The publisher whose values are collected.
+        public let upstream: Upstream
+
+        /// A collection of all of `upstream`'s values.
+        public init(upstream: Upstream) { self.upstream = upstream }
+
+        /// Attaches `subscriber` with a fresh, empty buffer.
+        public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
+            upstream.subscribe(ReducerSubscription<Upstream.Output, Upstream.Failure, S>(
+                downstream: subscriber, initial: [], mapFailure: { $0 }
+            ) { result, input in
+                result?.append(input)
+                return .proceed
+            })
+        }
+    }
+}
+
+extension Publisher {
+    /// Collects every value and emits them as one array when the upstream finishes.
+    public func collect() -> Publishers.Collect<Self> { Publishers.Collect(upstream: self) }
+}
