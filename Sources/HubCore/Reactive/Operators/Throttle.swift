@@ -87,7 +87,7 @@ extension Publishers {
                     return .none
                 }
                 let earliest = lastEmissionTime.map { $0.advanced(by: interval) }
-                let emissionTime = earliest.map { max(now, $0) } ?? now
+                let emissionTime = earliest.map { Swift.max(now, $0) } ?? now
                 demand -= 1
                 pendingInput = input
                 emissions.schedule(on: scheduler, after: emissionTime) { self.emit() }
