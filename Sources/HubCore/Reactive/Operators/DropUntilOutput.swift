@@ -28,24 +28,30 @@ extension Publishers {
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = Inner(downstream: subscriber)
             subscriber.receive(subscription: inner)
-            other.subscribe(Trigger(inner: inner))
+            other.subscribe(inner.makeTrigger())
             upstream.subscribe(inner)
         }
 
-        private final class Inner<Downstream: Subscriber>: Subscriber, Subscription
+        private final class Inner<Downstream: Subscriber>: Subscriber, Subscription, TriggerOwner
         where Downstream.Input == Output, Downstream.Failure == Failure {
             typealias Input = Upstream.Output
+            typealias TriggerFailure = Failure
 
             private var downstream: Downstream?
             private var upstreamSubscription: (any Subscription)?
-            private var triggerSubscription: (any Subscription)?
+            private var trigger: TriggerSubscriber<Other.Output, Inner>?
             private var isTriggered = false
-            private var isTriggerDone = false
             /// Demand requested before the upstream subscribed.
             private var pendingDemand = Subscribers.Demand.none
 
             init(downstream: Downstream) {
                 self.downstream = downstream
+            }
+
+            func makeTrigger() -> TriggerSubscriber<Other.Output, Inner> {
+                let trigger = TriggerSubscriber<Other.Output, Inner>(owner: self)
+                self.trigger = trigger
+                return trigger
             }
 
             func receive(subscription: any Subscription) {
@@ -67,7 +73,7 @@ extension Publishers {
             func receive(completion: Subscribers.Completion<Failure>) {
                 guard let downstream = downstream.take() else { return }
                 upstreamSubscription = nil
-                triggerSubscription.take()?.cancel()
+                trigger.take()?.cancel()
                 downstream.receive(completion: completion)
             }
 
@@ -83,51 +89,24 @@ extension Publishers {
             func cancel() {
                 guard downstream.take() != nil else { return }
                 upstreamSubscription.take()?.cancel()
-                triggerSubscription.take()?.cancel()
+                trigger.take()?.cancel()
             }
 
-            // MARK: Trigger
+            // MARK: TriggerOwner
 
-            func triggerReceive(subscription: any Subscription) {
-                guard downstream != nil, triggerSubscription == nil, !isTriggerDone else {
-                    subscription.cancel()
-                    return
-                }
-                triggerSubscription = subscription
-                subscription.request(.max(1))
-            }
+            var wantsTrigger: Bool { downstream != nil }
 
-            func triggerReceive() {
-                guard downstream != nil, !isTriggerDone else { return }
+            func triggerFired() {
+                trigger = nil
                 isTriggered = true
-                isTriggerDone = true
-                triggerSubscription.take()?.cancel()
             }
 
-            func triggerReceive(completion: Subscribers.Completion<Failure>) {
-                guard !isTriggerDone else { return }
-                isTriggerDone = true
-                triggerSubscription = nil
+            func triggerCompleted(_ completion: Subscribers.Completion<Failure>) {
+                trigger = nil
                 guard let downstream = downstream.take() else { return }
                 upstreamSubscription.take()?.cancel()
                 downstream.receive(completion: completion)
             }
-        }
-
-        /// Subscribes to the trigger on behalf of an ``Inner``.
-        private struct Trigger<Downstream: Subscriber>: Subscriber
-        where Downstream.Input == Output, Downstream.Failure == Failure {
-            typealias Input = Other.Output
-
-            let inner: Inner<Downstream>
-            let combineIdentifier = CombineIdentifier()
-
-            func receive(subscription: any Subscription) { inner.triggerReceive(subscription: subscription) }
-            func receive(_ input: Input) -> Subscribers.Demand {
-                inner.triggerReceive()
-                return .none
-            }
-            func receive(completion: Subscribers.Completion<Failure>) { inner.triggerReceive(completion: completion) }
         }
     }
 }

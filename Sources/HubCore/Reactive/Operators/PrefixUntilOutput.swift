@@ -24,17 +24,18 @@ extension Publishers {
 
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = Inner(downstream: subscriber)
-            other.subscribe(Trigger(inner: inner))
+            other.subscribe(inner.makeTrigger())
             upstream.subscribe(inner)
         }
 
-        private final class Inner<Downstream: Subscriber>: Subscriber, Subscription
+        private final class Inner<Downstream: Subscriber>: Subscriber, Subscription, TriggerOwner
         where Downstream.Input == Output, Downstream.Failure == Failure {
             typealias Input = Upstream.Output
+            typealias TriggerFailure = Other.Failure
 
             private var downstream: Downstream?
             private var upstreamSubscription: (any Subscription)?
-            private var triggerSubscription: (any Subscription)?
+            private var trigger: TriggerSubscriber<Other.Output, Inner>?
             private var hasSubscribed = false
             private var isTriggered = false
 
@@ -42,16 +43,18 @@ extension Publishers {
                 self.downstream = downstream
             }
 
+            func makeTrigger() -> TriggerSubscriber<Other.Output, Inner> {
+                let trigger = TriggerSubscriber<Other.Output, Inner>(owner: self)
+                self.trigger = trigger
+                return trigger
+            }
+
             func receive(subscription: any Subscription) {
-                guard !hasSubscribed else {
+                guard !hasSubscribed, let downstream else {
                     subscription.cancel()
                     return
                 }
                 hasSubscribed = true
-                guard let downstream else {
-                    subscription.cancel()
-                    return
-                }
                 if isTriggered {
                     // The trigger emitted while the upstream was subscribing: the stream is already over.
                     subscription.cancel()
@@ -71,7 +74,7 @@ extension Publishers {
 
             func receive(completion: Subscribers.Completion<Failure>) {
                 guard upstreamSubscription.take() != nil, let downstream = downstream.take() else { return }
-                triggerSubscription.take()?.cancel()
+                trigger.take()?.cancel()
                 downstream.receive(completion: completion)
             }
 
@@ -83,49 +86,24 @@ extension Publishers {
             func cancel() {
                 guard downstream.take() != nil else { return }
                 upstreamSubscription.take()?.cancel()
-                triggerSubscription.take()?.cancel()
+                trigger.take()?.cancel()
             }
 
-            // MARK: Trigger
+            // MARK: TriggerOwner
 
-            func triggerReceive(subscription: any Subscription) {
-                guard downstream != nil, triggerSubscription == nil, !isTriggered else {
-                    subscription.cancel()
-                    return
-                }
-                triggerSubscription = subscription
-                subscription.request(.max(1))
-            }
+            var wantsTrigger: Bool { downstream != nil }
 
-            func triggerReceive() {
-                guard downstream != nil, !isTriggered, triggerSubscription != nil else { return }
+            func triggerFired() {
+                trigger = nil
                 isTriggered = true
-                triggerSubscription.take()?.cancel()
                 guard hasSubscribed, let downstream = downstream.take() else { return }
                 upstreamSubscription.take()?.cancel()
                 downstream.receive(completion: .finished)
             }
 
-            func triggerCompleted() {
-                triggerSubscription = nil
+            func triggerCompleted(_ completion: Subscribers.Completion<Other.Failure>) {
+                trigger = nil
             }
-        }
-
-        /// Subscribes to the trigger on behalf of an ``Inner``.
-        private struct Trigger<Downstream: Subscriber>: Subscriber
-        where Downstream.Input == Output, Downstream.Failure == Failure {
-            typealias Input = Other.Output
-            typealias Failure = Other.Failure
-
-            let inner: Inner<Downstream>
-            let combineIdentifier = CombineIdentifier()
-
-            func receive(subscription: any Subscription) { inner.triggerReceive(subscription: subscription) }
-            func receive(_ input: Input) -> Subscribers.Demand {
-                inner.triggerReceive()
-                return .none
-            }
-            func receive(completion: Subscribers.Completion<Other.Failure>) { inner.triggerCompleted() }
         }
     }
 }
