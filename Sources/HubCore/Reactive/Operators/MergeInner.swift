@@ -21,7 +21,7 @@ internal final class MergeInner<Downstream: Subscriber>: CombiningInner<Downstre
     private var upstreamsUnlimited = false
     private var emitting = false
 
-    /// Subscribes a merge of `count` upstreams for `downstream`; `subscribeAll` calls ``attach(_:)`` for each.
+    /// Subscribes a merge for `downstream`; `subscribeAll` calls ``attach(_:)`` once per upstream, in order.
     static func run(_ downstream: Downstream, subscribeAll: (MergeInner) -> Void) {
         let inner = MergeInner(downstream: downstream)
         inner.start { subscribeAll(inner) }
@@ -40,21 +40,17 @@ internal final class MergeInner<Downstream: Subscriber>: CombiningInner<Downstre
     }
 
     override func slotReceivedValue(_ index: Int) -> Subscribers.Demand {
-        guard isActive, !emitting else { return .none }
-        if demand.isUnlimited {
-            drain()
-            return .none
-        }
-        guard demand > 0, let value = slots[index].popFirst() else { return .none }
-        // Nothing else waits while there is demand: deliver this value directly,
-        // and give its upstream one more (Combine answers the value with .max(1)).
+        guard isActive, !emitting, demand > 0, let value = slots[index].popFirst() else { return .none }
+        // Nothing else waits while there is demand and no delivery is under way:
+        // deliver this value directly. Combine answers it with .max(1) (one more
+        // from the same upstream) while the demand is finite.
         demand -= 1
         emitting = true
         let more = downstream?.receive(value) ?? .none
         emitting = false
         demand += more
         drain()
-        return isActive && !slots[index].isFinished && !demand.isUnlimited ? .max(1) : .none
+        return isActive && !demand.isUnlimited ? .max(1) : .none
     }
 
     override func slotFinished(_ index: Int) {
@@ -71,23 +67,21 @@ internal final class MergeInner<Downstream: Subscriber>: CombiningInner<Downstre
         slots = []
     }
 
-    /// Delivers waiting values while there is demand (in upstream order), asks their
-    /// upstreams for one more each, then widens to `.unlimited` or finishes when due.
+    /// Delivers waiting values while there is demand (in upstream order, one per upstream
+    /// and pass), asks each of those upstreams for one more, then widens every upstream to
+    /// `.unlimited` or finishes when due.
     private func drain() {
         guard !emitting else { return }
         emitting = true
-        var delivered: [Int] = []
-        while isActive, demand > 0 {
-            delivered.removeAll(keepingCapacity: true)
+        var delivered = true
+        while delivered, isActive, demand > 0 {
+            delivered = false
             for slot in slots where demand > 0 {
                 guard let value = slot.popFirst(), let downstream else { continue }
+                delivered = true
                 demand -= 1
                 demand += downstream.receive(value)
-                delivered.append(slot.index)
-            }
-            guard isActive, !delivered.isEmpty else { break }
-            if !demand.isUnlimited {
-                for index in delivered { slots[index].request(.max(1)) }
+                if !demand.isUnlimited { slot.request(.max(1)) }
             }
         }
         emitting = false
