@@ -66,6 +66,12 @@ struct CombineLatestTests {
         #expect(recorder.events == [.subscription, .finished])
     }
 
+    @Test func upstreamsThatFinishWhileSubscribingFinishRightAfterTheSubscription() {
+        let recorder = RecordingSubscriber<Int, Never>(initialDemand: .max(1))
+        HubCore.Just(1).combineLatest(HubCore.Empty<Int, Never>()) { $0 + $1 }.subscribe(recorder)
+        #expect(recorder.events == [.subscription, .finished])
+    }
+
     @Test func aFailureIsForwardedAtOnceAndCancelsTheOthers() {
         let (a, b, c) = (Probe(), Probe(), Probe())
         let recorder = a.combineLatest(b, c) { $0 + $1 + $2 }.record()

@@ -33,6 +33,14 @@ struct MergeTests {
         #expect(recorder.events.count == 3)
     }
 
+    @Test func aFailureWhileSubscribingComesRightAfterTheSubscriptionAndCancelsTheRest() {
+        let probe = Probe()
+        let recorder = HubCore.Fail<Int, TestError>(error: .oops).merge(with: probe).record()
+        #expect(recorder.events == [.subscription, .failure(.oops)])
+        #expect(probe.cancellations == 1)
+        #expect(probe.requests.isEmpty)
+    }
+
     @Test func everyArityAndMergeManyInterleaveInUpstreamOrder() {
         func run<P: HubCore.Publisher>(_ publisher: P) -> [RecordedEvent<Int, Never>] where P.Output == Int, P.Failure == Never {
             let recorder = RecordingSubscriber<Int, Never>(initialDemand: .unlimited)

@@ -30,6 +30,12 @@ struct ZipTests {
         #expect(b.cancellations == 0)
     }
 
+    @Test func anUpstreamThatEndsWhileSubscribingEndsTheZipRightAfterTheSubscription() {
+        let recorder = RecordingSubscriber<Int, Never>(initialDemand: .unlimited)
+        HubCore.Empty<Int, Never>().zip(HubCore.Just(1)) { $0 + $1 }.subscribe(recorder)
+        #expect(recorder.events == [.subscription, .finished])
+    }
+
     @Test func threeAndFourUpstreamsBuildTuples() {
         let (a, b, c, d) = (Subject(), Subject(), Subject(), Subject())
         let three = a.zip(b, c) { "\($0)\($1)\($2)" }.record()

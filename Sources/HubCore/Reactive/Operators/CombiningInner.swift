@@ -29,10 +29,16 @@ internal class CombiningInner<Downstream: Subscriber>: SlotOwner, Subscription {
     /// Whether the downstream may still receive events.
     final var isActive: Bool { downstream != nil && pendingCompletion == nil }
 
-    /// A new slot for the next upstream.
+    /// A new slot for the next upstream. Once the subscription has ended (an earlier
+    /// upstream failed while subscribing), the slot is born released: it cancels the
+    /// subscription its upstream hands it.
     final func makeSlot<Input>(_: Input.Type, keepsLatestOnly: Bool) -> UpstreamSlot<Input, CombiningInner> {
         let slot = UpstreamSlot<Input, CombiningInner>(index: controls.count, owner: self, keepsLatestOnly: keepsLatestOnly)
-        controls.append(slot)
+        if isActive {
+            controls.append(slot)
+        } else {
+            slot.release()
+        }
         return slot
     }
 

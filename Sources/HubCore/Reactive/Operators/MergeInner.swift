@@ -31,7 +31,7 @@ internal final class MergeInner<Downstream: Subscriber>: CombiningInner<Downstre
     func attach<Upstream: Publisher>(_ upstream: Upstream)
     where Upstream.Output == Input, Upstream.Failure == Failure {
         let slot = makeSlot(Input.self, keepsLatestOnly: false)
-        slots.append(slot)
+        if isActive { slots.append(slot) }
         upstream.subscribe(slot)
     }
 
