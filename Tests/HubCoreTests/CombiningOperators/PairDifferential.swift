@@ -113,7 +113,7 @@ extension RecordedEvent {
 }
 
 /// Checks the subscriber contract on a history: one subscription first, at most one
-/// terminal event and nothing after it, and no more values than `granted` allows.
+/// terminal event and nothing after it.
 func contractViolations<V, F>(_ events: [RecordedEvent<V, F>]) -> [String] {
     var problems: [String] = []
     if events.first != .subscription { problems.append("no subscription first") }

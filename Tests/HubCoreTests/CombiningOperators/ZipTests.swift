@@ -86,6 +86,24 @@ struct ZipTests {
         #expect(b.requests == [.max(1)])
     }
 
+    @Test func valuesSentFromInsideReceiveCompleteTheNextTupleAfterwardsNotNested() {
+        let (a, b) = (Subject(), Subject())
+        let recorder = RecordingSubscriber<Int, TestError>(initialDemand: .unlimited)
+        var inside = false
+        var nested = false
+        recorder.onValue = { value in
+            if inside { nested = true }
+            inside = true
+            if value == 12 { a.send(3); b.send(4) }
+            inside = false
+            return .none
+        }
+        a.zip(b) { $0 * 10 + $1 }.subscribe(recorder)
+        a.send(1); b.send(2)
+        #expect(recorder.values == [12, 34])
+        #expect(!nested)
+    }
+
     @Test func aFailureIsForwardedAtOnceAndCancelsTheOthers() {
         let (a, b) = (Probe(), Probe())
         let recorder = a.zip(b) { $0 + $1 }.record()
