@@ -4,7 +4,7 @@ import HubCore
 /// `dropFirst`, `drop(while:)`, `tryDrop(while:)`, `prefix(_:)`, `prefix(while:)`,
 /// `tryPrefix(while:)`, `output(at:)`, `output(in:)`.
 @Suite("SequenceOperators: drop, prefix and output")
-struct DropPrefixOutputTests {
+struct SeqOpsDropPrefixOutputTests {
     // MARK: dropFirst
 
     @Test func dropFirstRequestsCountExtraOnceThenPassesDemandThrough() {

@@ -3,7 +3,7 @@ import HubCore
 
 /// `first`, `first(where:)`, `tryFirst(where:)`, `last`, `last(where:)`, `tryLast(where:)`.
 @Suite("SequenceOperators: first and last")
-struct FirstLastTests {
+struct SeqOpsFirstLastTests {
     @Test func firstRequestsUnlimitedUpstreamForASmallDemand() {
         let probe = DemandProbe<Int, TestError>()
         let recorder = probe.first().record(initialDemand: .max(1))
