@@ -9,7 +9,9 @@ extension Publishers {
     /// `request unlimited`, `receive value: (<value>)`, `request max: (n) (synchronous)` or
     /// `request unlimited (synchronous)` for the demand returned from a value,
     /// `receive finished`, `receive error: (<error>)` and `receive cancel`.
-    /// Events pass through unchanged.
+    /// Events pass through unchanged. As in Combine, a request or a cancel that arrives
+    /// after the end is still logged (it has no other effect); `request(.none)` is neither
+    /// logged nor forwarded.
     public struct Print<Upstream: Publisher>: Publisher {
         public typealias Output = Upstream.Output
         public typealias Failure = Upstream.Failure
@@ -93,14 +95,17 @@ extension Publishers {
             }
 
             func request(_ demand: Subscribers.Demand) {
-                guard demand > 0, downstream != nil, let upstream else { return }
+                guard demand > 0 else { return }
+                // Logged even when it has no effect any more, as Combine does.
                 log("request \(Self.describe(demand))")
+                guard downstream != nil, let upstream else { return }
                 upstream.request(demand)
             }
 
             func cancel() {
-                guard downstream != nil else { return }
+                // Logged even when it has no effect any more, as Combine does.
                 log("receive cancel")
+                guard downstream != nil else { return }
                 downstream = nil
                 upstream.take()?.cancel()
             }
