@@ -146,10 +146,31 @@ struct SeqOpsDropPrefixOutputTests {
     @Test func prefixFinishesWithTheUpstream() {
         let recorder = [1, 2].publisher.prefix(2).record()
         #expect(recorder.events == [.subscription, .value(1), .value(2), .finished])
-        let three = [1, 2, 3, 4].publisher.prefix(3).record(initialDemand: .max(3))
+        // Behind `Deferred` the generic operator applies: it waits for a fourth value.
+        let three = Deferred { [1, 2, 3, 4].publisher }.prefix(3).record(initialDemand: .max(3))
         #expect(three.events == [.subscription, .value(1), .value(2), .value(3)])
         three.request(.max(1))
         #expect(three.events == [.subscription, .value(1), .value(2), .value(3), .finished])
+    }
+
+    @Test func sequencePublishersApplyTheOperatorsToTheSequenceAsInCombine() {
+        let prefix: Publishers.Sequence<PrefixSequence<[Int]>, Never> = [1, 2, 3, 4].publisher.prefix(3)
+        #expect(prefix.record(initialDemand: .max(3)).events == [.subscription, .value(1), .value(2), .value(3), .finished])
+        let first = [5, 6].publisher.first()
+        #expect(first.output == 5)
+        #expect([5, 6, 7].publisher.last().output == 7)
+        #expect([5, 6, 7].publisher.last { $0 < 7 }.output == 6)
+        #expect([5, 6, 7].publisher.first { $0 > 5 }.output == 6)
+        #expect([5, 6, 7].publisher.output(at: 2).output == 7)
+        #expect([5, 6, 7].publisher.output(at: 3).output == nil)
+        #expect([5, 6, 7].publisher.output(in: 1..<9).sequence == [6, 7])
+        #expect(Array([5, 6, 7].publisher.dropFirst().sequence) == [6, 7])
+        #expect(Array([5, 6, 7].publisher.drop { $0 < 6 }.sequence) == [6, 7])
+        #expect([5, 6, 7].publisher.prefix { $0 < 7 }.sequence == [5, 6])
+        #expect([5, 6].publisher.prepend(3, 4).append([7]).append([8].publisher).sequence == [3, 4, 5, 6, 7, 8])
+        // A failing sequence publisher keeps the generic first() (no Optional.Publisher for it).
+        let failing = Publishers.Sequence<[Int], TestError>(sequence: [1, 2])
+        #expect(failing.first().record().events == [.subscription, .value(1), .finished])
     }
 
     @Test func outputAtSkipsWithDemandOfOne() {

@@ -170,3 +170,46 @@ extension HubCore.Just {
         HubCore.Record(output: [output], completion: .finished)
     }
 }
+
+/// The operators over a synchronous `Publishers.Sequence`, whose values arrive from inside the
+/// downstream's own `request` and whose demand is topped up from inside `receive(_:)`.
+@Suite("SequenceOperators: synchronous sources against OpenCombine")
+struct SeqOpsSynchronousSourceTests {
+    private static func compare<HP: HubCore.Publisher, OP: OpenCombine.Publisher>(
+        seed: Int, hub: (HubCore.Publishers.Sequence<Range<Int>, Never>) -> HP,
+        oc: (OpenCombine.Publishers.Sequence<Range<Int>, Never>) -> OP,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) where HP.Output == Int, HP.Failure == Never, OP.Output == Int, OP.Failure == Never {
+        var generator = SeededGenerator(seed: UInt64(seed))
+        let count = Int.random(in: 0...7, using: &generator)
+        let initial = Int.random(in: 1...3, using: &generator)
+        let perValue = Int.random(in: 0...2, using: &generator)
+        let later = Int.random(in: 1...4, using: &generator)
+        let hubRecorder = RecordingSubscriber<Int, Never>(initialDemand: .max(initial), demandPerValue: .max(perValue))
+        hub(HubCore.Publishers.Sequence(sequence: 0..<count)).subscribe(hubRecorder)
+        let ocRecorder = OCRecordingSubscriber<Int, Never>(initialDemand: .max(initial), demandPerValue: .max(perValue))
+        oc(OpenCombine.Publishers.Sequence(sequence: 0..<count)).subscribe(ocRecorder)
+        hubRecorder.request(.max(later))
+        ocRecorder.request(.max(later))
+        #expect(hubRecorder.events == ocRecorder.events,
+                "seed \(seed): count \(count) initial \(initial) perValue \(perValue) later \(later)",
+                sourceLocation: sourceLocation)
+    }
+
+    @Test(arguments: 0..<40)
+    func operators(seed: Int) {
+        Self.compare(seed: seed, hub: { $0.first() }, oc: { $0.first() })
+        Self.compare(seed: seed, hub: { $0.last { $0 < 4 } }, oc: { $0.last { $0 < 4 } })
+        Self.compare(seed: seed, hub: { $0.dropFirst(2) }, oc: { $0.dropFirst(2) })
+        Self.compare(seed: seed, hub: { $0.drop { $0 < 3 } }, oc: { $0.drop { $0 < 3 } })
+        Self.compare(seed: seed, hub: { $0.prefix(3) }, oc: { $0.prefix(3) })
+        Self.compare(seed: seed, hub: { $0.prefix { $0 < 5 } }, oc: { $0.prefix { $0 < 5 } })
+        Self.compare(seed: seed, hub: { $0.output(in: 2...4) }, oc: { $0.output(in: 2...4) })
+        Self.compare(seed: seed, hub: { $0.append(10, 11) }, oc: { $0.append(10, 11) })
+        Self.compare(seed: seed, hub: { $0.prepend(20, 21).append([30, 31]) }, oc: { $0.prepend(20, 21).append([30, 31]) })
+        Self.compare(seed: seed, hub: { $0.append(HubCore.Just(9)).dropFirst().prefix(4) },
+                     oc: { $0.append(OpenCombine.Just(9)).dropFirst().prefix(4) })
+        Self.compare(seed: seed, hub: { source in HubCore.Deferred { source }.handleEvents().output(at: 1) },
+                     oc: { source in OpenCombine.Deferred { source }.handleEvents().output(at: 1) })
+    }
+}
