@@ -1,0 +1,133 @@
+extension Publishers {
+    /// Omits values while a predicate holds, then republishes everything,
+    /// as Combine's `Publishers.DropWhile`.
+    ///
+    /// Demand passes through; each dropped value is replaced by a demand of one.
+    public struct DropWhile<Upstream: Publisher>: Publisher {
+        public typealias Output = Upstream.Output
+        public typealias Failure = Upstream.Failure
+
+        /// The publisher whose leading values are dropped.
+        public let upstream: Upstream
+        /// Values are dropped while this returns `true`.
+        public let predicate: (Upstream.Output) -> Bool
+
+        /// `upstream` without its leading values that satisfy `predicate`.
+        public init(upstream: Upstream, predicate: @escaping (Upstream.Output) -> Bool) {
+            self.upstream = upstream
+            self.predicate = predicate
+        }
+
+        public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
+            let predicate = self.predicate
+            upstream.subscribe(DropWhileInner<Output, Failure, S>(
+                downstream: subscriber, predicate: { .success(predicate($0)) }, mapFailure: { $0 }))
+        }
+    }
+
+    /// Omits values while a throwing predicate holds, then republishes everything,
+    /// as Combine's `Publishers.TryDropWhile`. An error thrown by the predicate cancels
+    /// the upstream and fails the downstream with that error.
+    public struct TryDropWhile<Upstream: Publisher>: Publisher {
+        public typealias Output = Upstream.Output
+        public typealias Failure = any Error
+
+        /// The publisher whose leading values are dropped.
+        public let upstream: Upstream
+        /// Values are dropped while this returns `true`; it may throw.
+        public let predicate: (Upstream.Output) throws -> Bool
+
+        /// `upstream` without its leading values that satisfy `predicate`.
+        public init(upstream: Upstream, predicate: @escaping (Upstream.Output) throws -> Bool) {
+            self.upstream = upstream
+            self.predicate = predicate
+        }
+
+        public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
+            let predicate = self.predicate
+            upstream.subscribe(DropWhileInner<Output, Upstream.Failure, S>(
+                downstream: subscriber,
+                predicate: { value in Result { try predicate(value) } },
+                mapFailure: { $0 }))
+        }
+    }
+}
+
+/// The subscription of `drop(while:)` and `tryDrop(while:)`.
+private final class DropWhileInner<Input, UpstreamFailure: Error, Downstream: Subscriber>: Subscriber, Subscription
+where Downstream.Input == Input {
+    typealias Failure = UpstreamFailure
+
+    private var downstream: Downstream?
+    private var upstream: (any Subscription)?
+    private var subscribed = false
+    private var dropping = true
+    private let predicate: (Input) -> Result<Bool, Downstream.Failure>
+    private let mapFailure: (UpstreamFailure) -> Downstream.Failure
+
+    init(
+        downstream: Downstream,
+        predicate: @escaping (Input) -> Result<Bool, Downstream.Failure>,
+        mapFailure: @escaping (UpstreamFailure) -> Downstream.Failure
+    ) {
+        self.downstream = downstream
+        self.predicate = predicate
+        self.mapFailure = mapFailure
+    }
+
+    func receive(subscription: any Subscription) {
+        guard !subscribed, let downstream else {
+            subscription.cancel()
+            return
+        }
+        subscribed = true
+        upstream = subscription
+        downstream.receive(subscription: self)
+    }
+
+    func receive(_ input: Input) -> Subscribers.Demand {
+        guard let downstream else { return .none }
+        if dropping {
+            switch predicate(input) {
+            case .success(true):
+                return .max(1)
+            case .success(false):
+                dropping = false
+            case .failure(let error):
+                self.downstream = nil
+                upstream.take()?.cancel()
+                downstream.receive(completion: .failure(error))
+                return .none
+            }
+        }
+        return downstream.receive(input)
+    }
+
+    func receive(completion: Subscribers.Completion<UpstreamFailure>) {
+        guard let downstream = downstream.take() else { return }
+        upstream = nil
+        downstream.receive(completion: completion.mapError(mapFailure))
+    }
+
+    func request(_ demand: Subscribers.Demand) {
+        guard demand > 0, downstream != nil, let upstream else { return }
+        upstream.request(demand)
+    }
+
+    func cancel() {
+        downstream = nil
+        upstream.take()?.cancel()
+    }
+}
+
+extension Publisher {
+    /// Omits values while `predicate` returns `true`, then republishes all values.
+    public func drop(while predicate: @escaping (Output) -> Bool) -> Publishers.DropWhile<Self> {
+        Publishers.DropWhile(upstream: self, predicate: predicate)
+    }
+
+    /// Omits values while `predicate` returns `true`; fails with the error it throws.
+    public func tryDrop(while predicate: @escaping (Output) throws -> Bool) -> Publishers.TryDropWhile<Self> {
+        Publishers.TryDropWhile(upstream: self, predicate: predicate)
+    }
+}

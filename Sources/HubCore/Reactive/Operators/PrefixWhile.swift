@@ -1,0 +1,132 @@
+extension Publishers {
+    /// Republishes values while a predicate holds, then finishes,
+    /// as Combine's `Publishers.PrefixWhile`.
+    ///
+    /// Demand passes through. The first value that fails the predicate is not
+    /// published: the upstream is cancelled and the downstream finishes.
+    public struct PrefixWhile<Upstream: Publisher>: Publisher {
+        public typealias Output = Upstream.Output
+        public typealias Failure = Upstream.Failure
+
+        /// The publisher whose leading values are republished.
+        public let upstream: Upstream
+        /// Values are republished while this returns `true`.
+        public let predicate: (Upstream.Output) -> Bool
+
+        /// The leading values of `upstream` that satisfy `predicate`.
+        public init(upstream: Upstream, predicate: @escaping (Upstream.Output) -> Bool) {
+            self.upstream = upstream
+            self.predicate = predicate
+        }
+
+        public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
+            let predicate = self.predicate
+            upstream.subscribe(PrefixWhileInner<Output, Failure, S>(
+                downstream: subscriber, predicate: { .success(predicate($0)) }, mapFailure: { $0 }))
+        }
+    }
+
+    /// Republishes values while a throwing predicate holds, then finishes,
+    /// as Combine's `Publishers.TryPrefixWhile`. An error thrown by the predicate
+    /// cancels the upstream and fails the downstream with that error.
+    public struct TryPrefixWhile<Upstream: Publisher>: Publisher {
+        public typealias Output = Upstream.Output
+        public typealias Failure = any Error
+
+        /// The publisher whose leading values are republished.
+        public let upstream: Upstream
+        /// Values are republished while this returns `true`; it may throw.
+        public let predicate: (Upstream.Output) throws -> Bool
+
+        /// The leading values of `upstream` that satisfy `predicate`.
+        public init(upstream: Upstream, predicate: @escaping (Upstream.Output) throws -> Bool) {
+            self.upstream = upstream
+            self.predicate = predicate
+        }
+
+        public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
+            let predicate = self.predicate
+            upstream.subscribe(PrefixWhileInner<Output, Upstream.Failure, S>(
+                downstream: subscriber,
+                predicate: { value in Result { try predicate(value) } },
+                mapFailure: { $0 }))
+        }
+    }
+}
+
+/// The subscription of `prefix(while:)` and `tryPrefix(while:)`.
+private final class PrefixWhileInner<Input, UpstreamFailure: Error, Downstream: Subscriber>: Subscriber, Subscription
+where Downstream.Input == Input {
+    typealias Failure = UpstreamFailure
+
+    private var downstream: Downstream?
+    private var upstream: (any Subscription)?
+    private var subscribed = false
+    private let predicate: (Input) -> Result<Bool, Downstream.Failure>
+    private let mapFailure: (UpstreamFailure) -> Downstream.Failure
+
+    init(
+        downstream: Downstream,
+        predicate: @escaping (Input) -> Result<Bool, Downstream.Failure>,
+        mapFailure: @escaping (UpstreamFailure) -> Downstream.Failure
+    ) {
+        self.downstream = downstream
+        self.predicate = predicate
+        self.mapFailure = mapFailure
+    }
+
+    func receive(subscription: any Subscription) {
+        guard !subscribed, let downstream else {
+            subscription.cancel()
+            return
+        }
+        subscribed = true
+        upstream = subscription
+        downstream.receive(subscription: self)
+    }
+
+    func receive(_ input: Input) -> Subscribers.Demand {
+        guard let downstream else { return .none }
+        switch predicate(input) {
+        case .success(true):
+            return downstream.receive(input)
+        case .success(false):
+            self.downstream = nil
+            upstream.take()?.cancel()
+            downstream.receive(completion: .finished)
+        case .failure(let error):
+            self.downstream = nil
+            upstream.take()?.cancel()
+            downstream.receive(completion: .failure(error))
+        }
+        return .none
+    }
+
+    func receive(completion: Subscribers.Completion<UpstreamFailure>) {
+        guard let downstream = downstream.take() else { return }
+        upstream = nil
+        downstream.receive(completion: completion.mapError(mapFailure))
+    }
+
+    func request(_ demand: Subscribers.Demand) {
+        guard demand > 0, downstream != nil, let upstream else { return }
+        upstream.request(demand)
+    }
+
+    func cancel() {
+        downstream = nil
+        upstream.take()?.cancel()
+    }
+}
+
+extension Publisher {
+    /// Republishes values while `predicate` returns `true`, then finishes.
+    public func prefix(while predicate: @escaping (Output) -> Bool) -> Publishers.PrefixWhile<Self> {
+        Publishers.PrefixWhile(upstream: self, predicate: predicate)
+    }
+
+    /// Republishes values while `predicate` returns `true`, then finishes; fails with the error it throws.
+    public func tryPrefix(while predicate: @escaping (Output) throws -> Bool) -> Publishers.TryPrefixWhile<Self> {
+        Publishers.TryPrefixWhile(upstream: self, predicate: predicate)
+    }
+}

@@ -1,0 +1,51 @@
+extension Optional {
+    /// A publisher of an optional's value, as Combine's `Optional.Publisher`: a present value is
+    /// published once the subscriber asks, then `finished`; `nil` finishes at once.
+    public struct Publisher: HubCore.Publisher {
+        public typealias Output = Wrapped
+        public typealias Failure = Never
+
+        /// The value published, if any.
+        public let output: Wrapped?
+
+        /// A publisher of `output`.
+        public init(_ output: Wrapped?) { self.output = output }
+
+        public func receive<S: Subscriber>(subscriber: S) where S.Input == Wrapped, S.Failure == Never {
+            guard let output else {
+                subscriber.receive(subscription: Subscriptions.empty)
+                subscriber.receive(completion: .finished)
+                return
+            }
+            subscriber.receive(subscription: OnceValueSubscription<S>(value: output, downstream: subscriber))
+        }
+    }
+
+    /// A publisher of this optional's value (nothing for `nil`), then `finished`.
+    public var publisher: Publisher { Publisher(self) }
+}
+
+extension Optional.Publisher: Equatable where Wrapped: Equatable {}
+
+/// The subscription of `Optional.Publisher` and of a successful `Result.Publisher`: one value on
+/// the first non-zero request, then `finished`.
+internal final class OnceValueSubscription<Downstream: Subscriber>: Subscription {
+    private var value: Downstream.Input?
+    private var downstream: Downstream?
+
+    init(value: Downstream.Input, downstream: Downstream) {
+        self.value = value
+        self.downstream = downstream
+    }
+
+    func request(_ demand: Subscribers.Demand) {
+        guard demand > 0, let downstream = downstream.take(), let value = value.take() else { return }
+        _ = downstream.receive(value)
+        downstream.receive(completion: .finished)
+    }
+
+    func cancel() {
+        downstream = nil
+        value = nil
+    }
+}
