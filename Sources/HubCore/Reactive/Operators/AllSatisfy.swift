@@ -22,7 +22,7 @@ extension Publishers {
         /// Attaches `subscriber`.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let predicate = self.predicate
-            upstream.subscribe(ReducerSubscription<Upstream.Output, Upstream.Failure, S>(
+            upstream.receive(subscriber: ReducerSubscription<Upstream.Output, Upstream.Failure, S>(
                 downstream: subscriber, initial: true, mapFailure: { $0 }
             ) { result, input in
                 guard predicate(input) else {

@@ -28,9 +28,9 @@ extension Publishers {
             switch state {
             case .connected(let subscribers, let connection):
                 state = .connected(subscribers: subscribers + 1, connection: connection)
-                upstream.subscribe(inner)
+                upstream.receive(subscriber: inner)
             case .disconnected:
-                upstream.subscribe(inner)
+                upstream.receive(subscriber: inner)
                 let connection = upstream.connect()
                 state = .connected(subscribers: 1, connection: connection)
             }

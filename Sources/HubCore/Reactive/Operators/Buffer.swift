@@ -55,7 +55,7 @@ extension Publishers {
         }
 
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            upstream.subscribe(Inner(downstream: subscriber, size: size, prefetch: prefetch, whenFull: whenFull))
+            upstream.receive(subscriber: Inner(downstream: subscriber, size: size, prefetch: prefetch, whenFull: whenFull))
         }
 
         private final class Inner<Downstream: Subscriber>: Subscriber, Subscription

@@ -25,7 +25,7 @@ extension Publishers {
         /// Attaches `subscriber`.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = CatchInner<Upstream, NewPublisher, S>(downstream: subscriber) { error in .success(handler(error)) }
-            upstream.subscribe(CatchInner<Upstream, NewPublisher, S>.Uncaught(inner: inner))
+            upstream.receive(subscriber: CatchInner<Upstream, NewPublisher, S>.Uncaught(inner: inner))
         }
     }
 }

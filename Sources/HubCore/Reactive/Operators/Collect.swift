@@ -16,7 +16,7 @@ extension Publishers {
 
         /// Attaches `subscriber` with a fresh, empty buffer.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            upstream.subscribe(ReducerSubscription<Upstream.Output, Upstream.Failure, S>(
+            upstream.receive(subscriber: ReducerSubscription<Upstream.Output, Upstream.Failure, S>(
                 downstream: subscriber, initial: [], mapFailure: { $0 }
             ) { result, input in
                 result?.append(input)

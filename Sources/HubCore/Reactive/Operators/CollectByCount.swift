@@ -22,7 +22,7 @@ extension Publishers {
 
         /// Attaches `subscriber` with a fresh buffer.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            upstream.subscribe(Inner(downstream: subscriber, count: count))
+            upstream.receive(subscriber: Inner(downstream: subscriber, count: count))
         }
 
         private final class Inner<Downstream: Subscriber>: Subscriber, Subscription

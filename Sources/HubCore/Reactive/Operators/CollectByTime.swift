@@ -38,10 +38,10 @@ extension Publishers {
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             switch strategy {
             case .byTime(let scheduler, let interval):
-                upstream.subscribe(Inner(downstream: subscriber, scheduler: scheduler, interval: interval, count: nil))
+                upstream.receive(subscriber: Inner(downstream: subscriber, scheduler: scheduler, interval: interval, count: nil))
             case .byTimeOrCount(let scheduler, let interval, let count):
                 precondition(count > 0, "collect(.byTimeOrCount) needs a positive count")
-                upstream.subscribe(Inner(downstream: subscriber, scheduler: scheduler, interval: interval, count: count))
+                upstream.receive(subscriber: Inner(downstream: subscriber, scheduler: scheduler, interval: interval, count: count))
             }
         }
 

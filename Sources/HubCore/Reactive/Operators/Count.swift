@@ -14,7 +14,7 @@ extension Publishers {
 
         /// Attaches `subscriber` with a fresh count.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            upstream.subscribe(ReducerSubscription<Upstream.Output, Upstream.Failure, S>(
+            upstream.receive(subscriber: ReducerSubscription<Upstream.Output, Upstream.Failure, S>(
                 downstream: subscriber, initial: 0, mapFailure: { $0 }
             ) { result, _ in
                 result = result! + 1

@@ -27,7 +27,7 @@ extension Publishers {
         }
 
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            upstream.subscribe(Inner(downstream: subscriber, interval: interval, scheduler: scheduler))
+            upstream.receive(subscriber: Inner(downstream: subscriber, interval: interval, scheduler: scheduler))
         }
 
         private final class Inner<Downstream: Subscriber>: Subscriber, Subscription

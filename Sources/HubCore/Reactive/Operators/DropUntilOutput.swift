@@ -29,7 +29,7 @@ extension Publishers {
             let inner = Inner(downstream: subscriber)
             subscriber.receive(subscription: inner)
             other.subscribe(inner.makeTrigger())
-            upstream.subscribe(inner)
+            upstream.receive(subscriber: inner)
         }
 
         private final class Inner<Downstream: Subscriber>: Subscriber, Subscription, TriggerOwner

@@ -20,7 +20,7 @@ extension Publishers {
 
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let predicate = self.predicate
-            upstream.subscribe(DropWhileInner<Output, Failure, S>(
+            upstream.receive(subscriber: DropWhileInner<Output, Failure, S>(
                 downstream: subscriber, predicate: { .success(predicate($0)) }, mapFailure: { $0 }))
         }
     }
@@ -45,7 +45,7 @@ extension Publishers {
 
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let predicate = self.predicate
-            upstream.subscribe(DropWhileInner<Output, Upstream.Failure, S>(
+            upstream.receive(subscriber: DropWhileInner<Output, Upstream.Failure, S>(
                 downstream: subscriber,
                 predicate: { value in Result { try predicate(value) } },
                 mapFailure: { $0 }))

@@ -38,7 +38,7 @@ extension Publishers {
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let outer = Outer(downstream: subscriber, maxPublishers: maxPublishers, transform: transform)
             subscriber.receive(subscription: outer)
-            upstream.subscribe(outer)
+            upstream.receive(subscriber: outer)
         }
 
         private final class Outer<Downstream: Subscriber>: Subscriber, Subscription

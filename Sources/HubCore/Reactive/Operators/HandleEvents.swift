@@ -40,7 +40,7 @@ extension Publishers {
         }
 
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            upstream.subscribe(Inner(self, downstream: subscriber))
+            upstream.receive(subscriber: Inner(self, downstream: subscriber))
         }
 
         private final class Inner<Downstream: Subscriber>: Subscriber, Subscription

@@ -17,7 +17,7 @@ extension Publishers {
 
         /// Attaches `subscriber`.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            upstream.subscribe(Inner(downstream: subscriber))
+            upstream.receive(subscriber: Inner(downstream: subscriber))
         }
 
         private struct Inner<Downstream: Subscriber>: Subscriber

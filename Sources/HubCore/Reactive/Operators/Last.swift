@@ -15,7 +15,7 @@ extension Publishers {
         public init(upstream: Upstream) { self.upstream = upstream }
 
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            upstream.subscribe(FirstLastProducer<Output, Failure, S>(
+            upstream.receive(subscriber: FirstLastProducer<Output, Failure, S>(
                 downstream: subscriber, decide: { _ in .keep }, mapFailure: { $0 }))
         }
     }
@@ -39,7 +39,7 @@ extension Publishers {
 
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let predicate = self.predicate
-            upstream.subscribe(FirstLastProducer<Output, Failure, S>(
+            upstream.receive(subscriber: FirstLastProducer<Output, Failure, S>(
                 downstream: subscriber, decide: { predicate($0) ? .keep : .skip }, mapFailure: { $0 }))
         }
     }
@@ -64,7 +64,7 @@ extension Publishers {
 
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let predicate = self.predicate
-            upstream.subscribe(FirstLastProducer<Output, Upstream.Failure, S>(
+            upstream.receive(subscriber: FirstLastProducer<Output, Upstream.Failure, S>(
                 downstream: subscriber,
                 decide: { value in
                     do { return try predicate(value) ? .keep : .skip } catch { return .fail(error) }

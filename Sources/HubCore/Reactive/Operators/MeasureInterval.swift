@@ -19,7 +19,7 @@ extension Publishers {
         }
 
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            upstream.subscribe(Inner(downstream: subscriber, scheduler: scheduler))
+            upstream.receive(subscriber: Inner(downstream: subscriber, scheduler: scheduler))
         }
 
         private final class Inner<Downstream: Subscriber>: Subscriber, Subscription

@@ -32,7 +32,7 @@ internal final class MergeInner<Downstream: Subscriber>: CombiningInner<Downstre
     where Upstream.Output == Input, Upstream.Failure == Failure {
         let slot = makeSlot(Input.self, keepsLatestOnly: false)
         if isActive { slots.append(slot) }
-        upstream.subscribe(slot)
+        upstream.receive(subscriber: slot)
     }
 
     override func slotSubscribed(_ index: Int) {

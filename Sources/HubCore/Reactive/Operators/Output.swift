@@ -23,7 +23,7 @@ extension Publishers {
         }
 
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            upstream.subscribe(Inner(downstream: subscriber, range: range))
+            upstream.receive(subscriber: Inner(downstream: subscriber, range: range))
         }
 
         private final class Inner<Downstream: Subscriber>: Subscriber, Subscription

@@ -25,7 +25,7 @@ extension Publishers {
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = Inner(downstream: subscriber)
             other.subscribe(inner.makeTrigger())
-            upstream.subscribe(inner)
+            upstream.receive(subscriber: inner)
         }
 
         private final class Inner<Downstream: Subscriber>: Subscriber, Subscription, TriggerOwner

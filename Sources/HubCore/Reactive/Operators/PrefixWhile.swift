@@ -21,7 +21,7 @@ extension Publishers {
 
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let predicate = self.predicate
-            upstream.subscribe(PrefixWhileInner<Output, Failure, S>(
+            upstream.receive(subscriber: PrefixWhileInner<Output, Failure, S>(
                 downstream: subscriber, predicate: { .success(predicate($0)) }, mapFailure: { $0 }))
         }
     }
@@ -46,7 +46,7 @@ extension Publishers {
 
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let predicate = self.predicate
-            upstream.subscribe(PrefixWhileInner<Output, Upstream.Failure, S>(
+            upstream.receive(subscriber: PrefixWhileInner<Output, Upstream.Failure, S>(
                 downstream: subscriber,
                 predicate: { value in Result { try predicate(value) } },
                 mapFailure: { $0 }))

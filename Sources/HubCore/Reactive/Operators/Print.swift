@@ -34,7 +34,7 @@ extension Publishers {
         }
 
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            upstream.subscribe(Inner(
+            upstream.receive(subscriber: Inner(
                 downstream: subscriber, prefix: prefix.isEmpty ? "" : "\(prefix): ", logger: logger, level: level))
         }
 

@@ -21,7 +21,7 @@ extension Publishers {
 
         /// Attaches `subscriber`.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            upstream.subscribe(Inner(downstream: subscriber, output: output))
+            upstream.receive(subscriber: Inner(downstream: subscriber, output: output))
         }
 
         private final class Inner<Downstream: Subscriber>: Subscriber, Subscription

@@ -25,7 +25,7 @@ extension Publishers {
 
         /// Attaches `subscriber`.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            upstream.subscribe(Inner(upstream: upstream, retries: retries, downstream: subscriber))
+            upstream.receive(subscriber: Inner(upstream: upstream, retries: retries, downstream: subscriber))
         }
 
         private final class Inner<Downstream: Subscriber>: Subscriber, Subscription
@@ -89,7 +89,7 @@ extension Publishers {
                     resubscribing = true
                     repeat {
                         needsResubscribe = false
-                        upstream.subscribe(self)
+                        upstream.receive(subscriber: self)
                     } while needsResubscribe && downstream != nil
                     resubscribing = false
                     return

@@ -24,7 +24,7 @@ extension Publishers {
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = Inner(downstream: subscriber, scheduler: scheduler)
             let upstream = self.upstream
-            scheduler.schedule { upstream.subscribe(inner) }
+            scheduler.schedule { upstream.receive(subscriber: inner) }
         }
 
         private final class Inner<Downstream: Subscriber>: Subscriber, Subscription

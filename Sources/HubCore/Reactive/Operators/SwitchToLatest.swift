@@ -24,7 +24,7 @@ extension Publishers {
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let outer = Outer(downstream: subscriber)
             subscriber.receive(subscription: outer)
-            upstream.subscribe(outer)
+            upstream.receive(subscriber: outer)
         }
 
         private final class Outer<Downstream: Subscriber>: Subscriber, Subscription

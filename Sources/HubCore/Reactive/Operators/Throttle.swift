@@ -33,7 +33,7 @@ extension Publishers {
         }
 
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            upstream.subscribe(Inner(downstream: subscriber, interval: interval, scheduler: scheduler, latest: latest))
+            upstream.receive(subscriber: Inner(downstream: subscriber, interval: interval, scheduler: scheduler, latest: latest))
         }
 
         private final class Inner<Downstream: Subscriber>: Subscriber, Subscription

@@ -28,7 +28,7 @@ extension Publishers {
             let inner = CatchInner<Upstream, NewPublisher, S>(downstream: subscriber, convert: { $0 }) { error in
                 do { return .success(try handler(error)) } catch { return .failure(error) }
             }
-            upstream.subscribe(CatchInner<Upstream, NewPublisher, S>.Uncaught(inner: inner))
+            upstream.receive(subscriber: CatchInner<Upstream, NewPublisher, S>.Uncaught(inner: inner))
         }
     }
 }

@@ -21,7 +21,7 @@ extension Publishers {
         /// Attaches `subscriber` through a subscription that stops on the first thrown error.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let isIncluded = self.isIncluded
-            upstream.subscribe(ValueFilterSubscription<Upstream.Output, Upstream.Failure, S>(
+            upstream.receive(subscriber: ValueFilterSubscription<Upstream.Output, Upstream.Failure, S>(
                 downstream: subscriber, mapFailure: { $0 }
             ) { input in
                 do { return try isIncluded(input) ? .emit(input) : .skip } catch { return .fail(error) }

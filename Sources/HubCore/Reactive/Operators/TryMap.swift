@@ -20,7 +20,7 @@ extension Publishers {
         /// Attaches `subscriber` through a subscription that stops on the first thrown error.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let transform = self.transform
-            upstream.subscribe(ValueFilterSubscription<Upstream.Output, Upstream.Failure, S>(
+            upstream.receive(subscriber: ValueFilterSubscription<Upstream.Output, Upstream.Failure, S>(
                 downstream: subscriber, mapFailure: { $0 }
             ) { input in
                 do { return .emit(try transform(input)) } catch { return .fail(error) }

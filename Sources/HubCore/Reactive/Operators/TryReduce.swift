@@ -24,7 +24,7 @@ extension Publishers {
         /// Attaches `subscriber` with a fresh accumulator.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let next = nextPartialResult
-            upstream.subscribe(ReducerSubscription<Upstream.Output, Upstream.Failure, S>(
+            upstream.receive(subscriber: ReducerSubscription<Upstream.Output, Upstream.Failure, S>(
                 downstream: subscriber, initial: initial, mapFailure: { $0 }
             ) { result, input in
                 do {

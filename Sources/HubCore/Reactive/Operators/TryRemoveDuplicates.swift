@@ -23,7 +23,7 @@ extension Publishers {
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let predicate = self.predicate
             var last: Output?
-            upstream.subscribe(ValueFilterSubscription<Upstream.Output, Upstream.Failure, S>(
+            upstream.receive(subscriber: ValueFilterSubscription<Upstream.Output, Upstream.Failure, S>(
                 downstream: subscriber, mapFailure: { $0 }
             ) { input in
                 defer { last = input }

@@ -25,7 +25,7 @@ extension Publishers {
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let next = nextPartialResult
             var result = initialResult
-            upstream.subscribe(ValueFilterSubscription<Upstream.Output, Upstream.Failure, S>(
+            upstream.receive(subscriber: ValueFilterSubscription<Upstream.Output, Upstream.Failure, S>(
                 downstream: subscriber, mapFailure: { $0 }
             ) { input in
                 do {
