@@ -78,6 +78,9 @@ public final class Trigger {
         subjects[AnyHashable(key)]?.subscriberCount ?? 0
     }
 
+    /// The number of keys in the table (for tests of the pruning).
+    internal var keyCount: Int { subjects.count }
+
     /// The subject carrying `key`'s activations, made on first use. Keys left without
     /// subscribers are dropped when the table grows, so that the table stays as large as
     /// the set of keys in use.
