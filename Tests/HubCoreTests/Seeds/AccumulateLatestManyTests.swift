@@ -120,7 +120,7 @@ struct AccumulateLatestManyTests {
         }
         var subscribed = 0
         let publishers = (0..<3).map { value in
-            LazyPublisher { () -> Just<Int> in
+            SeedLazyPublisher { () -> Just<Int> in
                 subscribed += 1
                 return Just(value)
             }

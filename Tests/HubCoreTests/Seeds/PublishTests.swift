@@ -192,12 +192,12 @@ struct PublishTests {
             let medias: [Int]
         }
         let trigger = Trigger()
-        var sources: [Int: PagedSource] = [:]
+        var sources: [Int: SeedPagedSource] = [:]
         var reloads = 0
         let recorder = Publishers.publishAndRepeat(onOutputFrom: trigger.signal(activatedBy: TriggerId.reload)) {
             reloads += 1
             return Publishers.accumulateLatestMany([1, 2].map { topic in
-                let source = PagedSource(pageCount: 3, pageSize: 1)
+                let source = SeedPagedSource(pageCount: 3, pageSize: 1)
                 sources[topic] = source
                 return source.pages(paginatedBy: trigger.signal(activatedBy: TriggerId.loadMore(topicId: topic)))
                     .map(\.items)

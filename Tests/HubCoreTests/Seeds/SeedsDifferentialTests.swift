@@ -9,7 +9,7 @@ struct SeedsDifferentialTests {
     typealias History = [RecordedEvent<Int, TestError>]
 
     static func run<HP: HubCore.Publisher, OP: OpenCombine.Publisher>(
-        _ script: [SignalScriptStep],
+        _ script: [SeedScriptStep],
         initialDemand: Int?,
         demandPerValue: Int,
         hub: (HubCore.PassthroughSubject<Int, TestError>, HubCore.PassthroughSubject<Void, Never>) -> HP,
@@ -54,9 +54,9 @@ struct SeedsDifferentialTests {
         return (hubRecorder.events, ocRecorder.events)
     }
 
-    private static func parameters(_ seed: Int) -> (script: [SignalScriptStep], initial: Int?, perValue: Int) {
+    private static func parameters(_ seed: Int) -> (script: [SeedScriptStep], initial: Int?, perValue: Int) {
         var generator = SeededGenerator(seed: UInt64(seed))
-        let script = SignalScriptStep.random(length: 24, using: &generator)
+        let script = SeedScriptStep.random(length: 24, using: &generator)
         let initial = [0, 1, 2, nil].randomElement(using: &generator)!
         let perValue = Int.random(in: 0...1, using: &generator)
         return (script, initial, perValue)

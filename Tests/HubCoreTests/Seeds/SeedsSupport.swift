@@ -1,7 +1,7 @@
 import HubCore
 
 /// A page of the fake paged source used by the pagination examples.
-struct Page: Equatable, CustomStringConvertible {
+struct SeedPage: Equatable, CustomStringConvertible {
     let items: [Int]
     let next: Int?
     var description: String { "\(items)->\(next.map(String.init) ?? "end")" }
@@ -9,7 +9,7 @@ struct Page: Equatable, CustomStringConvertible {
 
 /// A fake paged source: `pageCount` pages of `pageSize` items; page `n` holds
 /// `n*pageSize ..< (n+1)*pageSize`. It counts how many pages were fetched.
-final class PagedSource {
+final class SeedPagedSource {
     let pageCount: Int
     let pageSize: Int
     private(set) var fetches: [Int] = []
@@ -20,18 +20,18 @@ final class PagedSource {
     }
 
     /// The publisher of one page (the article's `itemsPublisher(at:)`): a `Just`.
-    func page(_ page: Int) -> Just<Page> {
+    func page(_ page: Int) -> Just<SeedPage> {
         fetches.append(page)
         let items = Array(page * pageSize ..< (page + 1) * pageSize)
-        return Just(Page(items: items, next: page + 1 < pageCount ? page + 1 : nil))
+        return Just(SeedPage(items: items, next: page + 1 < pageCount ? page + 1 : nil))
     }
 
     /// The article's `itemsPublisher(at:paginatedBy:)`: the page, then, if there is a next page and a
     /// paginator, the next pages, each held back by `wait(untilOutputFrom: paginator)`.
-    func pages(at page: Int = 0, paginatedBy paginator: Trigger.Signal?) -> AnyPublisher<Page, Never> {
-        // The pages are fetched lazily: `Deferred` does not exist yet, so `Then` makes the next
+    func pages(at page: Int = 0, paginatedBy paginator: Trigger.Signal?) -> AnyPublisher<SeedPage, Never> {
+        // The pages are fetched lazily: `Deferred` does not exist yet, so `SeedThen` makes the next
         // publisher only once the current one has finished.
-        Then(first: LazyPublisher { self.page(page).eraseToAnyPublisher() }) { result in
+        SeedThen(first: SeedLazyPublisher { self.page(page).eraseToAnyPublisher() }) { result in
             guard let paginator, let next = result.next else { return nil }
             return self.pages(at: next, paginatedBy: paginator).wait(untilOutputFrom: paginator).eraseToAnyPublisher()
         }
@@ -40,7 +40,7 @@ final class PagedSource {
 }
 
 /// A publisher made when subscribed (a minimal `Deferred` for the tests).
-struct LazyPublisher<P: Publisher>: Publisher {
+struct SeedLazyPublisher<P: Publisher>: Publisher {
     typealias Output = P.Output
     typealias Failure = P.Failure
     let make: () -> P
@@ -52,7 +52,7 @@ struct LazyPublisher<P: Publisher>: Publisher {
 /// Test helper standing in for the article's `map { ... }.switchToLatest()` + `prepend`: emits
 /// `first`'s values, then, when `first` finishes, subscribes to `rest(lastValue)` (if any) with
 /// the outstanding demand. Demand is forwarded as requested; cancel reaches the running part.
-struct Then<Output, Failure: Error>: Publisher {
+struct SeedThen<Output, Failure: Error>: Publisher {
     let first: AnyPublisher<Output, Failure>
     let rest: (Output) -> AnyPublisher<Output, Failure>?
 
@@ -131,7 +131,7 @@ struct Then<Output, Failure: Error>: Publisher {
 }
 
 /// One step of a two-source script: an upstream subject and a signal subject.
-enum SignalScriptStep: Equatable, CustomStringConvertible {
+enum SeedScriptStep: Equatable, CustomStringConvertible {
     case send(Int)
     case finish
     case fail
@@ -153,7 +153,7 @@ enum SignalScriptStep: Equatable, CustomStringConvertible {
     }
 
     /// A random valid script (requests never zero).
-    static func random<G: RandomNumberGenerator>(length: Int, using generator: inout G) -> [SignalScriptStep] {
+    static func random<G: RandomNumberGenerator>(length: Int, using generator: inout G) -> [SeedScriptStep] {
         (0..<length).map { _ in
             switch Int.random(in: 0..<100, using: &generator) {
             case 0..<40: return .send(Int.random(in: 0...9, using: &generator))

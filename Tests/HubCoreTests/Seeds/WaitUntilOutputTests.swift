@@ -134,21 +134,21 @@ struct WaitUntilOutputTests {
     /// The article's paginated publisher: the first page at once, each further page on activation.
     @Test func paginatedPublisherDeliversPageAfterPageOnActivate() {
         let trigger = Trigger()
-        let source = PagedSource(pageCount: 3)
+        let source = SeedPagedSource(pageCount: 3)
         let recorder = source.pages(paginatedBy: trigger.signal(activatedBy: "more")).record()
-        #expect(recorder.events == [.subscription, .value(Page(items: [0, 1], next: 1))])
+        #expect(recorder.events == [.subscription, .value(SeedPage(items: [0, 1], next: 1))])
         #expect(source.fetches == [0], "the next page is not fetched before it is asked for")
         trigger.activate(for: "other")
         #expect(recorder.values.count == 1)
         trigger.activate(for: "more")
-        #expect(recorder.values.last == Page(items: [2, 3], next: 2))
+        #expect(recorder.values.last == SeedPage(items: [2, 3], next: 2))
         #expect(source.fetches == [0, 1])
         trigger.activate(for: "more")
         #expect(recorder.events == [
             .subscription,
-            .value(Page(items: [0, 1], next: 1)),
-            .value(Page(items: [2, 3], next: 2)),
-            .value(Page(items: [4, 5], next: nil)),
+            .value(SeedPage(items: [0, 1], next: 1)),
+            .value(SeedPage(items: [2, 3], next: 2)),
+            .value(SeedPage(items: [4, 5], next: nil)),
             .finished,
         ])
         trigger.activate(for: "more")
@@ -157,14 +157,14 @@ struct WaitUntilOutputTests {
     }
 
     @Test func paginatedPublisherWithoutPaginatorDeliversTheFirstPageOnly() {
-        let source = PagedSource(pageCount: 3)
+        let source = SeedPagedSource(pageCount: 3)
         let recorder = source.pages(paginatedBy: nil).record()
-        #expect(recorder.events == [.subscription, .value(Page(items: [0, 1], next: 1)), .finished])
+        #expect(recorder.events == [.subscription, .value(SeedPage(items: [0, 1], next: 1)), .finished])
     }
 
     @Test func paginatedPublisherHonoursDemandAndScanGathersPages() {
         let trigger = Trigger()
-        let source = PagedSource(pageCount: 4, pageSize: 1)
+        let source = SeedPagedSource(pageCount: 4, pageSize: 1)
         let recorder = RecordingSubscriber<[Int], Never>(initialDemand: .max(1))
         source.pages(paginatedBy: trigger.signal()).map(\.items).scan([], +).subscribe(recorder)
         #expect(recorder.values == [[0]])
@@ -180,7 +180,7 @@ struct WaitUntilOutputTests {
 
     @Test func cancellingAPaginatedPublisherStopsItsSignal() {
         let trigger = Trigger()
-        let source = PagedSource(pageCount: 5)
+        let source = SeedPagedSource(pageCount: 5)
         let recorder = source.pages(paginatedBy: trigger.signal(activatedBy: "more")).record()
         trigger.activate(for: "more")
         #expect(trigger.subscriberCount(for: "more") == 1, "waiting for the third page")
