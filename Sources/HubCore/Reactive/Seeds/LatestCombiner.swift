@@ -1,0 +1,155 @@
+/// The subscription shared by ``Publishers/ReduceLatest2``, ``Publishers/ReduceLatest3`` and
+/// ``Publishers/AccumulateLatestMany``: it subscribes to a fixed number of upstream
+/// publishers, remembers that one of them produced a value, and emits `snapshot()` to the
+/// downstream when it has demand.
+///
+/// The latest values themselves live in the publisher's own storage (written by the `store`
+/// closure given to ``attach(_:at:store:)``, read by `snapshot`), so that upstreams of
+/// different types can share this one implementation.
+///
+/// - Demand: each downstream request (and each demand returned from the downstream's
+///   `receive(_:)`) is requested from every upstream that has not finished, as Combine's
+///   `CombineLatest` does; a request made before an upstream's subscription arrives is
+///   requested from it on arrival.
+/// - Coalescing: values arriving while the downstream has no demand (or before `snapshot`
+///   can produce an output) are not queued; one output built from the latest values is
+///   emitted when demand arrives.
+/// - Completion: finishes once every upstream has finished (an output still waiting for demand
+///   is dropped); fails as soon as one upstream fails, cancelling the others.
+/// - With zero upstreams, emits `snapshot()` once on the first demand, then finishes (as `Just`).
+/// - Reentrancy: a value, a request or a cancel arriving from inside the downstream's
+///   `receive(_:)` is taken into account by the running emission loop.
+internal final class LatestCombiner<Downstream: Subscriber>: Subscription {
+    typealias Output = Downstream.Input
+    typealias Failure = Downstream.Failure
+
+    private var downstream: Downstream?
+    private let snapshot: () -> Output?
+    private var subscriptions: [(any Subscription)?]
+    private var finished: [Bool]
+    private var remaining: Int
+    /// Everything the downstream has requested so far, for upstreams that subscribe late.
+    private var requested = Subscribers.Demand.none
+    private var demand = Subscribers.Demand.none
+    /// A value arrived that has not been emitted yet.
+    private var pending = false
+    private var emitting = false
+
+    /// A combiner of `count` upstreams emitting `snapshot()` (which returns `nil` while no output can be formed).
+    init(downstream: Downstream, count: Int, snapshot: @escaping () -> Output?) {
+        self.downstream = downstream
+        self.snapshot = snapshot
+        subscriptions = Array(repeating: nil, count: count)
+        finished = Array(repeating: false, count: count)
+        remaining = count
+        pending = count == 0
+    }
+
+    /// Whether the combiner still delivers events (not cancelled, not completed).
+    var isActive: Bool { downstream != nil }
+
+    /// Subscribes to `publisher` as upstream number `index`; its values go through `store` first.
+    func attach<P: Publisher>(_ publisher: P, at index: Int, store: @escaping (P.Output) -> Void)
+    where P.Failure == Failure {
+        guard isActive else { return }
+        publisher.subscribe(Side(parent: self, index: index, store: store))
+    }
+
+    func request(_ demand: Subscribers.Demand) {
+        guard demand > 0, isActive else { return }
+        self.demand += demand
+        requested += demand
+        forward(demand)
+        drain()
+    }
+
+    func cancel() {
+        guard downstream.take() != nil else { return }
+        cancelUpstreams()
+    }
+
+    // MARK: upstream events
+
+    fileprivate func received(subscription: any Subscription, at index: Int) {
+        guard isActive, !finished[index], subscriptions[index] == nil else {
+            subscription.cancel()
+            return
+        }
+        subscriptions[index] = subscription
+        if requested > 0 { subscription.request(requested) }
+    }
+
+    fileprivate func received(valueAt index: Int) {
+        pending = true
+        drain()
+    }
+
+    fileprivate func received(completion: Subscribers.Completion<Failure>, at index: Int) {
+        guard isActive, !finished[index] else { return }
+        finished[index] = true
+        subscriptions[index] = nil
+        switch completion {
+        case .finished:
+            remaining -= 1
+            if remaining == 0 { complete(.finished) }
+        case .failure:
+            complete(completion)
+        }
+    }
+
+    // MARK: private
+
+    private func forward(_ demand: Subscribers.Demand) {
+        for index in subscriptions.indices where !finished[index] {
+            subscriptions[index]?.request(demand)
+        }
+    }
+
+    private func drain() {
+        guard !emitting else { return }
+        emitting = true
+        defer { emitting = false }
+        while pending, demand > 0, let downstream, let output = snapshot() {
+            pending = false
+            demand -= 1
+            let more = downstream.receive(output)
+            if more > 0, isActive {
+                demand += more
+                requested += more
+                forward(more)
+            }
+            if finished.isEmpty, isActive { complete(.finished) }
+        }
+    }
+
+    private func complete(_ completion: Subscribers.Completion<Failure>) {
+        guard let downstream = downstream.take() else { return }
+        cancelUpstreams()
+        downstream.receive(completion: completion)
+    }
+
+    private func cancelUpstreams() {
+        let current = subscriptions
+        subscriptions = Array(repeating: nil, count: current.count)
+        for index in current.indices where !finished[index] {
+            finished[index] = true
+            current[index]?.cancel()
+        }
+    }
+
+    private struct Side<Input>: Subscriber {
+        let parent: LatestCombiner
+        let index: Int
+        let store: (Input) -> Void
+        let combineIdentifier = CombineIdentifier()
+
+        func receive(subscription: any Subscription) { parent.received(subscription: subscription, at: index) }
+        func receive(_ input: Input) -> Subscribers.Demand {
+            guard parent.isActive, !parent.finished[index] else { return .none }
+            store(input)
+            parent.received(valueAt: index)
+            return .none
+        }
+        func receive(completion: Subscribers.Completion<Failure>) { parent.received(completion: completion, at: index) }
+    }
+}
