@@ -86,7 +86,7 @@ where Upstream.Output == NewPublisher.Output, Downstream.Input == Upstream.Outpu
             state = .awaitingReplacement
             switch handler(error) {
             case .success(let replacement):
-                replacement.subscribe(Caught(inner: self))
+                replacement.receive(subscriber: Caught(inner: self))
             case .failure(let thrown):
                 state = .terminal
                 downstream.take()?.receive(completion: .failure(thrown))

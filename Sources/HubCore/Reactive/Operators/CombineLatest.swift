@@ -28,7 +28,7 @@ extension Publishers {
             let slotA = inner.makeSlot(A.Output.self, keepsLatestOnly: true)
             let slotB = inner.makeSlot(B.Output.self, keepsLatestOnly: true)
             inner.combine = { (slotA.latest, slotB.latest) }
-            inner.start { a.subscribe(slotA); b.subscribe(slotB) }
+            inner.start { a.receive(subscriber: slotA); b.receive(subscriber: slotB) }
         }
     }
 
@@ -65,7 +65,7 @@ extension Publishers {
             let slotB = inner.makeSlot(B.Output.self, keepsLatestOnly: true)
             let slotC = inner.makeSlot(C.Output.self, keepsLatestOnly: true)
             inner.combine = { (slotA.latest, slotB.latest, slotC.latest) }
-            inner.start { a.subscribe(slotA); b.subscribe(slotB); c.subscribe(slotC) }
+            inner.start { a.receive(subscriber: slotA); b.receive(subscriber: slotB); c.receive(subscriber: slotC) }
         }
     }
 
@@ -106,7 +106,7 @@ extension Publishers {
             let slotC = inner.makeSlot(C.Output.self, keepsLatestOnly: true)
             let slotD = inner.makeSlot(D.Output.self, keepsLatestOnly: true)
             inner.combine = { (slotA.latest, slotB.latest, slotC.latest, slotD.latest) }
-            inner.start { a.subscribe(slotA); b.subscribe(slotB); c.subscribe(slotC); d.subscribe(slotD) }
+            inner.start { a.receive(subscriber: slotA); b.receive(subscriber: slotB); c.receive(subscriber: slotC); d.receive(subscriber: slotD) }
         }
     }
 }

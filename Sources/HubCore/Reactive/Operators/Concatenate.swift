@@ -26,7 +26,7 @@ extension Publishers {
 
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = Inner(downstream: subscriber, suffix: suffix)
-            prefix.subscribe(Inner.PrefixSubscriber(inner: inner))
+            prefix.receive(subscriber: Inner.PrefixSubscriber(inner: inner))
         }
 
         private final class Inner<Downstream: Subscriber>: Subscription
@@ -104,7 +104,7 @@ extension Publishers {
                 switch completion {
                 case .finished:
                     phase = .awaitingSuffix
-                    suffix.take()?.subscribe(SuffixSubscriber(inner: self))
+                    suffix.take()?.receive(subscriber: SuffixSubscriber(inner: self))
                 case .failure:
                     phase = .terminal
                     suffix = nil

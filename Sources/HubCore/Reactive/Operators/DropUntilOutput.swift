@@ -28,7 +28,7 @@ extension Publishers {
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = Inner(downstream: subscriber)
             subscriber.receive(subscription: inner)
-            other.subscribe(inner.makeTrigger())
+            other.receive(subscriber: inner.makeTrigger())
             upstream.receive(subscriber: inner)
         }
 

@@ -88,7 +88,7 @@ extension Publishers {
                 let index = nextIndex
                 nextIndex += 1
                 pendingInners += 1
-                child.subscribe(Side(index: index, outer: self))
+                child.receive(subscriber: Side(index: index, outer: self))
                 return .none
             }
 

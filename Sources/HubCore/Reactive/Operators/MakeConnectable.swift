@@ -16,7 +16,7 @@ extension Publishers {
 
         /// Attaches `subscriber`.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            inner.subscribe(subscriber)
+            inner.receive(subscriber: subscriber)
         }
 
         /// Subscribes the shared subject to the upstream; cancel the result to disconnect.

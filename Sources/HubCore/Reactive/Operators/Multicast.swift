@@ -34,7 +34,7 @@ extension Publishers {
 
         /// Attaches `subscriber`.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            lazySubject.subscribe(Inner(downstream: subscriber))
+            lazySubject.receive(subscriber: Inner(downstream: subscriber))
         }
 
         /// Subscribes the subject to the upstream; cancel the result to disconnect.

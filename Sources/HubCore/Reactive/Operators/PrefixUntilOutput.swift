@@ -24,7 +24,7 @@ extension Publishers {
 
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = Inner(downstream: subscriber)
-            other.subscribe(inner.makeTrigger())
+            other.receive(subscriber: inner.makeTrigger())
             upstream.receive(subscriber: inner)
         }
 

@@ -25,7 +25,7 @@ extension Publishers {
 
         /// Attaches `subscriber`.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            inner.subscribe(subscriber)
+            inner.receive(subscriber: subscriber)
         }
 
         /// Identity: two shares are equal only if they are the same object.

@@ -58,7 +58,7 @@ extension Publishers {
                 innerSubscription.take()?.cancel()
                 currentIndex += 1
                 awaitingInnerSubscription = true
-                input.subscribe(Side(index: currentIndex, outer: self))
+                input.receive(subscriber: Side(index: currentIndex, outer: self))
                 return .none
             }
 

@@ -14,6 +14,6 @@ public struct Deferred<DeferredPublisher: Publisher>: Publisher {
     }
 
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-        createPublisher().subscribe(subscriber)
+        createPublisher().receive(subscriber: subscriber)
     }
 }

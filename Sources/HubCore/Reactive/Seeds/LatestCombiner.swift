@@ -52,7 +52,7 @@ internal final class LatestCombiner<Downstream: Subscriber>: Subscription {
     func attach<P: Publisher>(_ publisher: P, at index: Int, store: @escaping (P.Output) -> Void)
     where P.Failure == Failure {
         guard isActive else { return }
-        publisher.subscribe(Side(parent: self, index: index, store: store))
+        publisher.receive(subscriber: Side(parent: self, index: index, store: store))
     }
 
     func request(_ demand: Subscribers.Demand) {

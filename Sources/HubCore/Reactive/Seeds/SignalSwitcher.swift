@@ -38,7 +38,7 @@ where Downstream.Input == Inner.Output, Downstream.Failure == Inner.Failure {
     func start<S: Publisher>(signal: S, runFirst: Bool) where S.Failure == Never {
         if runFirst { switchInner() }
         guard isActive else { return }
-        signal.subscribe(SignalSide(parent: self))
+        signal.receive(subscriber: SignalSide(parent: self))
     }
 
     func request(_ demand: Subscribers.Demand) {
@@ -88,7 +88,7 @@ where Downstream.Input == Inner.Output, Downstream.Failure == Inner.Failure {
         innerSubscription.take()?.cancel()
         let publisher = make()
         guard isActive else { return }
-        publisher.subscribe(InnerSide(parent: self, generation: generation))
+        publisher.receive(subscriber: InnerSide(parent: self, generation: generation))
     }
 
     fileprivate func innerSubscribed(_ subscription: any Subscription, generation: Int) {

@@ -58,7 +58,7 @@ extension Publishers {
 
             func start(_ signal: Signal) {
                 guard case .waiting = state else { return }
-                signal.subscribe(SignalSide(parent: self))
+                signal.receive(subscriber: SignalSide(parent: self))
             }
 
             func request(_ demand: Subscribers.Demand) {
@@ -99,7 +99,7 @@ extension Publishers {
                 guard case .waiting(let subscription) = state, let upstream = upstream.take() else { return }
                 state = .running(nil)
                 subscription?.cancel()
-                upstream.subscribe(UpstreamSide(parent: self))
+                upstream.receive(subscriber: UpstreamSide(parent: self))
             }
 
             // MARK: upstream side
