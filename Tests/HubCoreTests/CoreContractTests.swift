@@ -124,3 +124,71 @@ struct CoreContractTests {
         #expect(subject.subscriberCount == 0)
     }
 }
+
+@Suite("Subjects under reentrancy")
+struct SubjectReentrancyTests {
+    @Test func cancellingAnotherSubscriberDuringDeliveryStopsItAtOnce() {
+        let subject = PassthroughSubject<Int, Never>()
+        let second = RecordingSubscriber<Int, Never>(initialDemand: .unlimited)
+        let first = RecordingSubscriber<Int, Never>(initialDemand: .unlimited)
+        first.onValue = { _ in
+            second.cancel()
+            return .none
+        }
+        subject.subscribe(first)
+        subject.subscribe(second)
+        subject.send(1)
+        subject.send(2)
+        #expect(first.values == [1, 2])
+        #expect(second.values == [])
+        #expect(subject.subscriberCount == 1)
+    }
+
+    @Test func subscribingDuringDeliveryMissesTheValueBeingDelivered() {
+        let subject = PassthroughSubject<Int, Never>()
+        let late = RecordingSubscriber<Int, Never>(initialDemand: .unlimited)
+        let first = RecordingSubscriber<Int, Never>(initialDemand: .unlimited)
+        first.onValue = { value in
+            if value == 1 { subject.subscribe(late) }
+            return .none
+        }
+        subject.subscribe(first)
+        subject.send(1)
+        subject.send(2)
+        #expect(first.values == [1, 2])
+        #expect(late.values == [2])
+        #expect(subject.subscriberCount == 2)
+    }
+
+    @Test func completingDuringDeliveryFinishesEveryoneOnceAndDeliversNothingMore() {
+        let subject = CurrentValueSubject<Int, TestError>(0)
+        let first = RecordingSubscriber<Int, TestError>(initialDemand: .unlimited)
+        let second = RecordingSubscriber<Int, TestError>(initialDemand: .unlimited)
+        first.onValue = { value in
+            if value == 1 { subject.send(completion: .failure(.oops)) }
+            return .none
+        }
+        subject.subscribe(first)
+        subject.subscribe(second)
+        subject.send(1)
+        subject.send(2)
+        #expect(first.events == [.subscription, .value(0), .value(1), .failure(.oops)])
+        #expect(second.events == [.subscription, .value(0), .failure(.oops)])
+        #expect(subject.subscriberCount == 0)
+    }
+
+    @Test func aSubjectStaysAliveWhileSubscribed() {
+        let recorder = RecordingSubscriber<Int, Never>(initialDemand: .max(1))
+        weak var weakSubject: CurrentValueSubject<Int, Never>?
+        do {
+            let subject = CurrentValueSubject<Int, Never>(7)
+            weakSubject = subject
+            subject.subscribe(recorder)
+        }
+        #expect(weakSubject != nil)
+        recorder.request(.max(1))
+        #expect(recorder.values == [7])
+        recorder.cancel()
+        #expect(weakSubject == nil)
+    }
+}

@@ -4,7 +4,7 @@
 /// A subscriber without demand when a value is sent keeps only the newest
 /// value pending, delivered on its next request.
 public final class CurrentValueSubject<Output, Failure: Error>: Subject {
-    @usableFromInline internal var conduits: ContiguousArray<SubjectConduit<Output, Failure>> = []
+    @usableFromInline internal let conduits = ConduitList<Output, Failure>()
     @usableFromInline internal var completion: Subscribers.Completion<Failure>?
     @usableFromInline internal var upstreams: [any Subscription] = []
     @usableFromInline internal var current: Output
@@ -25,7 +25,7 @@ public final class CurrentValueSubject<Output, Failure: Error>: Subject {
     }
 
     /// The number of live subscribers.
-    public var subscriberCount: Int { conduits.count }
+    public var subscriberCount: Int { conduits.liveCount }
 
     /// Whether the subject has completed.
     public var isCompleted: Bool { completion != nil }
@@ -38,7 +38,7 @@ public final class CurrentValueSubject<Output, Failure: Error>: Subject {
             return
         }
         let conduit = SubjectConduit(
-            subscriber, currentValue: { [unowned self] in self.current }, detach: { self.remove($0) })
+            subscriber, currentValue: { [unowned self] in self.current }, detach: { self.conduits.remove($0) })
         conduits.append(conduit)
         subscriber.receive(subscription: conduit)
     }
@@ -47,30 +47,18 @@ public final class CurrentValueSubject<Output, Failure: Error>: Subject {
     public func send(_ value: Output) {
         guard completion == nil else { return }
         current = value
-        let snapshot = conduits
-        for conduit in snapshot where !conduit.offer(value) {
-            conduit.deliveredCurrent = false
-        }
+        conduits.offer(value, resetCurrentWhenUndelivered: true)
     }
 
     public func send(completion: Subscribers.Completion<Failure>) {
         guard self.completion == nil else { return }
         self.completion = completion
-        let snapshot = conduits
-        conduits = []
         upstreams = []
-        for conduit in snapshot { conduit.finish(completion) }
+        conduits.finishAll(completion)
     }
 
     public func send(subscription: any Subscription) {
         upstreams.append(subscription)
         subscription.request(.unlimited)
-    }
-
-    @usableFromInline
-    internal func remove(_ conduit: SubjectConduit<Output, Failure>) {
-        if let index = conduits.firstIndex(where: { $0 === conduit }) {
-            conduits.remove(at: index)
-        }
     }
 }

@@ -7,7 +7,7 @@
 /// The hot path (`send`, the per-subscriber conduits) is inlinable so that
 /// typed chains are specialised in the modules that use them.
 public final class PassthroughSubject<Output, Failure: Error>: Subject {
-    @usableFromInline internal var conduits: ContiguousArray<SubjectConduit<Output, Failure>> = []
+    @usableFromInline internal let conduits = ConduitList<Output, Failure>()
     @usableFromInline internal var completion: Subscribers.Completion<Failure>?
     @usableFromInline internal var upstreams: [any Subscription] = []
 
@@ -19,7 +19,7 @@ public final class PassthroughSubject<Output, Failure: Error>: Subject {
     }
 
     /// The number of live subscribers.
-    public var subscriberCount: Int { conduits.count }
+    public var subscriberCount: Int { conduits.liveCount }
 
     /// Whether the subject has completed.
     public var isCompleted: Bool { completion != nil }
@@ -31,7 +31,7 @@ public final class PassthroughSubject<Output, Failure: Error>: Subject {
             subscriber.receive(completion: completion)
             return
         }
-        let conduit = SubjectConduit(subscriber, detach: { self.remove($0) })
+        let conduit = SubjectConduit(subscriber, detach: { self.conduits.remove($0) })
         conduits.append(conduit)
         subscriber.receive(subscription: conduit)
     }
@@ -39,28 +39,18 @@ public final class PassthroughSubject<Output, Failure: Error>: Subject {
     @inlinable
     public func send(_ value: Output) {
         guard completion == nil else { return }
-        let current = conduits
-        for conduit in current { conduit.offer(value) }
+        conduits.offer(value, resetCurrentWhenUndelivered: false)
     }
 
     public func send(completion: Subscribers.Completion<Failure>) {
         guard self.completion == nil else { return }
         self.completion = completion
-        let current = conduits
-        conduits = []
         upstreams = []
-        for conduit in current { conduit.finish(completion) }
+        conduits.finishAll(completion)
     }
 
     public func send(subscription: any Subscription) {
         upstreams.append(subscription)
         subscription.request(.unlimited)
-    }
-
-    @usableFromInline
-    internal func remove(_ conduit: SubjectConduit<Output, Failure>) {
-        if let index = conduits.firstIndex(where: { $0 === conduit }) {
-            conduits.remove(at: index)
-        }
     }
 }
