@@ -118,10 +118,11 @@ extension ServerMessage {
     }
 
     /// Appends `{"op":"next","id":N,"values":[v1,v2,...]}` from the compact JSON
-    /// of each value; byte-identical to encoding ``nextBatch(id:values:)``.
+    /// of each value (`[UInt8]`, `ArraySlice<UInt8>`, `UnsafeRawBufferPointer`,
+    /// ...); byte-identical to encoding ``nextBatch(id:values:)``.
     /// `encodedValues` should not be empty (the protocol requires at least one).
     public static func appendNextBatch<Values: Sequence>(id: UInt64, encodedValues: Values, into buffer: inout [UInt8])
-    where Values.Element == [UInt8] {
+    where Values.Element: Sequence, Values.Element.Element == UInt8 {
         appendNextBatchHead(id: id, into: &buffer)
         var first = true
         for encoded in encodedValues {

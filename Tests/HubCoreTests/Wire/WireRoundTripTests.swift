@@ -186,6 +186,17 @@ struct WireRoundTripTests {
             var batch: [UInt8] = []
             ServerMessage.appendNextBatch(id: id, encodedValues: values.map { $0.jsonBytes() }, into: &batch)
             #expect(batch == ServerMessage.nextBatch(id: id, values: values).jsonBytes())
+            // From slices of one shared buffer, as a server holding encoded values back to back would.
+            var shared: [UInt8] = []
+            var ranges: [Range<Int>] = []
+            for value in values {
+                let start = shared.count
+                value.writeJSON(into: &shared)
+                ranges.append(start..<shared.count)
+            }
+            var fromSlices: [UInt8] = []
+            ServerMessage.appendNextBatch(id: id, encodedValues: ranges.map { shared[$0] }, into: &fromSlices)
+            #expect(fromSlices == batch)
         }
     }
 
