@@ -1,0 +1,269 @@
+/// The hub: the registry of named subjects, triggers and pipelines, and the
+/// operations of the protocol on them.
+///
+/// A hub and everything it holds are confined to one thread (the event loop);
+/// sessions call it there. Names share one namespace. With
+/// ``Configuration/autoCreate`` (the default), unknown names are created on
+/// first use: a passthrough subject for `send`/`complete`/`fail`/`subscribe`,
+/// a trigger for `trigger`.
+public final class Hub: PipelineEnvironment {
+    /// How a hub behaves where the protocol leaves a choice.
+    public struct Configuration: Sendable {
+        /// Whether unknown names are created on first use.
+        public var autoCreate: Bool
+        /// The buffer size of a hot subscription that asks for none.
+        public var defaultBufferSize: Int
+        /// The largest buffer a subscription may ask for.
+        public var maxBufferSize: Int
+        /// The overflow policy of a hot subscription that asks for none.
+        public var defaultOverflow: OverflowPolicy
+        /// The limits pipelines are compiled under.
+        public var limits: PipelineLimits
+
+        /// The defaults of PROTOCOL.md.
+        public init(
+            autoCreate: Bool = true,
+            defaultBufferSize: Int = 1000,
+            maxBufferSize: Int = 100_000,
+            defaultOverflow: OverflowPolicy = .error,
+            limits: PipelineLimits = PipelineLimits()
+        ) {
+            self.autoCreate = autoCreate
+            self.defaultBufferSize = defaultBufferSize
+            self.maxBufferSize = maxBufferSize
+            self.defaultOverflow = defaultOverflow
+            self.limits = limits
+        }
+    }
+
+    /// What a name stands for.
+    public enum Entry {
+        /// A subject.
+        case subject(HubSubject)
+        /// A trigger.
+        case trigger(HubTrigger)
+
+        /// "subject" or "trigger", for messages.
+        public var kindName: String {
+            switch self {
+            case .subject: return "subject"
+            case .trigger: return "trigger"
+            }
+        }
+    }
+
+    /// The hub's configuration.
+    public let configuration: Configuration
+    /// Counters of published, dropped and overflowed values.
+    public let metrics = HubMetrics()
+    /// The scheduler of timing operators: the event loop's, or a test scheduler.
+    public let scheduler: any Scheduler
+
+    private var entries: [String: Entry] = [:]
+    /// The buffer settings of the subscription whose pipeline is being compiled.
+    private var compiling: (size: Int, overflow: OverflowPolicy?)?
+
+    /// An empty hub.
+    public init(configuration: Configuration = Configuration(), scheduler: any Scheduler) {
+        self.configuration = configuration
+        self.scheduler = scheduler
+    }
+
+    /// The limits pipelines are compiled under.
+    public var limits: PipelineLimits { configuration.limits }
+
+    /// What `name` stands for, if anything.
+    public func entry(named name: String) -> Entry? { entries[name] }
+
+    /// Every name and what it stands for, sorted by name.
+    public var allEntries: [(name: String, entry: Entry)] {
+        entries.sorted { $0.key < $1.key }.map { (name: $0.key, entry: $0.value) }
+    }
+
+    // MARK: Declaring
+
+    /// Declares a subject (from configuration). A name already in use is refused.
+    @discardableResult
+    public func declareSubject(
+        _ name: String, initialValue: Value? = nil, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
+    ) throws(HubError) -> HubSubject {
+        try Hub.check(name)
+        guard entries[name] == nil else {
+            throw HubError(.badMessage, "'\(name)' is already declared as a \(entries[name]!.kindName)")
+        }
+        let subject = HubSubject(
+            name: name, initialValue: initialValue,
+            bufferSize: bufferSize ?? configuration.defaultBufferSize,
+            overflow: overflow ?? configuration.defaultOverflow)
+        entries[name] = .subject(subject)
+        return subject
+    }
+
+    /// Declares a trigger (from configuration). A name already in use is refused.
+    @discardableResult
+    public func declareTrigger(_ name: String) throws(HubError) -> HubTrigger {
+        try Hub.check(name)
+        guard entries[name] == nil else {
+            throw HubError(.badMessage, "'\(name)' is already declared as a \(entries[name]!.kindName)")
+        }
+        let trigger = HubTrigger(name: name)
+        entries[name] = .trigger(trigger)
+        return trigger
+    }
+
+    // MARK: Resolving
+
+    /// The subject `name`, created if unknown and the hub auto-creates names.
+    public func subject(named name: String) throws(HubError) -> HubSubject {
+        try Hub.check(name)
+        switch entries[name] {
+        case .subject(let subject):
+            return subject
+        case .some(let other):
+            throw HubError(.notFound, "'\(name)' is a \(other.kindName), not a subject")
+        case nil:
+            guard configuration.autoCreate else { throw HubError(.notFound, "no subject named '\(name)'") }
+            return try declareSubject(name)
+        }
+    }
+
+    /// The trigger `name`, created if unknown and the hub auto-creates names.
+    public func trigger(named name: String) throws(HubError) -> HubTrigger {
+        try Hub.check(name)
+        switch entries[name] {
+        case .trigger(let trigger):
+            return trigger
+        case .some(let other):
+            throw HubError(.notFound, "'\(name)' is a \(other.kindName), not a trigger")
+        case nil:
+            guard configuration.autoCreate else { throw HubError(.notFound, "no trigger named '\(name)'") }
+            return try declareTrigger(name)
+        }
+    }
+
+    // MARK: Operations
+
+    /// Publishes `value` into the subject `to`.
+    public func send(_ value: Value, to name: String) throws(HubError) {
+        let subject = try subject(named: name)
+        guard !subject.isCompleted else { throw HubError(.completed, "subject '\(name)' has completed") }
+        metrics.published += 1
+        subject.send(value)
+    }
+
+    /// Finishes the subject `name`: its subscribers get `complete` after their buffered values.
+    public func complete(_ name: String) throws(HubError) {
+        let subject = try subject(named: name)
+        guard !subject.isCompleted else { throw HubError(.completed, "subject '\(name)' has already completed") }
+        subject.send(completion: .finished)
+    }
+
+    /// Fails the subject `name` with the JSON value `error`.
+    public func fail(_ name: String, error: Value) throws(HubError) {
+        let subject = try subject(named: name)
+        guard !subject.isCompleted else { throw HubError(.completed, "subject '\(name)' has already completed") }
+        subject.send(completion: .failure(.failed(error, message: "subject '\(name)' failed")))
+    }
+
+    /// Activates the trigger `name`, for `key` if given.
+    public func activate(_ name: String, key: Value?) throws(HubError) {
+        let trigger = try trigger(named: name)
+        metrics.activations += 1
+        trigger.activate(key: key)
+    }
+
+    /// The publisher a subscription `to: name` receives, buffered per the
+    /// subscription's settings (or the subject's), and what kind of entry it is.
+    public func publisher(
+        for name: String, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
+    ) throws(HubError) -> (entry: Entry, publisher: AnyPublisher<Value, HubError>) {
+        try Hub.check(name)
+        if entries[name] == nil { _ = try subject(named: name) }
+        let entry = entries[name]!
+        switch entry {
+        case .subject(let subject):
+            let size = try bufferCapacity(bufferSize ?? subject.bufferSize)
+            return (entry, subject.publisher
+                .hotBuffer(capacity: size, policy: overflow ?? subject.overflow, metrics: metrics)
+                .eraseToAnyPublisher())
+        case .trigger(let trigger):
+            let size = try bufferCapacity(bufferSize ?? configuration.defaultBufferSize)
+            return (entry, trigger.publisher(key: nil)
+                .hotBuffer(capacity: size, policy: overflow ?? configuration.defaultOverflow, metrics: metrics)
+                .eraseToAnyPublisher())
+        }
+    }
+
+    /// Compiles `source` for one subscription whose hot sources get `bufferSize` and `overflow`.
+    public func compile(
+        pipeline source: String, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
+    ) throws(HubError) -> AnyPublisher<Value, HubError> {
+        let size = try bufferCapacity(bufferSize ?? configuration.defaultBufferSize)
+        compiling = (size, overflow)
+        defer { compiling = nil }
+        return try PipelineCompiler.compile(source, environment: self)
+    }
+
+    // MARK: PipelineEnvironment
+
+    public func source(named name: String) throws(HubError) -> AnyPublisher<Value, HubError> {
+        try Hub.check(name)
+        if entries[name] == nil { _ = try subject(named: name) }
+        switch entries[name]! {
+        case .subject(let subject):
+            return subject.publisher
+                .hotBuffer(
+                    capacity: compiling?.size ?? subject.bufferSize,
+                    policy: compiling?.overflow ?? subject.overflow, metrics: metrics)
+                .eraseToAnyPublisher()
+        case .trigger(let trigger):
+            return triggerPublisher(trigger, key: nil)
+        }
+    }
+
+    public func trigger(named name: String, key: Value?) throws(HubError) -> AnyPublisher<Value, HubError> {
+        triggerPublisher(try trigger(named: name), key: key)
+    }
+
+    private func triggerPublisher(_ trigger: HubTrigger, key: Value?) -> AnyPublisher<Value, HubError> {
+        trigger.publisher(key: key)
+            .hotBuffer(
+                capacity: compiling?.size ?? configuration.defaultBufferSize,
+                policy: compiling?.overflow ?? configuration.defaultOverflow, metrics: metrics)
+            .eraseToAnyPublisher()
+    }
+
+    // MARK: Checks
+
+    private func bufferCapacity(_ size: Int) throws(HubError) -> Int {
+        guard size >= 1, size <= configuration.maxBufferSize else {
+            throw HubError(.badMessage, "buffer must be between 1 and \(configuration.maxBufferSize), got \(size)")
+        }
+        return size
+    }
+
+    /// Throws `bad_message` unless `name` is a valid hub name.
+    static func check(_ name: String) throws(HubError) {
+        guard HubName.isValid(name) else {
+            throw HubError(.badMessage, "invalid name '\(name)': names match [A-Za-z_][A-Za-z0-9_.]* and have at most \(HubName.maxLength) bytes")
+        }
+    }
+}
+
+extension Hub {
+    /// The catalog `list` answers: every subject, pipeline and trigger with its subscriber count.
+    public func catalog() -> Catalog {
+        var catalog = Catalog()
+        for (name, entry) in entries {
+            switch entry {
+            case .subject(let subject):
+                catalog.subjects.append(Catalog.SubjectEntry(
+                    name: name, kind: subject.kind == .passthrough ? .passthrough : .currentValue,
+                    value: subject.currentValue, subscribers: subject.subscriberCount))
+            case .trigger:
+                catalog.triggers.append(name)
+            }
+        }
+        return catalog.sorted()
+    }
+}
