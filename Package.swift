@@ -14,6 +14,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "HubCore", targets: ["HubCore"]),
+        .library(name: "HubServer", targets: ["HubServer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
@@ -27,6 +28,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
+            ],
+            swiftSettings: optimised
+        ),
+        .target(
+            name: "HubServer",
+            dependencies: [
+                "HubCore",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: optimised
         ),

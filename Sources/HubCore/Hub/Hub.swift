@@ -143,31 +143,41 @@ public final class Hub: PipelineEnvironment {
 
     // MARK: Operations
 
-    /// Publishes `value` into the subject `to`.
-    public func send(_ value: Value, to name: String) throws(HubError) {
+    /// The subject `name` if it is still open: `completed` once it has finished.
+    public func openSubject(named name: String) throws(HubError) -> HubSubject {
         let subject = try subject(named: name)
         guard !subject.isCompleted else { throw HubError(.completed, "subject '\(name)' has completed") }
+        return subject
+    }
+
+    /// Publishes `value` into the subject `to`.
+    public func send(_ value: Value, to name: String) throws(HubError) {
+        publish(value, to: try openSubject(named: name))
+    }
+
+    /// Publishes `value` into `subject` (resolved with ``openSubject(named:)``).
+    public func publish(_ value: Value, to subject: HubSubject) {
         metrics.published += 1
         subject.send(value)
     }
 
     /// Finishes the subject `name`: its subscribers get `complete` after their buffered values.
     public func complete(_ name: String) throws(HubError) {
-        let subject = try subject(named: name)
-        guard !subject.isCompleted else { throw HubError(.completed, "subject '\(name)' has already completed") }
-        subject.send(completion: .finished)
+        try openSubject(named: name).send(completion: .finished)
     }
 
     /// Fails the subject `name` with the JSON value `error`.
     public func fail(_ name: String, error: Value) throws(HubError) {
-        let subject = try subject(named: name)
-        guard !subject.isCompleted else { throw HubError(.completed, "subject '\(name)' has already completed") }
-        subject.send(completion: .failure(.failed(error, message: "subject '\(name)' failed")))
+        try openSubject(named: name).send(completion: .failure(.failed(error, message: "subject '\(name)' failed")))
     }
 
     /// Activates the trigger `name`, for `key` if given.
     public func activate(_ name: String, key: Value?) throws(HubError) {
-        let trigger = try trigger(named: name)
+        activate(try trigger(named: name), key: key)
+    }
+
+    /// Activates `trigger` (resolved with ``trigger(named:)``), for `key` if given.
+    public func activate(_ trigger: HubTrigger, key: Value?) {
         metrics.activations += 1
         trigger.activate(key: key)
     }

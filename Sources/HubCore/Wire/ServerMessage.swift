@@ -134,15 +134,19 @@ extension ServerMessage {
         buffer.append(UInt8(ascii: "}"))
     }
 
+    /// Appends `{"op":"next","id":N,"value":` — the start of a `next`, for a
+    /// writer that appends the value's JSON and the closing `}` itself.
     @inline(__always)
-    private static func appendNextHead(id: UInt64, into buffer: inout [UInt8]) {
+    public static func appendNextHead(id: UInt64, into buffer: inout [UInt8]) {
         WireBytes.append(#"{"op":"next","id":"#, to: &buffer)
         WireBytes.append(id, to: &buffer)
         WireBytes.append(#","value":"#, to: &buffer)
     }
 
+    /// Appends `{"op":"next","id":N,"values":[` — the start of a batch `next`,
+    /// for a writer that appends the values, separated by commas, and `]}`.
     @inline(__always)
-    private static func appendNextBatchHead(id: UInt64, into buffer: inout [UInt8]) {
+    public static func appendNextBatchHead(id: UInt64, into buffer: inout [UInt8]) {
         WireBytes.append(#"{"op":"next","id":"#, to: &buffer)
         WireBytes.append(id, to: &buffer)
         WireBytes.append(#","values":["#, to: &buffer)

@@ -1,0 +1,92 @@
+import HubCore
+
+/// The end of one remote subscription's pipeline: a HubCore subscriber whose
+/// demand comes from the client's `request` messages and whose values become
+/// `next` messages.
+///
+/// It never asks upstream for more than the client granted (PROTOCOL.md §5.1);
+/// a running total of 2^53−1 or more becomes `.unlimited` (§5.2).
+final class RemoteSubscription: Subscriber {
+    typealias Input = Value
+    typealias Failure = HubError
+
+    /// The client's id for it.
+    let id: UInt64
+    /// Whether values go out as the batch form of `next`.
+    let batch: Bool
+    private unowned let session: Session
+    private var upstream: (any Subscription)?
+    private var pendingDemand = Subscribers.Demand.none
+    private var granted: UInt64 = 0
+    private var unlimited = false
+    private(set) var isFinished = false
+
+    /// The largest exact total; at or beyond it demand is unlimited.
+    static let unlimitedThreshold: UInt64 = (1 << 53) - 1
+
+    init(id: UInt64, batch: Bool, session: Session) {
+        self.id = id
+        self.batch = batch
+        self.session = session
+    }
+
+    /// Adds the client's demand, as `request` or the initial `demand` of `subscribe`.
+    func grant(_ demand: Subscribers.Demand) {
+        guard !isFinished, !unlimited, demand > 0 else { return }
+        let effective: Subscribers.Demand
+        if let n = demand.max, granted + UInt64(n) < RemoteSubscription.unlimitedThreshold {
+            granted += UInt64(n)
+            effective = demand
+        } else {
+            unlimited = true
+            effective = .unlimited
+        }
+        if let upstream {
+            upstream.request(effective)
+        } else {
+            pendingDemand += effective
+        }
+    }
+
+    /// Stops the subscription upstream; nothing more is delivered.
+    func cancel() {
+        guard !isFinished else { return }
+        isFinished = true
+        upstream.take()?.cancel()
+    }
+
+    func receive(subscription: any Subscription) {
+        guard upstream == nil, !isFinished else {
+            subscription.cancel()
+            return
+        }
+        upstream = subscription
+        if pendingDemand > 0 {
+            let demand = pendingDemand
+            pendingDemand = .none
+            subscription.request(demand)
+        }
+    }
+
+    func receive(_ input: Value) -> Subscribers.Demand {
+        guard !isFinished else { return .none }
+        session.deliver(input, to: self)
+        return .none
+    }
+
+    func receive(completion: Subscribers.Completion<HubError>) {
+        guard !isFinished else { return }
+        isFinished = true
+        upstream = nil
+        session.finish(self, with: completion)
+    }
+}
+
+extension Optional {
+    /// Returns the wrapped value and sets `self` to `nil`.
+    fileprivate mutating func take() -> Wrapped? {
+        let value = self
+        self = nil
+        return value
+    }
+}

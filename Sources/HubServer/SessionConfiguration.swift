@@ -1,0 +1,34 @@
+import HubCore
+
+/// How sessions of a hub server behave where the protocol leaves a choice.
+public struct SessionConfiguration: Sendable {
+    /// The `server` field of `welcome`.
+    public var serverName: String
+    /// The most live subscriptions on one connection; more are `limit_exceeded`.
+    public var maxSubscriptions: Int
+    /// The most bytes queued for one connection before it is closed with 4008.
+    public var maxQueuedBytes: Int
+    /// Whether clients may subscribe to ad-hoc pipeline text (`forbidden` otherwise).
+    public var allowsPipelines: Bool
+    /// The accepted bearer tokens; `nil` when the server requires no authentication.
+    public var tokens: Set<String>?
+    /// How long an unauthenticated connection may wait before sending `hello` with a token.
+    public var authenticationTimeout: Duration
+
+    /// The defaults of PROTOCOL.md.
+    public init(
+        serverName: String = "reactive-hub/0.1",
+        maxSubscriptions: Int = 10_000,
+        maxQueuedBytes: Int = 16 << 20,
+        allowsPipelines: Bool = true,
+        tokens: Set<String>? = nil,
+        authenticationTimeout: Duration = .seconds(5)
+    ) {
+        self.serverName = serverName
+        self.maxSubscriptions = maxSubscriptions
+        self.maxQueuedBytes = maxQueuedBytes
+        self.allowsPipelines = allowsPipelines
+        self.tokens = tokens
+        self.authenticationTimeout = authenticationTimeout
+    }
+}

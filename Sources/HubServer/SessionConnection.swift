@@ -1,0 +1,26 @@
+/// What a ``Session`` needs from its connection: a way to queue one text
+/// message, a way to grow a batch message, the bytes still queued, and a way
+/// to close. The WebSocket transport provides it; the session knows nothing
+/// else of the network.
+public protocol SessionConnection: AnyObject {
+    /// Queues one text message whose bytes `build` appends to `buffer`.
+    /// Returns `false` when the connection no longer accepts messages.
+    @discardableResult
+    func sendMessage(_ build: (inout [UInt8]) -> Void) -> Bool
+
+    /// Appends one element to the text message open under `key` at the tail of
+    /// the outbound queue, if it has not started to be written, or queues a new
+    /// message under `key`. `append` writes the element, preceded by the
+    /// message's opening when `opensMessage`, or else by a separator; `closing`
+    /// ends the message when it is written. This is how values of one
+    /// subscription become one `next` with `values`.
+    @discardableResult
+    func sendBatched(key: UInt64, closing: [UInt8], _ append: (inout [UInt8], _ opensMessage: Bool) -> Void) -> Bool
+
+    /// Payload bytes queued and not yet handed to the socket.
+    var queuedBytes: Int { get }
+
+    /// Closes the connection with a WebSocket close code; `discardingQueued`
+    /// drops what is still queued (for a slow consumer).
+    func close(code: UInt16, reason: String, discardingQueued: Bool)
+}

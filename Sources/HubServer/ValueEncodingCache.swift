@@ -1,0 +1,78 @@
+import HubCore
+
+/// Encodes a value's JSON once when the same value is delivered to many
+/// subscribers in a row (a subject's fan-out), PROTOCOL's "encode once".
+///
+/// Identity, not equality, decides a hit: a string, array or object is the
+/// same value when it shares the same storage. The cache keeps the value it
+/// encoded, so that storage cannot be freed and reused while cached, and
+/// copy-on-write guarantees shared storage is never mutated in place. Scalars
+/// and short strings are cheap to encode and are not cached. One cache serves
+/// every session of an event loop.
+public final class ValueEncodingCache {
+    private var cachedValue: Value = .null
+    private var cachedKey: (UnsafeRawPointer, UnsafeRawPointer?, Int)?
+    private var cachedBytes: [UInt8] = []
+    /// Values served from the cache.
+    public private(set) var hits = 0
+    /// Values encoded.
+    public private(set) var misses = 0
+
+    /// An empty cache.
+    public init() {}
+
+    /// Appends `value`'s JSON to `buffer`, from the cache when `value` is the one encoded last.
+    public func append(_ value: Value, to buffer: inout [UInt8]) {
+        guard let key = ValueEncodingCache.identity(of: value) else {
+            value.writeJSON(into: &buffer)
+            return
+        }
+        if let cachedKey, cachedKey == key {
+            hits += 1
+            buffer.append(contentsOf: cachedBytes)
+            return
+        }
+        misses += 1
+        cachedBytes.removeAll(keepingCapacity: true)
+        value.writeJSON(into: &cachedBytes)
+        cachedValue = value
+        cachedKey = key
+        buffer.append(contentsOf: cachedBytes)
+    }
+
+    /// Forgets the cached value (and releases its storage).
+    public func clear() {
+        cachedValue = .null
+        cachedKey = nil
+        cachedBytes = []
+    }
+
+    /// The storage identity of a string, array or object worth caching.
+    private static func identity(of value: Value) -> (UnsafeRawPointer, UnsafeRawPointer?, Int)? {
+        switch value {
+        case .string(let string):
+            // Strings of up to 15 UTF-8 bytes live inline, without storage of their own.
+            guard string.utf8.count > 15 else { return nil }
+            return string.utf8.withContiguousStorageIfAvailable { buffer in
+                buffer.baseAddress.map { (UnsafeRawPointer($0), nil, buffer.count) }
+            } ?? nil
+        case .array(let array):
+            guard !array.isEmpty else { return nil }
+            return array.withUnsafeBufferPointer { buffer in
+                buffer.baseAddress.map { (UnsafeRawPointer($0), nil, buffer.count) }
+            }
+        case .object(let object):
+            guard !object.isEmpty else { return nil }
+            let keys = object.keys.elements.withUnsafeBufferPointer { $0.baseAddress.map(UnsafeRawPointer.init) }
+            let values = object.values.elements.withUnsafeBufferPointer { $0.baseAddress.map(UnsafeRawPointer.init) }
+            guard let keys else { return nil }
+            return (keys, values, object.count)
+        default:
+            return nil
+        }
+    }
+}
+
+private func == (lhs: (UnsafeRawPointer, UnsafeRawPointer?, Int), rhs: (UnsafeRawPointer, UnsafeRawPointer?, Int)) -> Bool {
+    lhs.0 == rhs.0 && lhs.1 == rhs.1 && lhs.2 == rhs.2
+}
