@@ -12,6 +12,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "HubCore", targets: ["HubCore"]),
+        .library(name: "HubTransport", targets: ["HubTransport"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
@@ -22,6 +23,22 @@ let package = Package(
         .target(
             name: "HubCore",
             dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ],
+            swiftSettings: optimised
+        ),
+        .systemLibrary(
+            name: "CWebsockets",
+            path: "Sources/CWebsockets",
+            pkgConfig: "libwebsockets",
+            providers: [.apt(["libwebsockets-dev"])]
+        ),
+        .target(
+            name: "HubTransport",
+            dependencies: [
+                "CWebsockets",
+                "HubCore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ],
@@ -41,6 +58,15 @@ let package = Package(
                 "HubCore",
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "HubTransportTests",
+            dependencies: [
+                "HubTransport",
+                "HubCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
     ]

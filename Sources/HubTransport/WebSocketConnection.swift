@@ -1,0 +1,431 @@
+import CWebsockets
+import DequeModule
+import Logging
+
+/// One WebSocket connection (server- or client-side), confined to its event loop's thread.
+///
+/// Outbound messages go into a queue; one frame (or one fragment of a large message) is
+/// written per writable callback, with `LWS_PRE` headroom kept in front of each queued
+/// frame so that no copy is needed at write time. Inbound chunks are reassembled into
+/// whole messages, bounded by ``maximumMessageSize`` (beyond it the connection is closed
+/// with 1009).
+public final class WebSocketConnection {
+    /// Which side of the connection this object is.
+    public enum Role: Sendable, Hashable {
+        /// Accepted by a ``WebSocketServer``.
+        case server
+        /// Opened by a ``WebSocketClient``.
+        case client
+    }
+
+    /// Where the connection is in its life.
+    public enum State: Sendable, Hashable {
+        /// A client connection whose handshake has not finished.
+        case connecting
+        /// Open: messages flow both ways.
+        case open
+        /// A close was requested or received; the close handshake is under way.
+        case closing
+        /// Closed (or never opened).
+        case closed
+    }
+
+    /// Per-connection limits and write sizes.
+    public struct Limits: Sendable {
+        /// The largest inbound message accepted (bytes); larger ones close with 1009.
+        public var maximumMessageSize: Int
+        /// Messages at least this large are written as several fragments of this size.
+        public var fragmentSize: Int
+        /// The largest frame that coalescing appends grow to (bytes).
+        public var maximumCoalescedFrameSize: Int
+
+        /// Creates limits; the defaults are 1 MiB messages and 64 KiB fragments.
+        public init(maximumMessageSize: Int = 1 << 20, fragmentSize: Int = 64 << 10, maximumCoalescedFrameSize: Int = 64 << 10) {
+            self.maximumMessageSize = maximumMessageSize
+            self.fragmentSize = max(fragmentSize, 1)
+            self.maximumCoalescedFrameSize = maximumCoalescedFrameSize
+        }
+    }
+
+    /// The bytes lws needs in front of a payload (`LWS_PRE`).
+    static let headroom = Int(cws_lws_pre)
+    private static let spareBufferLimit = 8
+    private static var logger: Logger { Logger(label: "hub.transport.connection") }
+
+    /// The loop the connection lives on.
+    public let eventLoop: EventLoop
+    /// Server- or client-side.
+    public let role: Role
+    /// A process-unique number, for logs.
+    public let id: UInt64
+    /// The request path of the upgrade request (for example `/`).
+    public let requestPath: String
+    /// The `Authorization` header of the upgrade request, if any (sent by a client,
+    /// received by a server).
+    public let authorization: String?
+    /// The limits this connection enforces.
+    public let limits: Limits
+    /// Receives the connection's events. Held strongly until the close event.
+    public var handler: (any WebSocketConnectionHandler)?
+    /// Where the connection is in its life.
+    public private(set) var state: State
+    /// Payload bytes queued and not yet handed to the socket (the server bounds this).
+    public private(set) var queuedBytes = 0
+    /// Whether reading is paused with ``pauseReading()``.
+    public private(set) var isReadingPaused = false
+
+    /// The number of frames waiting in the outbound queue.
+    public var queuedFrameCount: Int { outbound.count }
+
+    var wsi: OpaquePointer?
+    /// Counted in its server's open connections.
+    var isCounted = false
+    /// Refused after accept (too many connections): no events reach a handler.
+    var isRefused = false
+    var ownedCStrings: [UnsafeMutablePointer<CChar>] = []
+
+    private var outbound = Deque<OutboundFrame>()
+    private var spareBuffers: [[UInt8]] = []
+    private var receiveBuffer: [UInt8] = []
+    private var receivingMessage = false
+    private var receiveKind = WebSocketMessageKind.text
+    private var pendingClose: (code: WebSocketCloseCode, reason: String, discard: Bool)?
+    private var closeCode: WebSocketCloseCode?
+    private var closeReason = ""
+    private var writableRequested = false
+    private var finished = false
+
+    init(eventLoop: EventLoop, role: Role, requestPath: String, authorization: String?, limits: Limits) {
+        self.eventLoop = eventLoop
+        self.role = role
+        self.id = WebSocketConnection.nextID()
+        self.requestPath = requestPath
+        self.authorization = authorization
+        self.limits = limits
+        self.state = .connecting
+    }
+
+    deinit {
+        for string in ownedCStrings { free(string) }
+    }
+
+    // MARK: - Sending
+
+    /// Queues one message with a copy of `payload`. Returns `false` (and drops it) when the
+    /// connection is closing or closed.
+    @discardableResult
+    public func send(_ payload: UnsafeRawBufferPointer, kind: WebSocketMessageKind) -> Bool {
+        sendFrame(kind: kind) { storage in storage.append(contentsOf: payload) }
+    }
+
+    /// Queues one message with a copy of `bytes`.
+    @discardableResult
+    public func send<Bytes: Collection>(_ bytes: Bytes, kind: WebSocketMessageKind) -> Bool where Bytes.Element == UInt8 {
+        sendFrame(kind: kind) { storage in storage.append(contentsOf: bytes) }
+    }
+
+    /// Queues one text message.
+    @discardableResult
+    public func send(text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { send(UnsafeRawBufferPointer($0), kind: .text) }
+    }
+
+    /// Queues one message whose payload `build` appends to `storage` (a recycled buffer
+    /// that already holds the lws headroom: only append to it).
+    @discardableResult
+    public func sendFrame(kind: WebSocketMessageKind, _ build: (inout [UInt8]) -> Void) -> Bool {
+        eventLoop.preconditionInEventLoop()
+        guard acceptsOutbound else { return false }
+        var frame = OutboundFrame(storage: takeBuffer(), kind: kind)
+        build(&frame.storage)
+        queuedBytes += frame.payloadCount
+        outbound.append(frame)
+        requestWritable()
+        return true
+    }
+
+    /// Appends one element to the message at the tail of the queue when that message is
+    /// open under `key` (same kind, not yet being written, below the coalescing size
+    /// limit); otherwise queues a new message under `key`, ending with `closing`.
+    ///
+    /// `append` receives the frame's storage (only append to it) and whether this element
+    /// opens the message, so that it can write an opening (for example `{"op":"next",
+    /// "id":1,"values":[`) or a separator. `closing` (for example `]}`) is added when
+    /// the message is sealed, just before it is written. Many small messages become one
+    /// `lws_write`.
+    @discardableResult
+    public func sendCoalescing(
+        key: UInt64, kind: WebSocketMessageKind, closing: [UInt8] = [],
+        _ append: (inout [UInt8], _ opensMessage: Bool) -> Void
+    ) -> Bool {
+        eventLoop.preconditionInEventLoop()
+        guard acceptsOutbound else { return false }
+        if let last = outbound.indices.last, outbound[last].coalescingKey == key, outbound[last].kind == kind,
+            outbound[last].written == 0, outbound[last].payloadCount < limits.maximumCoalescedFrameSize
+        {
+            let before = outbound[last].storage.count
+            append(&outbound[last].storage, false)
+            queuedBytes += outbound[last].storage.count - before
+            return true
+        }
+        var frame = OutboundFrame(storage: takeBuffer(), kind: kind, coalescingKey: key, closing: closing)
+        append(&frame.storage, true)
+        queuedBytes += frame.payloadCount + closing.count
+        outbound.append(frame)
+        requestWritable()
+        return true
+    }
+
+    /// Closes the connection with `code` and `reason` (at most 123 bytes of UTF-8).
+    ///
+    /// Queued messages are written first unless `discardingQueued` is set (for example
+    /// for a slow consumer). Messages sent afterwards are dropped. Idempotent.
+    public func close(code: WebSocketCloseCode = .normal, reason: String = "", discardingQueued: Bool = false) {
+        eventLoop.preconditionInEventLoop()
+        guard state == .open || state == .connecting, pendingClose == nil else { return }
+        pendingClose = (code, reason, discardingQueued)
+        if discardingQueued { dropQueuedExceptInProgress() }
+        if state == .open {
+            state = .closing
+            requestWritable()
+        }
+    }
+
+    /// Stops reading from the socket (TCP back pressure reaches the peer).
+    public func pauseReading() {
+        eventLoop.preconditionInEventLoop()
+        guard !isReadingPaused else { return }
+        isReadingPaused = true
+        if let wsi { lws_rx_flow_control(wsi, 0) }
+    }
+
+    /// Resumes reading after ``pauseReading()``.
+    public func resumeReading() {
+        eventLoop.preconditionInEventLoop()
+        guard isReadingPaused else { return }
+        isReadingPaused = false
+        if let wsi { lws_rx_flow_control(wsi, 1) }
+    }
+
+    private var acceptsOutbound: Bool {
+        pendingClose == nil && (state == .open || state == .connecting)
+    }
+
+    private func requestWritable() {
+        guard !writableRequested, state == .open || state == .closing, let wsi else { return }
+        writableRequested = true
+        lws_callback_on_writable(wsi)
+    }
+
+    private func takeBuffer() -> [UInt8] {
+        var buffer = spareBuffers.popLast() ?? []
+        buffer.append(contentsOf: repeatElement(0, count: WebSocketConnection.headroom))
+        return buffer
+    }
+
+    private func recycle(_ buffer: inout [UInt8]) {
+        guard spareBuffers.count < WebSocketConnection.spareBufferLimit,
+            buffer.capacity <= limits.maximumCoalescedFrameSize + 4096
+        else { return }
+        buffer.removeAll(keepingCapacity: true)
+        spareBuffers.append(buffer)
+    }
+
+    private func dropQueuedExceptInProgress() {
+        while let last = outbound.last, last.written == 0 || outbound.count > 1 {
+            outbound.removeLast()
+        }
+        queuedBytes = outbound.first.map { $0.payloadCount - $0.written } ?? 0
+    }
+
+    // MARK: - Events from the protocol callbacks
+
+    /// The handshake finished on `wsi`.
+    func didEstablish(_ wsi: OpaquePointer) {
+        self.wsi = wsi
+        state = .open
+        if isReadingPaused { lws_rx_flow_control(wsi, 0) }
+        if pendingClose != nil { state = .closing }
+        if !outbound.isEmpty || pendingClose != nil { requestWritable() }
+    }
+
+    /// Tells the handler the connection is open (after the server's delegate saw it).
+    func notifyOpen() {
+        guard state == .open || state == .closing else { return }
+        handler?.connectionDidOpen(self)
+    }
+
+    /// One chunk of inbound payload. Returns nonzero to close.
+    func handleReceive(_ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
+        guard let wsi else { return -1 }
+        let complete = lws_is_final_fragment(wsi) != 0 && lws_remaining_packet_payload(wsi) == 0
+        if !receivingMessage {
+            receiveKind = lws_frame_is_binary(wsi) != 0 ? .binary : .text
+            if complete {
+                // The whole message is in this chunk: hand lws's buffer over without a copy.
+                guard length <= limits.maximumMessageSize else { return refuseTooLarge(wsi) }
+                deliver(UnsafeRawBufferPointer(start: input, count: input == nil ? 0 : length))
+                return 0
+            }
+            receivingMessage = true
+        }
+        guard receiveBuffer.count + length <= limits.maximumMessageSize else { return refuseTooLarge(wsi) }
+        if let input, length > 0 {
+            receiveBuffer.append(contentsOf: UnsafeRawBufferPointer(start: input, count: length))
+        }
+        if complete {
+            receivingMessage = false
+            receiveBuffer.withUnsafeBytes { deliver($0) }
+            let keep = receiveBuffer.capacity <= 64 << 10
+            receiveBuffer.removeAll(keepingCapacity: keep)
+        }
+        return 0
+    }
+
+    private func deliver(_ payload: UnsafeRawBufferPointer) {
+        guard state == .open, !isRefused, let handler else { return }
+        handler.connection(self, didReceive: payload, kind: receiveKind)
+    }
+
+    private func refuseTooLarge(_ wsi: OpaquePointer) -> Int32 {
+        receiveBuffer = []
+        receivingMessage = false
+        sendCloseFrame(wsi, code: .messageTooBig, reason: "message too big")
+        return -1
+    }
+
+    private func sendCloseFrame(_ wsi: OpaquePointer, code: WebSocketCloseCode, reason: String) {
+        closeCode = code
+        closeReason = reason
+        state = .closing
+        var bytes = Array(reason.utf8.prefix(123))
+        bytes.withUnsafeMutableBufferPointer { buffer in
+            cws_close_reason(wsi, Int32(code.rawValue), buffer.baseAddress, buffer.count)
+        }
+    }
+
+    /// The socket can take one more write. Returns nonzero to close.
+    func handleWritable() -> Int32 {
+        writableRequested = false
+        guard let wsi else { return -1 }
+        if let close = pendingClose, close.discard || outbound.isEmpty {
+            sendCloseFrame(wsi, code: close.code, reason: close.reason)
+            return -1
+        }
+        guard !outbound.isEmpty else { return 0 }
+        let head = outbound.startIndex
+        if outbound[head].written == 0, outbound[head].coalescingKey != nil {
+            // Seal a coalesced message: nothing more is appended once writing starts.
+            outbound[head].coalescingKey = nil
+            if !outbound[head].closing.isEmpty {
+                outbound[head].storage.append(contentsOf: outbound[head].closing)
+                outbound[head].closing = []
+            }
+        }
+        let total = outbound[head].payloadCount
+        let written = outbound[head].written
+        let fragmented = total >= limits.fragmentSize
+        let chunk = fragmented ? min(limits.fragmentSize, total - written) : total
+        let isEnd = written + chunk == total
+        let initial = outbound[head].kind == .text ? cws_write_text : cws_write_binary
+        let flags = fragmented ? cws_write_ws_flags(initial, written == 0 ? 1 : 0, isEnd ? 1 : 0) : initial
+        let result = outbound[head].storage.withUnsafeMutableBufferPointer { buffer in
+            cws_write(wsi, buffer.baseAddress! + WebSocketConnection.headroom + written, chunk, flags)
+        }
+        if result < chunk {
+            WebSocketConnection.logger.debug("short write, closing", metadata: ["connection": "\(id)"])
+            return -1
+        }
+        queuedBytes -= chunk
+        if isEnd {
+            var frame = outbound.removeFirst()
+            recycle(&frame.storage)
+        } else {
+            outbound[head].written += chunk
+        }
+        if !outbound.isEmpty || pendingClose != nil {
+            requestWritable()
+        } else {
+            queuedBytes = 0
+            handler?.connectionDidDrainOutbound(self)
+        }
+        return 0
+    }
+
+    /// The peer sent a close frame (`input`: big-endian code, then the reason).
+    func handlePeerClose(_ input: UnsafeMutableRawPointer?, _ length: Int) {
+        state = .closing
+        guard closeCode == nil else { return }
+        guard let input, length >= 2 else { return }
+        let bytes = UnsafeRawBufferPointer(start: input, count: length)
+        closeCode = WebSocketCloseCode(UInt16(bytes[0]) << 8 | UInt16(bytes[1]))
+        closeReason = String(decoding: bytes[2...], as: UTF8.self)
+    }
+
+    /// The connection closed (lws's CLOSED / CLIENT_CLOSED).
+    func handleClosed() {
+        finish()
+    }
+
+    /// A client connection failed before opening.
+    func handleConnectionError(_ message: String) {
+        guard !finished else { return }
+        finished = true
+        state = .closed
+        wsi = nil
+        releaseQueues()
+        let error = TransportError(code: .connectionFailed, message: message)
+        // Reported from the loop's queue so that it never arrives before connect() returns.
+        eventLoop.executeSoon { [self] in
+            let handler = self.handler
+            self.handler = nil
+            handler?.connection(self, didFailToConnect: error)
+        }
+    }
+
+    /// lws is freeing the wsi: nothing reaches this object afterwards.
+    func handleDestroyed() {
+        if state == .connecting, role == .client {
+            handleConnectionError("connection ended before the handshake finished")
+        } else {
+            finish()
+        }
+        wsi = nil
+    }
+
+    private func finish() {
+        guard !finished else { return }
+        finished = true
+        let wasOpen = state == .open || state == .closing
+        state = .closed
+        wsi = nil
+        releaseQueues()
+        let handler = self.handler
+        self.handler = nil
+        if wasOpen, !isRefused {
+            handler?.connection(self, didCloseWith: closeCode, reason: closeReason)
+        }
+    }
+
+    private func releaseQueues() {
+        outbound.removeAll()
+        spareBuffers.removeAll()
+        receiveBuffer = []
+        queuedBytes = 0
+    }
+
+    private static let counter = Counter()
+
+    private static func nextID() -> UInt64 {
+        counter.next()
+    }
+}
+
+import Synchronization
+
+/// A process-wide connection counter.
+private final class Counter: Sendable {
+    private let value = Atomic<UInt64>(0)
+    func next() -> UInt64 { value.add(1, ordering: .relaxed).newValue }
+}

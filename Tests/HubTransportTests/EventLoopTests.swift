@@ -1,0 +1,156 @@
+import Foundation
+import HubCore
+import HubTransport
+import Testing
+
+@Suite("EventLoop")
+struct EventLoopTests {
+    @Test func inEventLoopIsTrueOnlyOnTheLoopThread() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        #expect(!loop.inEventLoop)
+        let inside = try await loop.submit { loop.inEventLoop }
+        #expect(inside)
+    }
+
+    @Test func submitPropagatesErrors() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        await #expect(throws: TransportError.self) {
+            try await loop.submit { () throws -> Int in
+                throw TransportError(code: .invalidArgument, message: "test")
+            }
+        }
+    }
+
+    /// Eight threads hand in 2,000 closures each: all run on the loop, each thread's in order.
+    @Test func executeFromOtherThreadsRunsEverythingInPerThreadOrder() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        final class Tally {
+            var lastSeen = [Int](repeating: -1, count: 8)
+            var outOfOrder = 0
+            var total = 0
+            var offLoop = 0
+        }
+        let tally = try await loop.submit { LoopBound(Tally(), eventLoop: loop) }
+        let done = EventQueue<Int>()
+        let perThread = 2_000
+        for thread in 0..<8 {
+            Thread.detachNewThread {
+                for index in 0..<perThread {
+                    loop.execute {
+                        let tally = tally.value
+                        if !loop.inEventLoop { tally.offLoop += 1 }
+                        if tally.lastSeen[thread] != index - 1 { tally.outOfOrder += 1 }
+                        tally.lastSeen[thread] = index
+                        tally.total += 1
+                        if tally.total == 8 * perThread { done.push(tally.total) }
+                    }
+                }
+            }
+        }
+        #expect(try await done.next(timeout: .seconds(20), "all closures") == 8 * perThread)
+        let (outOfOrder, offLoop) = try await loop.submit { (tally.value.outOfOrder, tally.value.offLoop) }
+        #expect(outOfOrder == 0)
+        #expect(offLoop == 0)
+    }
+
+    @Test func workHandedInAfterShutdownIsDroppedAndSubmitFails() async throws {
+        let loop = try EventLoop()
+        loop.shutdown()
+        loop.shutdown()  // idempotent
+        await #expect(throws: TransportError(code: .eventLoopShutDown, message: "the event loop shut down before the work ran")) {
+            try await loop.submit { 1 }
+        }
+    }
+
+    @Test func shutdownCalledFromTheLoopItselfStopsIt() async throws {
+        let loop = try EventLoop()
+        try await loop.submit { loop.shutdown() }
+        loop.shutdown()  // joins the thread that stopped itself
+        await #expect(throws: TransportError.self) { try await loop.submit { 1 } }
+    }
+}
+
+@Suite("EventLoopScheduler")
+struct EventLoopSchedulerTests {
+    /// Timers fire in deadline order (ties in scheduling order), never before their
+    /// deadline, and cancelled ones never fire.
+    @Test func timersFireInOrderAndCancelWorks() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let fired = EventQueue<String>()
+        try await loop.submit {
+            let scheduler = EventLoopScheduler(eventLoop: loop)
+            let start = scheduler.now
+            func at(_ ms: Int, _ name: String) -> any Cancellable {
+                let deadline = start.advanced(by: .milliseconds(ms))
+                return scheduler.schedule(after: deadline) {
+                    fired.push(scheduler.now >= deadline ? name : "\(name) early")
+                }
+            }
+            _ = at(30, "c")
+            _ = at(10, "a")
+            let cancelled = at(20, "cancelled")
+            _ = at(20, "b")
+            _ = at(40, "d1")
+            _ = at(40, "d2")
+            _ = at(0, "now")
+            cancelled.cancel()
+            cancelled.cancel()  // idempotent
+        }
+        let names = try await fired.next(6, "timers")
+        #expect(names == ["now", "a", "b", "c", "d1", "d2"])
+    }
+
+    @Test func repeatingTimerRepeatsUntilCancelled() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let ticks = EventQueue<Int>()
+        try await loop.submit {
+            final class Box { var cancellable: (any Cancellable)?; var count = 0 }
+            let scheduler = EventLoopScheduler(eventLoop: loop)
+            let box = Box()
+            box.cancellable = scheduler.schedule(after: scheduler.now, interval: .milliseconds(2)) {
+                box.count += 1
+                ticks.push(box.count)
+                if box.count == 3 {
+                    box.cancellable?.cancel()
+                    // A later marker proves nothing fired after the cancel.
+                    scheduler.schedule(after: scheduler.now.advanced(by: .milliseconds(20))) { ticks.push(-1) }
+                }
+            }
+        }
+        #expect(try await ticks.next(4, "ticks") == [1, 2, 3, -1])
+    }
+
+    @Test func scheduleRunsSoonAfterQueuedWork() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let order = EventQueue<Int>()
+        try await loop.submit {
+            let scheduler = EventLoopScheduler(eventLoop: loop)
+            scheduler.schedule { order.push(1) }
+            scheduler.schedule { order.push(2) }
+            order.push(0)
+        }
+        #expect(try await order.next(3) == [0, 1, 2])
+    }
+
+    @Test func nowIsMonotonic() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let ok = try await loop.submit {
+            let scheduler = EventLoopScheduler(eventLoop: loop)
+            var previous = scheduler.now
+            for _ in 0..<1_000 {
+                let next = scheduler.now
+                if next < previous { return false }
+                previous = next
+            }
+            return true
+        }
+        #expect(ok)
+    }
+}
