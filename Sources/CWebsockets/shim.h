@@ -37,6 +37,7 @@ static const int cws_write_binary = LWS_WRITE_BINARY;
 /* Vhost options (64-bit composite values). */
 static const uint64_t cws_option_disable_ipv6 = LWS_SERVER_OPTION_DISABLE_IPV6;
 static const uint64_t cws_option_explicit_vhosts = LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
+static const uint64_t cws_option_fail_upon_unable_to_bind = LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND;
 
 /* Sentinel to cancel a scheduled sul. */
 static const lws_usec_t cws_set_timer_usec_cancel = LWS_SET_TIMER_USEC_CANCEL;

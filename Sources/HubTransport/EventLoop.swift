@@ -126,6 +126,7 @@ public final class EventLoop: @unchecked Sendable {
     ///
     /// - Throws: what `body` throws, or ``TransportError`` `event_loop_shut_down` if the
     ///   loop stopped before running it.
+    @discardableResult
     public func submit<T: Sendable>(_ body: @Sendable @escaping () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             enqueue(RemoteWork(

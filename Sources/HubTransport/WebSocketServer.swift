@@ -104,6 +104,7 @@ public final class WebSocketServer {
         if configuration.pingInterval > 0 {
             info.retry_and_idle_policy = UnsafePointer(retry)
         }
+        info.options |= cws_option_fail_upon_unable_to_bind
         if !configuration.host.contains(":") {
             info.options |= cws_option_disable_ipv6
         }

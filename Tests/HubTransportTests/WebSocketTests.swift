@@ -1,0 +1,365 @@
+import Foundation
+import HubTransport
+import Testing
+
+/// Real servers and clients over 127.0.0.1, each on its own event loop.
+@Suite("WebSocket", .serialized)
+struct WebSocketTests {
+    @Test func echoesTextAndBinaryMessages() async throws {
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let (_, port) = try await startEchoServer(on: serverLoop)
+        #expect(port > 0)
+        let events = EventQueue<ConnectionEvent>()
+        let connection = try await connectClient(on: clientLoop, port: port, events: events)
+        #expect(try await events.next() == .open)
+        try await clientLoop.submit {
+            connection.value.send(text: "hello, hub")
+            connection.value.send([0, 1, 2, 255], kind: .binary)
+            connection.value.send(text: "")
+        }
+        #expect(try await events.next() == .text("hello, hub"))
+        #expect(try await events.next() == .message(.binary, [0, 1, 2, 255]))
+        #expect(try await events.next() == .text(""))
+    }
+
+    @Test func pathAuthorizationAndSubprotocolReachTheServer() async throws {
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let accepted = EventQueue<AcceptedConnection>()
+        let (_, port) = try await startEchoServer(on: serverLoop, accepted: accepted)
+        let events = EventQueue<ConnectionEvent>()
+        _ = try await connectClient(
+            on: clientLoop, port: port, path: "/feeds?x=1", authorization: "Bearer s3cret", events: events)
+        #expect(try await events.next() == .open)
+        let request = try await accepted.next()
+        #expect(request.path.hasPrefix("/feeds"))
+        #expect(request.authorization == "Bearer s3cret")
+
+        // A client that offers no subprotocol is accepted too.
+        let plain = EventQueue<ConnectionEvent>()
+        let connection = try await connectClient(on: clientLoop, port: port, subprotocol: nil, events: plain)
+        #expect(try await plain.next() == .open)
+        #expect(try await accepted.next().authorization == nil)
+        try await clientLoop.submit { connection.value.send(text: "x") }
+        #expect(try await plain.next() == .text("x"))
+    }
+
+    @Test func serverCanRefuseTheHandshake() async throws {
+        final class Refusing: WebSocketServerDelegate {
+            func server(_ server: WebSocketServer, shouldAccept request: WebSocketUpgradeRequest) -> Bool {
+                request.authorization == "Bearer ok"
+            }
+            func server(_ server: WebSocketServer, didAccept connection: WebSocketConnection) {
+                connection.handler = EchoHandler()
+            }
+        }
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let port = try await serverLoop.submit {
+            let server = WebSocketServer(eventLoop: serverLoop, delegate: Refusing())
+            try server.start()
+            return server.port
+        }
+        let refused = EventQueue<ConnectionEvent>()
+        _ = try await connectClient(on: clientLoop, port: port, authorization: "Bearer no", events: refused)
+        #expect(try await refused.next() == .failed(.connectionFailed))
+        let allowed = EventQueue<ConnectionEvent>()
+        _ = try await connectClient(on: clientLoop, port: port, authorization: "Bearer ok", events: allowed)
+        #expect(try await allowed.next() == .open)
+    }
+
+    /// 600 KiB goes out in 64 KiB fragments and comes back reassembled, both ways.
+    @Test func largeMessageIsFragmentedAndReassembled() async throws {
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let (_, port) = try await startEchoServer(on: serverLoop)
+        let events = EventQueue<ConnectionEvent>()
+        let connection = try await connectClient(on: clientLoop, port: port, events: events)
+        #expect(try await events.next() == .open)
+        let payload = patternBytes(count: 600 << 10, seed: 7)
+        try await clientLoop.submit {
+            connection.value.send(payload, kind: .binary)
+            connection.value.send(text: "after")
+        }
+        #expect(try await events.next() == .message(.binary, payload))
+        #expect(try await events.next() == .text("after"))
+    }
+
+    @Test func messageAtTheLimitIsAcceptedAndOverItClosesWith1009() async throws {
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let limit = 100 << 10
+        let (_, port) = try await startEchoServer(
+            on: serverLoop, configuration: .init(limits: .init(maximumMessageSize: limit)))
+
+        let events = EventQueue<ConnectionEvent>()
+        let connection = try await connectClient(on: clientLoop, port: port, events: events)
+        #expect(try await events.next() == .open)
+        let exact = patternBytes(count: limit, seed: 1)
+        try await clientLoop.submit { connection.value.send(exact, kind: .binary) }
+        #expect(try await events.next() == .message(.binary, exact))
+        try await clientLoop.submit { connection.value.send(patternBytes(count: limit + 1, seed: 2), kind: .binary) }
+        #expect(try await events.next() == .closed(1009))
+
+        // A small unfragmented message over a small limit.
+        let (_, smallPort) = try await startEchoServer(
+            on: serverLoop, configuration: .init(limits: .init(maximumMessageSize: 16)))
+        let small = EventQueue<ConnectionEvent>()
+        let smallConnection = try await connectClient(on: clientLoop, port: smallPort, events: small)
+        #expect(try await small.next() == .open)
+        try await clientLoop.submit { smallConnection.value.send(text: String(repeating: "x", count: 17)) }
+        #expect(try await small.next() == .closed(1009))
+    }
+
+    @Test func twoHundredConcurrentClientsEachGetTheirEcho() async throws {
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let (server, port) = try await startEchoServer(on: serverLoop)
+        let count = 200
+        let events = EventQueue<(Int, ConnectionEvent)>()
+        try await clientLoop.submit {
+            let client = WebSocketClient(eventLoop: clientLoop)
+            for index in 0..<count {
+                let connection = client.connect(
+                    host: "127.0.0.1", port: port, handler: RecordingHandler(tagged: events, tag: index))
+                connection.send(text: "client \(index)")  // queued until open
+            }
+        }
+        var opened = Set<Int>()
+        var echoed = Set<Int>()
+        for (tag, event) in try await events.next(2 * count, timeout: .seconds(30), "opens and echoes") {
+            switch event {
+            case .open: opened.insert(tag)
+            case .text("client \(tag)"): echoed.insert(tag)
+            default: Issue.record("unexpected event \(event) on client \(tag)")
+            }
+        }
+        #expect(opened.count == count)
+        #expect(echoed.count == count)
+        #expect(try await serverLoop.submit { server.value.openConnectionCount } == count)
+    }
+
+    @Test func tenThousandSmallMessagesKeepTheirOrder() async throws {
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let (_, port) = try await startEchoServer(on: serverLoop)
+
+        /// Checks the order on the loop and reports once at the end.
+        final class OrderChecker: WebSocketConnectionHandler {
+            let total: Int
+            let opened: EventQueue<Bool>
+            let result: EventQueue<(received: Int, outOfOrder: Int)>
+            var received = 0
+            var outOfOrder = 0
+            init(total: Int, opened: EventQueue<Bool>, result: EventQueue<(received: Int, outOfOrder: Int)>) {
+                self.total = total
+                self.opened = opened
+                self.result = result
+            }
+            func connectionDidOpen(_ connection: WebSocketConnection) { opened.push(true) }
+            func connection(_ connection: WebSocketConnection, didReceive payload: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {
+                if String(decoding: payload, as: UTF8.self) != "m\(received)" { outOfOrder += 1 }
+                received += 1
+                if received == total { result.push((received, outOfOrder)) }
+            }
+            func connection(_ connection: WebSocketConnection, didCloseWith code: WebSocketCloseCode?, reason: String) {
+                result.push((received, -1))
+            }
+        }
+        let total = 10_000
+        let opened = EventQueue<Bool>()
+        let result = EventQueue<(received: Int, outOfOrder: Int)>()
+        let connection = try await clientLoop.submit {
+            let client = WebSocketClient(eventLoop: clientLoop)
+            let handler = OrderChecker(total: total, opened: opened, result: result)
+            return LoopBound(client.connect(host: "127.0.0.1", port: port, handler: handler), eventLoop: clientLoop)
+        }
+        #expect(try await opened.next())
+        try await clientLoop.submit {
+            for index in 0..<total { connection.value.send(text: "m\(index)") }
+        }
+        let outcome = try await result.next(timeout: .seconds(30), "10,000 echoes")
+        #expect(outcome.received == total)
+        #expect(outcome.outOfOrder == 0)
+    }
+
+    /// Elements appended under one key while the message waits become one message.
+    @Test func coalescedElementsArriveAsOneMessage() async throws {
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let (_, port) = try await startEchoServer(on: serverLoop)
+        let events = EventQueue<ConnectionEvent>()
+        let connection = try await connectClient(on: clientLoop, port: port, events: events)
+        #expect(try await events.next() == .open)
+        let queued = try await clientLoop.submit {
+            for value in 1...3 {
+                connection.value.sendCoalescing(key: 9, kind: .text, closing: Array("]".utf8)) { storage, opens in
+                    storage.append(contentsOf: (opens ? "[" : ",").utf8)
+                    storage.append(contentsOf: String(value).utf8)
+                }
+            }
+            connection.value.sendCoalescing(key: 10, kind: .text) { storage, _ in storage.append(contentsOf: "x".utf8) }
+            return (connection.value.queuedFrameCount, connection.value.queuedBytes)
+        }
+        #expect(queued.0 == 2)
+        #expect(queued.1 == "[1,2,3]".utf8.count + 1)
+        #expect(try await events.next() == .text("[1,2,3]"))
+        #expect(try await events.next() == .text("x"))
+        let drained = try await clientLoop.submit { connection.value.queuedBytes }
+        #expect(drained == 0)
+    }
+
+    @Test func connectionsBeyondTheMaximumAreClosedWith4429() async throws {
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let (_, port) = try await startEchoServer(on: serverLoop, configuration: .init(maximumConnections: 2))
+        for _ in 0..<2 {
+            let events = EventQueue<ConnectionEvent>()
+            _ = try await connectClient(on: clientLoop, port: port, events: events)
+            #expect(try await events.next() == .open)
+        }
+        let third = EventQueue<ConnectionEvent>()
+        _ = try await connectClient(on: clientLoop, port: port, events: third)
+        #expect(try await third.next() == .open)
+        #expect(try await third.next() == .closed(4429))
+    }
+
+    @Test func clientCloseReachesTheServerAndBack() async throws {
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let (server, port) = try await startEchoServer(on: serverLoop)
+        let events = EventQueue<ConnectionEvent>()
+        let connection = try await connectClient(on: clientLoop, port: port, events: events)
+        #expect(try await events.next() == .open)
+        try await clientLoop.submit {
+            connection.value.send(text: "last")
+            connection.value.close(code: .normal, reason: "bye")
+            #expect(!connection.value.send(text: "dropped"))
+        }
+        #expect(try await events.next() == .closed(1000))
+        // The server side is gone too (its CLOSED has run once the client saw the close).
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: .seconds(10))
+        var open = try await serverLoop.submit { server.value.openConnectionCount }
+        while open != 0, clock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+            open = try await serverLoop.submit { server.value.openConnectionCount }
+        }
+        #expect(open == 0)
+    }
+
+    @Test func serverCloseWith1001ReachesEveryClientAndShutdownIsPrompt() async throws {
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let (server, port) = try await startEchoServer(on: serverLoop)
+        let count = 20
+        let events = EventQueue<(Int, ConnectionEvent)>()
+        try await clientLoop.submit {
+            let client = WebSocketClient(eventLoop: clientLoop)
+            for index in 0..<count {
+                client.connect(host: "127.0.0.1", port: port, handler: RecordingHandler(tagged: events, tag: index))
+            }
+        }
+        let opens = try await events.next(count, "opens")
+        #expect(Set(opens.map(\.0)).count == count)
+        try await serverLoop.submit { server.value.close(code: .goingAway) }
+        let closes = try await events.next(count, "closes")
+        for (tag, event) in closes {
+            #expect(event == .closed(1001), "client \(tag)")
+        }
+        let clock = ContinuousClock()
+        let elapsed = clock.measure { serverLoop.shutdown() }
+        #expect(elapsed < .seconds(5))
+    }
+
+    @Test func shutdownWithLiveConnectionsReturnsPromptly() async throws {
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let (_, port) = try await startEchoServer(on: serverLoop)
+        let events = EventQueue<(Int, ConnectionEvent)>()
+        try await clientLoop.submit {
+            let client = WebSocketClient(eventLoop: clientLoop)
+            for index in 0..<10 {
+                let connection = client.connect(
+                    host: "127.0.0.1", port: port, handler: RecordingHandler(tagged: events, tag: index))
+                connection.send(patternBytes(count: 200 << 10, seed: UInt64(index)), kind: .binary)
+            }
+        }
+        _ = try await events.next(10, "opens")
+        let clock = ContinuousClock()
+        let elapsed = clock.measure { serverLoop.shutdown() }
+        #expect(elapsed < .seconds(5))
+        // Every client learns that its connection ended.
+        var closed = Set<Int>()
+        while closed.count < 10 {
+            let (tag, event) = try await events.next(timeout: .seconds(10), "closes")
+            if case .closed = event { closed.insert(tag) }
+        }
+        let clientElapsed = clock.measure { clientLoop.shutdown() }
+        #expect(clientElapsed < .seconds(5))
+    }
+
+    @Test func connectingToAClosedPortFailsWithATypedError() async throws {
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown() }
+        let (_, port) = try await startEchoServer(on: serverLoop)
+        serverLoop.shutdown()  // the port is closed now
+        let events = EventQueue<ConnectionEvent>()
+        _ = try await connectClient(on: clientLoop, port: port, events: events)
+        #expect(try await events.next() == .failed(.connectionFailed))
+
+        let invalid = EventQueue<ConnectionEvent>()
+        _ = try await connectClient(on: clientLoop, port: 0, events: invalid)
+        #expect(try await invalid.next() == .failed(.connectionFailed))
+    }
+
+    @Test func listeningOnATakenPortFailsWithATypedError() async throws {
+        let loop = try EventLoop()
+        let other = try EventLoop()
+        defer { other.shutdown(); loop.shutdown() }
+        let (_, port) = try await startEchoServer(on: loop)
+        await #expect(throws: TransportError.self) {
+            _ = try await startEchoServer(on: other, configuration: .init(port: port))
+        }
+        await #expect(throws: TransportError.self) {
+            _ = try await startEchoServer(on: other, configuration: .init(port: 70_000))
+        }
+    }
+
+    @Test func pausedReadingHoldsMessagesUntilResumed() async throws {
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let (_, port) = try await startEchoServer(on: serverLoop)
+        let events = EventQueue<ConnectionEvent>()
+        let connection = try await connectClient(on: clientLoop, port: port, events: events)
+        #expect(try await events.next() == .open)
+        // Pause, send, then resume from a timer on the loop: the echo can only be
+        // delivered after the resume marker, and it arrives intact.
+        try await clientLoop.submit {
+            connection.value.pauseReading()
+            connection.value.send(text: "held")
+            let scheduler = EventLoopScheduler(eventLoop: clientLoop)
+            scheduler.schedule(after: scheduler.now.advanced(by: .milliseconds(50))) {
+                events.push(.text("resume marker"))
+                connection.value.resumeReading()
+            }
+        }
+        #expect(try await events.next() == .text("resume marker"))
+        #expect(try await events.next() == .text("held"))
+    }
+}
