@@ -142,8 +142,10 @@ public final class EventLoop: @unchecked Sendable {
     /// Must be called on the loop thread; `work` need not be `Sendable`.
     public func executeSoon(_ work: @escaping () -> Void) {
         preconditionInEventLoop()
+        let wasEmpty = localWork.isEmpty
         localWork.append(work)
-        wake()
+        // A non-empty queue already has a wake pending (drainWork re-wakes for leftovers).
+        if wasEmpty { wake() }
     }
 
     private func enqueue(_ work: RemoteWork) {
@@ -231,7 +233,8 @@ public final class EventLoop: @unchecked Sendable {
     func fireTimers() {
         armedDeadline = nil
         let now = EventLoop.monotonicNanoseconds()
-        while let action = timers.popDue(now: now) {
+        let mark = timers.sequenceMark
+        while let action = timers.popDue(now: now, before: mark) {
             action()
         }
         armTimer()

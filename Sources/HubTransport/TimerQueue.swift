@@ -42,11 +42,17 @@ struct TimerQueue {
         heap.first?.deadline
     }
 
-    /// Removes and returns the next action due at `now`; a repeating timer is put back
-    /// at its next deadline (never earlier than `now`, so a late loop does not spin).
-    mutating func popDue(now: Int64) -> (() -> Void)? {
+    /// The sequence number the next inserted (or re-armed) timer gets.
+    var sequenceMark: UInt64 { nextSequence }
+
+    /// Removes and returns the next action due at `now` among the timers inserted before
+    /// `mark` (so that actions re-arming timers due at once cannot keep one pass going);
+    /// a repeating timer is put back at its next deadline, never earlier than `now`.
+    mutating func popDue(now: Int64, before mark: UInt64) -> (() -> Void)? {
         dropCancelledTop()
-        guard let top = heap.first, top.deadline <= now, let action = top.action else { return nil }
+        guard let top = heap.first, top.deadline <= now, top.sequence < mark, let action = top.action else {
+            return nil
+        }
         popTop()
         if let interval = top.interval {
             let (next, overflow) = top.deadline.addingReportingOverflow(max(interval, 1))

@@ -9,7 +9,7 @@ struct EventLoopTests {
         let loop = try EventLoop()
         defer { loop.shutdown() }
         #expect(!loop.inEventLoop)
-        let inside = try await loop.submit { loop.inEventLoop }
+        let inside = try await onLoop(loop) { loop.inEventLoop }
         #expect(inside)
     }
 
@@ -33,7 +33,7 @@ struct EventLoopTests {
             var total = 0
             var offLoop = 0
         }
-        let tally = try await loop.submit { LoopBound(Tally(), eventLoop: loop) }
+        let tally = try await onLoop(loop) { LoopBound(Tally(), eventLoop: loop) }
         let done = EventQueue<Int>()
         let perThread = 2_000
         for thread in 0..<8 {
@@ -51,7 +51,7 @@ struct EventLoopTests {
             }
         }
         #expect(try await done.next(timeout: .seconds(20), "all closures") == 8 * perThread)
-        let (outOfOrder, offLoop) = try await loop.submit { (tally.value.outOfOrder, tally.value.offLoop) }
+        let (outOfOrder, offLoop) = try await onLoop(loop) { (tally.value.outOfOrder, tally.value.offLoop) }
         #expect(outOfOrder == 0)
         #expect(offLoop == 0)
     }
@@ -67,7 +67,7 @@ struct EventLoopTests {
 
     @Test func shutdownCalledFromTheLoopItselfStopsIt() async throws {
         let loop = try EventLoop()
-        try await loop.submit { loop.shutdown() }
+        try await onLoop(loop) { loop.shutdown() }
         loop.shutdown()  // joins the thread that stopped itself
         await #expect(throws: TransportError.self) { try await loop.submit { 1 } }
     }
@@ -81,7 +81,7 @@ struct EventLoopSchedulerTests {
         let loop = try EventLoop()
         defer { loop.shutdown() }
         let fired = EventQueue<String>()
-        try await loop.submit {
+        try await onLoop(loop) {
             let scheduler = EventLoopScheduler(eventLoop: loop)
             let start = scheduler.now
             func at(_ ms: Int, _ name: String) -> any Cancellable {
@@ -108,7 +108,7 @@ struct EventLoopSchedulerTests {
         let loop = try EventLoop()
         defer { loop.shutdown() }
         let ticks = EventQueue<Int>()
-        try await loop.submit {
+        try await onLoop(loop) {
             final class Box { var cancellable: (any Cancellable)?; var count = 0 }
             let scheduler = EventLoopScheduler(eventLoop: loop)
             let box = Box()
@@ -125,11 +125,37 @@ struct EventLoopSchedulerTests {
         #expect(try await ticks.next(4, "ticks") == [1, 2, 3, -1])
     }
 
+    /// A repeating timer with a 1 ns interval yields to the loop between passes: work
+    /// handed in from another thread still runs while it ticks.
+    @Test func tightRepeatingTimerDoesNotStarveTheLoop() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        final class Box { var cancellable: (any Cancellable)?; var ticks = 0; var stop = false }
+        let started = EventQueue<Bool>()
+        let box = try await onLoop(loop) {
+            let box = Box()
+            let scheduler = EventLoopScheduler(eventLoop: loop)
+            box.cancellable = scheduler.schedule(after: scheduler.now, interval: .nanoseconds(1)) {
+                box.ticks += 1
+                if box.ticks == 1 { started.push(true) }
+                if box.stop { box.cancellable?.cancel() }
+            }
+            return LoopBound(box, eventLoop: loop)
+        }
+        #expect(try await started.next(timeout: .seconds(10), "the first tick"))
+        // This work reaches the loop although the timer is due on every pass.
+        try await onLoop(loop) { box.value.stop = true }
+        let after = try await onLoop(loop) { box.value.ticks }
+        let later = try await onLoop(loop) { box.value.ticks }
+        #expect(after > 0)
+        #expect(after == later)
+    }
+
     @Test func scheduleRunsSoonAfterQueuedWork() async throws {
         let loop = try EventLoop()
         defer { loop.shutdown() }
         let order = EventQueue<Int>()
-        try await loop.submit {
+        try await onLoop(loop) {
             let scheduler = EventLoopScheduler(eventLoop: loop)
             scheduler.schedule { order.push(1) }
             scheduler.schedule { order.push(2) }
@@ -141,7 +167,7 @@ struct EventLoopSchedulerTests {
     @Test func nowIsMonotonic() async throws {
         let loop = try EventLoop()
         defer { loop.shutdown() }
-        let ok = try await loop.submit {
+        let ok = try await onLoop(loop) {
             let scheduler = EventLoopScheduler(eventLoop: loop)
             var previous = scheduler.now
             for _ in 0..<1_000 {

@@ -155,12 +155,22 @@ final class EchoServerDelegate: WebSocketServerDelegate {
     }
 }
 
+/// Runs `body` on `loop` and returns its result, failing after `timeout` instead of hanging.
+@discardableResult
+func onLoop<T: Sendable>(
+    _ loop: EventLoop, timeout: Duration = .seconds(10), _ body: @Sendable @escaping () throws -> T
+) async throws -> T {
+    let result = EventQueue<Result<T, any Error>>()
+    loop.execute { result.push(Result { try body() }) }
+    return try await result.next(timeout: timeout, "work on the event loop").get()
+}
+
 /// Starts an echo server on `loop` and returns it (bound to the loop) with its port.
 func startEchoServer(
     on loop: EventLoop, configuration: WebSocketServer.Configuration = .init(),
     accepted: EventQueue<AcceptedConnection>? = nil
 ) async throws -> (server: LoopBound<WebSocketServer>, port: Int) {
-    try await loop.submit {
+    try await onLoop(loop) {
         let server = WebSocketServer(
             eventLoop: loop, configuration: configuration, delegate: EchoServerDelegate(accepted: accepted))
         try server.start()
@@ -174,7 +184,7 @@ func connectClient(
     authorization: String? = nil, configuration: WebSocketClient.Configuration = .init(),
     events: EventQueue<ConnectionEvent>
 ) async throws -> LoopBound<WebSocketConnection> {
-    try await loop.submit {
+    try await onLoop(loop) {
         let client = WebSocketClient(eventLoop: loop, configuration: configuration)
         let connection = client.connect(
             host: "127.0.0.1", port: port, path: path, subprotocol: subprotocol, authorization: authorization,

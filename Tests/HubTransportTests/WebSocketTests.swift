@@ -14,7 +14,7 @@ struct WebSocketTests {
         let events = EventQueue<ConnectionEvent>()
         let connection = try await connectClient(on: clientLoop, port: port, events: events)
         #expect(try await events.next() == .open)
-        try await clientLoop.submit {
+        try await onLoop(clientLoop) {
             connection.value.send(text: "hello, hub")
             connection.value.send([0, 1, 2, 255], kind: .binary)
             connection.value.send(text: "")
@@ -43,7 +43,7 @@ struct WebSocketTests {
         let connection = try await connectClient(on: clientLoop, port: port, subprotocol: nil, events: plain)
         #expect(try await plain.next() == .open)
         #expect(try await accepted.next().authorization == nil)
-        try await clientLoop.submit { connection.value.send(text: "x") }
+        try await onLoop(clientLoop) { connection.value.send(text: "x") }
         #expect(try await plain.next() == .text("x"))
     }
 
@@ -59,7 +59,7 @@ struct WebSocketTests {
         let serverLoop = try EventLoop()
         let clientLoop = try EventLoop()
         defer { clientLoop.shutdown(); serverLoop.shutdown() }
-        let port = try await serverLoop.submit {
+        let port = try await onLoop(serverLoop) {
             let server = WebSocketServer(eventLoop: serverLoop, delegate: Refusing())
             try server.start()
             return server.port
@@ -82,7 +82,7 @@ struct WebSocketTests {
         let connection = try await connectClient(on: clientLoop, port: port, events: events)
         #expect(try await events.next() == .open)
         let payload = patternBytes(count: 600 << 10, seed: 7)
-        try await clientLoop.submit {
+        try await onLoop(clientLoop) {
             connection.value.send(payload, kind: .binary)
             connection.value.send(text: "after")
         }
@@ -102,9 +102,9 @@ struct WebSocketTests {
         let connection = try await connectClient(on: clientLoop, port: port, events: events)
         #expect(try await events.next() == .open)
         let exact = patternBytes(count: limit, seed: 1)
-        try await clientLoop.submit { connection.value.send(exact, kind: .binary) }
+        try await onLoop(clientLoop) { connection.value.send(exact, kind: .binary) }
         #expect(try await events.next() == .message(.binary, exact))
-        try await clientLoop.submit { connection.value.send(patternBytes(count: limit + 1, seed: 2), kind: .binary) }
+        try await onLoop(clientLoop) { connection.value.send(patternBytes(count: limit + 1, seed: 2), kind: .binary) }
         #expect(try await events.next() == .closed(1009))
 
         // A small unfragmented message over a small limit.
@@ -113,7 +113,7 @@ struct WebSocketTests {
         let small = EventQueue<ConnectionEvent>()
         let smallConnection = try await connectClient(on: clientLoop, port: smallPort, events: small)
         #expect(try await small.next() == .open)
-        try await clientLoop.submit { smallConnection.value.send(text: String(repeating: "x", count: 17)) }
+        try await onLoop(clientLoop) { smallConnection.value.send(text: String(repeating: "x", count: 17)) }
         #expect(try await small.next() == .closed(1009))
     }
 
@@ -124,7 +124,7 @@ struct WebSocketTests {
         let (server, port) = try await startEchoServer(on: serverLoop)
         let count = 200
         let events = EventQueue<(Int, ConnectionEvent)>()
-        try await clientLoop.submit {
+        try await onLoop(clientLoop) {
             let client = WebSocketClient(eventLoop: clientLoop)
             for index in 0..<count {
                 let connection = client.connect(
@@ -143,7 +143,7 @@ struct WebSocketTests {
         }
         #expect(opened.count == count)
         #expect(echoed.count == count)
-        #expect(try await serverLoop.submit { server.value.openConnectionCount } == count)
+        #expect(try await onLoop(serverLoop) { server.value.openConnectionCount } == count)
     }
 
     @Test func tenThousandSmallMessagesKeepTheirOrder() async throws {
@@ -177,13 +177,13 @@ struct WebSocketTests {
         let total = 10_000
         let opened = EventQueue<Bool>()
         let result = EventQueue<(received: Int, outOfOrder: Int)>()
-        let connection = try await clientLoop.submit {
+        let connection = try await onLoop(clientLoop) {
             let client = WebSocketClient(eventLoop: clientLoop)
             let handler = OrderChecker(total: total, opened: opened, result: result)
             return LoopBound(client.connect(host: "127.0.0.1", port: port, handler: handler), eventLoop: clientLoop)
         }
         #expect(try await opened.next())
-        try await clientLoop.submit {
+        try await onLoop(clientLoop) {
             for index in 0..<total { connection.value.send(text: "m\(index)") }
         }
         let outcome = try await result.next(timeout: .seconds(30), "10,000 echoes")
@@ -200,7 +200,7 @@ struct WebSocketTests {
         let events = EventQueue<ConnectionEvent>()
         let connection = try await connectClient(on: clientLoop, port: port, events: events)
         #expect(try await events.next() == .open)
-        let queued = try await clientLoop.submit {
+        let queued = try await onLoop(clientLoop) {
             for value in 1...3 {
                 connection.value.sendCoalescing(key: 9, kind: .text, closing: Array("]".utf8)) { storage, opens in
                     storage.append(contentsOf: (opens ? "[" : ",").utf8)
@@ -214,7 +214,7 @@ struct WebSocketTests {
         #expect(queued.1 == "[1,2,3]".utf8.count + 1)
         #expect(try await events.next() == .text("[1,2,3]"))
         #expect(try await events.next() == .text("x"))
-        let drained = try await clientLoop.submit { connection.value.queuedBytes }
+        let drained = try await onLoop(clientLoop) { connection.value.queuedBytes }
         #expect(drained == 0)
     }
 
@@ -242,7 +242,7 @@ struct WebSocketTests {
         let events = EventQueue<ConnectionEvent>()
         let connection = try await connectClient(on: clientLoop, port: port, events: events)
         #expect(try await events.next() == .open)
-        try await clientLoop.submit {
+        try await onLoop(clientLoop) {
             connection.value.send(text: "last")
             connection.value.close(code: .normal, reason: "bye")
             #expect(!connection.value.send(text: "dropped"))
@@ -251,10 +251,10 @@ struct WebSocketTests {
         // The server side is gone too (its CLOSED has run once the client saw the close).
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: .seconds(10))
-        var open = try await serverLoop.submit { server.value.openConnectionCount }
+        var open = try await onLoop(serverLoop) { server.value.openConnectionCount }
         while open != 0, clock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))
-            open = try await serverLoop.submit { server.value.openConnectionCount }
+            open = try await onLoop(serverLoop) { server.value.openConnectionCount }
         }
         #expect(open == 0)
     }
@@ -266,7 +266,7 @@ struct WebSocketTests {
         let (server, port) = try await startEchoServer(on: serverLoop)
         let count = 20
         let events = EventQueue<(Int, ConnectionEvent)>()
-        try await clientLoop.submit {
+        try await onLoop(clientLoop) {
             let client = WebSocketClient(eventLoop: clientLoop)
             for index in 0..<count {
                 client.connect(host: "127.0.0.1", port: port, handler: RecordingHandler(tagged: events, tag: index))
@@ -274,7 +274,7 @@ struct WebSocketTests {
         }
         let opens = try await events.next(count, "opens")
         #expect(Set(opens.map(\.0)).count == count)
-        try await serverLoop.submit { server.value.close(code: .goingAway) }
+        try await onLoop(serverLoop) { server.value.close(code: .goingAway) }
         let closes = try await events.next(count, "closes")
         for (tag, event) in closes {
             #expect(event == .closed(1001), "client \(tag)")
@@ -290,7 +290,7 @@ struct WebSocketTests {
         defer { clientLoop.shutdown(); serverLoop.shutdown() }
         let (_, port) = try await startEchoServer(on: serverLoop)
         let events = EventQueue<(Int, ConnectionEvent)>()
-        try await clientLoop.submit {
+        try await onLoop(clientLoop) {
             let client = WebSocketClient(eventLoop: clientLoop)
             for index in 0..<10 {
                 let connection = client.connect(
@@ -350,7 +350,7 @@ struct WebSocketTests {
         #expect(try await events.next() == .open)
         // Pause, send, then resume from a timer on the loop: the echo can only be
         // delivered after the resume marker, and it arrives intact.
-        try await clientLoop.submit {
+        try await onLoop(clientLoop) {
             connection.value.pauseReading()
             connection.value.send(text: "held")
             let scheduler = EventLoopScheduler(eventLoop: clientLoop)
