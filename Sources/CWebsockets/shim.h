@@ -33,6 +33,8 @@ static const int cws_close_status_message_too_large = LWS_CLOSE_STATUS_MESSAGE_T
 /* lws_write protocol flags as ints. */
 static const int cws_write_text = LWS_WRITE_TEXT;
 static const int cws_write_binary = LWS_WRITE_BINARY;
+/* On a ws connection, LWS_WRITE_HTTP writes the bytes as they are (pre-framed data). */
+static const int cws_write_http = LWS_WRITE_HTTP;
 
 /* Vhost options (64-bit composite values). */
 static const uint64_t cws_option_disable_ipv6 = LWS_SERVER_OPTION_DISABLE_IPV6;

@@ -70,6 +70,7 @@ public final class EventLoop: @unchecked Sendable {
     private var timerHandle: UnsafeMutablePointer<cws_timer_t>?
     private var armedDeadline: Int64?
     private var retainedEndpoints: [AnyObject] = []
+    private var writeScratch: [UInt8] = []
     private var ownedCStrings: [UnsafeMutablePointer<CChar>] = []
     private var ownedAllocations: [UnsafeMutableRawPointer] = []
     private var loopProtocols: UnsafeMutablePointer<lws_protocols>?
@@ -238,6 +239,22 @@ public final class EventLoop: @unchecked Sendable {
             action()
         }
         armTimer()
+    }
+
+    // MARK: - Shared scratch space
+
+    /// An empty buffer for assembling one write (reused across connections: a write is
+    /// complete, or copied by lws, when `lws_write` returns). Loop thread only.
+    func takeWriteScratch() -> [UInt8] {
+        var buffer: [UInt8] = []
+        swap(&buffer, &writeScratch)
+        buffer.removeAll(keepingCapacity: true)
+        return buffer
+    }
+
+    /// Gives the scratch buffer back for the next write.
+    func returnWriteScratch(_ buffer: inout [UInt8]) {
+        if buffer.capacity <= 256 << 10 { swap(&buffer, &writeScratch) }
     }
 
     // MARK: - Resources kept for the context's life

@@ -38,12 +38,20 @@ public final class WebSocketConnection {
         public var fragmentSize: Int
         /// The largest frame that coalescing appends grow to (bytes).
         public var maximumCoalescedFrameSize: Int
+        /// Server side: several queued small messages are framed by the transport and
+        /// handed to the socket in one write of at most this many bytes (0 disables).
+        public var maximumBatchSize: Int
 
-        /// Creates limits; the defaults are 1 MiB messages and 64 KiB fragments.
-        public init(maximumMessageSize: Int = 1 << 20, fragmentSize: Int = 64 << 10, maximumCoalescedFrameSize: Int = 64 << 10) {
+        /// Creates limits; the defaults are 1 MiB messages, 64 KiB fragments, 64 KiB
+        /// coalesced frames and 64 KiB write batches.
+        public init(
+            maximumMessageSize: Int = 1 << 20, fragmentSize: Int = 64 << 10,
+            maximumCoalescedFrameSize: Int = 64 << 10, maximumBatchSize: Int = 64 << 10
+        ) {
             self.maximumMessageSize = maximumMessageSize
-            self.fragmentSize = max(fragmentSize, 1)
+            self.fragmentSize = min(max(fragmentSize, 1), 1 << 30)
             self.maximumCoalescedFrameSize = maximumCoalescedFrameSize
+            self.maximumBatchSize = maximumBatchSize
         }
     }
 
@@ -73,6 +81,11 @@ public final class WebSocketConnection {
     public private(set) var queuedBytes = 0
     /// Whether reading is paused with ``pauseReading()``.
     public private(set) var isReadingPaused = false
+
+    /// Messages completely handed to the socket so far.
+    public private(set) var messagesWritten = 0
+    /// `lws_write` calls made so far (fewer than messages when small ones are batched).
+    public private(set) var writeCalls = 0
 
     /// The number of frames waiting in the outbound queue.
     public var queuedFrameCount: Int { outbound.count }
@@ -315,13 +328,9 @@ public final class WebSocketConnection {
         }
         guard !outbound.isEmpty else { return 0 }
         let head = outbound.startIndex
-        if outbound[head].written == 0, outbound[head].coalescingKey != nil {
-            // Seal a coalesced message: nothing more is appended once writing starts.
-            outbound[head].coalescingKey = nil
-            if !outbound[head].closing.isEmpty {
-                outbound[head].storage.append(contentsOf: outbound[head].closing)
-                outbound[head].closing = []
-            }
+        sealFrame(at: head)
+        if role == .server, outbound.count > 1, limits.maximumBatchSize > 0, isBatchable(outbound[head]) {
+            return writeBatch(wsi)
         }
         let total = outbound[head].payloadCount
         let written = outbound[head].written
@@ -333,17 +342,91 @@ public final class WebSocketConnection {
         let result = outbound[head].storage.withUnsafeMutableBufferPointer { buffer in
             cws_write(wsi, buffer.baseAddress! + WebSocketConnection.headroom + written, chunk, flags)
         }
+        writeCalls += 1
         if result < chunk {
             WebSocketConnection.logger.debug("short write, closing", metadata: ["connection": "\(id)"])
             return -1
         }
         queuedBytes -= chunk
         if isEnd {
+            messagesWritten += 1
             var frame = outbound.removeFirst()
             recycle(&frame.storage)
         } else {
             outbound[head].written += chunk
         }
+        if !outbound.isEmpty || pendingClose != nil {
+            requestWritable()
+        } else {
+            queuedBytes = 0
+            handler?.connectionDidDrainOutbound(self)
+        }
+        return 0
+    }
+
+    /// Seals a coalesced message: nothing more is appended once writing starts.
+    private func sealFrame(at index: Int) {
+        guard outbound[index].written == 0, outbound[index].coalescingKey != nil else { return }
+        outbound[index].coalescingKey = nil
+        if !outbound[index].closing.isEmpty {
+            outbound[index].storage.append(contentsOf: outbound[index].closing)
+            outbound[index].closing = []
+        }
+    }
+
+    /// Whether `frame` can go in a batch: nothing of it written, small enough for a
+    /// 16-bit length and one write.
+    private func isBatchable(_ frame: OutboundFrame) -> Bool {
+        frame.written == 0 && frame.payloadCount < min(limits.fragmentSize, 1 << 16)
+    }
+
+    /// Frames the leading small messages itself (server frames are unmasked) and hands
+    /// them to lws in one raw write, so that many small messages cost one syscall and
+    /// one writable callback. Returns nonzero to close.
+    private func writeBatch(_ wsi: OpaquePointer) -> Int32 {
+        var batch = eventLoop.takeWriteScratch()
+        var frames = 0
+        var payloadBytes = 0
+        for index in outbound.indices {
+            guard isBatchable(outbound[index]) else { break }
+            let sealedLength = outbound[index].payloadCount + outbound[index].closing.count
+            if frames > 0, batch.count + 4 + sealedLength > limits.maximumBatchSize { break }
+            sealFrame(at: index)
+            let frame = outbound[index]
+            guard isBatchable(frame) else { break }
+            let length = frame.payloadCount
+            batch.append(0x80 | (frame.kind == .text ? 0x1 : 0x2))
+            if length < 126 {
+                batch.append(UInt8(length))
+            } else {
+                batch.append(126)
+                batch.append(UInt8(truncatingIfNeeded: length >> 8))
+                batch.append(UInt8(truncatingIfNeeded: length))
+            }
+            frame.storage.withUnsafeBufferPointer { buffer in
+                batch.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[WebSocketConnection.headroom...]))
+            }
+            frames += 1
+            payloadBytes += length
+        }
+        let count = batch.count
+        // LWS_WRITE_HTTP on a ws connection is written as is (lws's raw path): the bytes
+        // already are complete WebSocket frames.
+        let result = batch.withUnsafeMutableBufferPointer { buffer in
+            cws_write(wsi, buffer.baseAddress, count, cws_write_http)
+        }
+        eventLoop.returnWriteScratch(&batch)
+        writeCalls += 1
+        if result < count {
+            WebSocketConnection.logger.debug("short batch write, closing", metadata: ["connection": "\(id)"])
+            return -1
+        }
+        messagesWritten += frames
+        for _ in 0..<frames {
+            var frame = outbound.removeFirst()
+            recycle(&frame.storage)
+        }
+        queuedBytes -= payloadBytes
         if !outbound.isEmpty || pendingClose != nil {
             requestWritable()
         } else {

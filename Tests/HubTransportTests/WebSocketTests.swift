@@ -363,3 +363,82 @@ struct WebSocketTests {
         #expect(try await events.next() == .text("held"))
     }
 }
+
+/// Sizes around the WebSocket length encodings (7-bit, 16-bit, 64-bit) and the fragment
+/// and batch thresholds, sent back to back so that the server batches small ones and
+/// fragments large ones: every echo arrives intact and in order.
+@Suite("WebSocketFraming")
+struct WebSocketFramingTests {
+    @Test(arguments: [true, false])
+    func mixedSizesEchoIntactAndInOrder(batching: Bool) async throws {
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let limits = WebSocketConnection.Limits(maximumBatchSize: batching ? 64 << 10 : 0)
+        let (_, port) = try await startEchoServer(on: serverLoop, configuration: .init(limits: limits))
+        let events = EventQueue<ConnectionEvent>()
+        let connection = try await connectClient(on: clientLoop, port: port, events: events)
+        #expect(try await events.next() == .open)
+        let sizes = [0, 1, 125, 126, 127, 1000, 65_535, 65_536, 65_537, 3, 70_000, 125, 126, 200_000, 0, 7]
+            + Array(repeating: 20, count: 300) + [30_000, 30_000, 30_000, 5]
+        let messages: [ConnectionEvent] = sizes.enumerated().map { index, size in
+            index % 2 == 0
+                ? .message(.binary, patternBytes(count: size, seed: UInt64(index)))
+                : .message(.text, Array(String(repeating: "abcdefghij", count: size / 10 + 1).utf8.prefix(size)))
+        }
+        try await onLoop(clientLoop) {
+            for case let .message(kind, bytes) in messages { connection.value.send(bytes, kind: kind) }
+        }
+        let echoed = try await events.next(messages.count, timeout: .seconds(30), "echoes")
+        #expect(echoed == messages)
+    }
+}
+
+/// Small messages queued in one loop turn leave the server in few writes when batching
+/// is on, one write each when it is off, and arrive in order either way.
+@Suite("WebSocketBatching")
+struct WebSocketBatchingTests {
+    /// Sends `count` small messages as soon as a connection opens.
+    final class Burst: WebSocketServerDelegate, WebSocketConnectionHandler {
+        let count: Int
+        init(count: Int) { self.count = count }
+        func server(_ server: WebSocketServer, didAccept connection: WebSocketConnection) {
+            connection.handler = self
+        }
+        func connectionDidOpen(_ connection: WebSocketConnection) {
+            for index in 0..<count { connection.send(text: "n\(index)") }
+        }
+        func connection(_ connection: WebSocketConnection, didReceive payload: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {}
+        func connection(_ connection: WebSocketConnection, didCloseWith code: WebSocketCloseCode?, reason: String) {}
+    }
+
+    @Test(arguments: [true, false])
+    func burstOfSmallMessages(batching: Bool) async throws {
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let count = 1_000
+        let limits = WebSocketConnection.Limits(maximumBatchSize: batching ? 64 << 10 : 0)
+        let (server, port) = try await onLoop(serverLoop) {
+            let server = WebSocketServer(
+                eventLoop: serverLoop, configuration: .init(limits: limits), delegate: Burst(count: count))
+            try server.start()
+            return (LoopBound(server, eventLoop: serverLoop), server.port)
+        }
+        let events = EventQueue<ConnectionEvent>()
+        _ = try await connectClient(on: clientLoop, port: port, events: events)
+        #expect(try await events.next() == .open)
+        let received = try await events.next(count, timeout: .seconds(30), "burst")
+        #expect(received == (0..<count).map { .text("n\($0)") })
+        let (written, writes) = try await onLoop(serverLoop) {
+            let connection = server.value.openConnections[0]
+            return (connection.messagesWritten, connection.writeCalls)
+        }
+        #expect(written == count)
+        if batching {
+            #expect(writes < count / 10)
+        } else {
+            #expect(writes == count)
+        }
+    }
+}
