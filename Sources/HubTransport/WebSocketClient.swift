@@ -160,6 +160,12 @@ private func cwsClientCallback(
                 wsi, WSI_TOKEN_HTTP_AUTHORIZATION, buffer.baseAddress, Int32(buffer.count), input, length)
         }
         return failed != 0 ? -1 : 0
+    case LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH:
+        // The server's handshake headers are readable here: note the selected subprotocol.
+        if let wsi, let connection = clientConnection(wsi, user) {
+            connection.subprotocol = WebSocketServer.header(wsi, WSI_TOKEN_PROTOCOL)
+        }
+        return 0
     case LWS_CALLBACK_CLIENT_ESTABLISHED:
         guard let wsi, let connection = clientConnection(wsi, user) else { return -1 }
         connection.didEstablish(wsi)

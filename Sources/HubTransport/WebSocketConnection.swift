@@ -71,6 +71,9 @@ public final class WebSocketConnection {
     /// The `Authorization` header of the upgrade request, if any (sent by a client,
     /// received by a server).
     public let authorization: String?
+    /// The negotiated subprotocol (for example `hub.v1`), or `nil` when the client offered
+    /// none. Known once the connection is open.
+    public internal(set) var subprotocol: String?
     /// The limits this connection enforces.
     public let limits: Limits
     /// Receives the connection's events. Held strongly until the close event.
@@ -297,7 +300,8 @@ public final class WebSocketConnection {
     }
 
     private func deliver(_ payload: UnsafeRawBufferPointer) {
-        guard state == .open, !isRefused, let handler else { return }
+        // Messages that arrive while the close handshake runs are still delivered.
+        guard state == .open || state == .closing, !isRefused, let handler else { return }
         handler.connection(self, didReceive: payload, kind: receiveKind)
     }
 

@@ -69,6 +69,9 @@ public final class WebSocketServer {
         self.delegate = delegate
     }
 
+    /// Connections known to the server, open or still in their handshake (for tests).
+    var trackedConnectionCount: Int { connections.count }
+
     /// The open connections.
     public var openConnections: [WebSocketConnection] {
         connections.values.filter { $0.isCounted }
@@ -145,6 +148,10 @@ public final class WebSocketServer {
         let connection = WebSocketConnection(
             eventLoop: eventLoop, role: .server, requestPath: request.path,
             authorization: request.authorization, limits: configuration.limits)
+        if lws_hdr_total_length(wsi, WSI_TOKEN_PROTOCOL) > 0 {
+            // lws only binds a connection that offered subprotocols to a matching one: ours.
+            connection.subprotocol = configuration.subprotocol
+        }
         connections[ObjectIdentifier(connection)] = connection
         slot.storeBytes(of: Unmanaged.passUnretained(connection).toOpaque(), as: UnsafeMutableRawPointer?.self)
         return 0
@@ -178,7 +185,7 @@ public final class WebSocketServer {
         connections[ObjectIdentifier(connection)] = nil
     }
 
-    private static func header(_ wsi: OpaquePointer, _ token: lws_token_indexes) -> String? {
+    static func header(_ wsi: OpaquePointer, _ token: lws_token_indexes) -> String? {
         let length = Int(lws_hdr_total_length(wsi, token))
         guard length > 0 else { return nil }
         var buffer = [CChar](repeating: 0, count: length + 1)

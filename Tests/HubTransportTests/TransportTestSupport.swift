@@ -128,30 +128,43 @@ final class RecordingHandler: WebSocketConnectionHandler {
 
 /// A connection handler that sends every message back unchanged.
 final class EchoHandler: WebSocketConnectionHandler {
+    let closed: EventQueue<UInt16?>?
+
+    init(closed: EventQueue<UInt16?>? = nil) {
+        self.closed = closed
+    }
+
     func connection(_ connection: WebSocketConnection, didReceive payload: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {
         connection.send(payload, kind: kind)
     }
 
-    func connection(_ connection: WebSocketConnection, didCloseWith code: WebSocketCloseCode?, reason: String) {}
+    func connection(_ connection: WebSocketConnection, didCloseWith code: WebSocketCloseCode?, reason: String) {
+        closed?.push(code?.rawValue)
+    }
 }
 
 /// What the server side saw of an accepted connection.
 struct AcceptedConnection: Sendable, Equatable {
     var path: String
     var authorization: String?
+    var subprotocol: String?
 }
 
 /// A server delegate that echoes on every connection and reports what it accepted.
 final class EchoServerDelegate: WebSocketServerDelegate {
     let accepted: EventQueue<AcceptedConnection>?
+    let closed: EventQueue<UInt16?>?
 
-    init(accepted: EventQueue<AcceptedConnection>? = nil) {
+    init(accepted: EventQueue<AcceptedConnection>? = nil, closed: EventQueue<UInt16?>? = nil) {
         self.accepted = accepted
+        self.closed = closed
     }
 
     func server(_ server: WebSocketServer, didAccept connection: WebSocketConnection) {
-        connection.handler = EchoHandler()
-        accepted?.push(AcceptedConnection(path: connection.requestPath, authorization: connection.authorization))
+        connection.handler = EchoHandler(closed: closed)
+        accepted?.push(AcceptedConnection(
+            path: connection.requestPath, authorization: connection.authorization,
+            subprotocol: connection.subprotocol))
     }
 }
 
@@ -168,11 +181,11 @@ func onLoop<T: Sendable>(
 /// Starts an echo server on `loop` and returns it (bound to the loop) with its port.
 func startEchoServer(
     on loop: EventLoop, configuration: WebSocketServer.Configuration = .init(),
-    accepted: EventQueue<AcceptedConnection>? = nil
+    accepted: EventQueue<AcceptedConnection>? = nil, closed: EventQueue<UInt16?>? = nil
 ) async throws -> (server: LoopBound<WebSocketServer>, port: Int) {
     try await onLoop(loop) {
         let server = WebSocketServer(
-            eventLoop: loop, configuration: configuration, delegate: EchoServerDelegate(accepted: accepted))
+            eventLoop: loop, configuration: configuration, delegate: EchoServerDelegate(accepted: accepted, closed: closed))
         try server.start()
         return (LoopBound(server, eventLoop: loop), server.port)
     }
