@@ -45,7 +45,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// State shared between threads (guarded by the mutex).
-    private struct Shared: ~Copyable {
+    private struct Shared {
         var lifecycle = Lifecycle.starting
         var context: ContextPointer?
         var pending: [RemoteWork] = []
@@ -55,7 +55,7 @@ public final class EventLoop: @unchecked Sendable {
     /// The loop's configuration.
     public let configuration: Configuration
     private let logger: Logger
-    private let shared = Mutex(Shared())
+    private let shared = LockedState(Shared())
     private let stopRequested = Atomic<Bool>(false)
     private let exitCondition = NSCondition()
     private var hasExited = false  // guarded by exitCondition

@@ -1,6 +1,6 @@
 import DequeModule
 import HubTransport
-import Synchronization
+import Foundation
 
 /// A wait that did not finish in time.
 struct TimedOut: Error, CustomStringConvertible {
@@ -17,7 +17,21 @@ final class EventQueue<Element: Sendable>: Sendable {
         var nextID: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let lock = NSLock()
+    nonisolated(unsafe) private var unsafeState = State()
+
+    /// `Synchronization.Mutex` is futex-based on Linux and invisible to ThreadSanitizer,
+    /// so the queue uses a pthread-backed lock.
+    private var state: StateAccess { StateAccess(queue: self) }
+
+    private struct StateAccess {
+        let queue: EventQueue
+        func withLock<R>(_ body: (inout State) -> R) -> R {
+            queue.lock.lock()
+            defer { queue.lock.unlock() }
+            return body(&queue.unsafeState)
+        }
+    }
 
     func push(_ element: Element) {
         let waiter = state.withLock { state -> CheckedContinuation<Element?, Never>? in
