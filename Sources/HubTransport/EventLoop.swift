@@ -64,6 +64,8 @@ public final class EventLoop: @unchecked Sendable {
     // Loop-confined state.
     private var loopThread: pthread_t = pthread_t()
     private var context: OpaquePointer?
+    /// Set while the context is being destroyed: no new timers, listeners or connections.
+    private(set) var isDestroying = false
     private var localWork = Deque<() -> Void>()
     private var drained: [RemoteWork] = []
     private var timers = TimerQueue()
@@ -215,7 +217,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func armTimer() {
-        guard let context, let timerHandle else { return }
+        guard !isDestroying, let context, let timerHandle else { return }
         guard let next = timers.nextDeadline else {
             if armedDeadline != nil {
                 cws_timer_cancel(timerHandle)
@@ -369,6 +371,7 @@ public final class EventLoop: @unchecked Sendable {
         localWork.removeAll()
         cws_timer_cancel(timerHandle)
         shared.withLock { $0.context = nil }
+        isDestroying = true
         lws_context_destroy(context)
         self.context = nil
         timers.removeAll()

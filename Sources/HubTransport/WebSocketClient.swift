@@ -73,6 +73,10 @@ public final class WebSocketClient {
             connection.handleConnectionError("port \(port) is out of range")
             return connection
         }
+        guard !eventLoop.isDestroying else {
+            connection.handleConnectionError("the event loop is shutting down")
+            return connection
+        }
         guard let vhost = ensureVhost() else {
             connection.handleConnectionError("cannot create the client vhost")
             return connection

@@ -84,6 +84,9 @@ public final class WebSocketServer {
     public func start() throws {
         eventLoop.preconditionInEventLoop()
         guard vhost == nil else { return }
+        guard !eventLoop.isDestroying else {
+            throw TransportError(code: .eventLoopShutDown, message: "the event loop is shutting down")
+        }
         guard (0...65535).contains(configuration.port) else {
             throw TransportError(code: .invalidArgument, message: "port \(configuration.port) is out of range")
         }

@@ -180,3 +180,48 @@ struct EventLoopSchedulerTests {
         #expect(ok)
     }
 }
+
+/// Handlers that react to the closes caused by a loop shutdown (sending, scheduling
+/// timers, handing work in) do not disturb the context being destroyed.
+@Suite("EventLoopShutdown")
+struct EventLoopShutdownTests {
+    final class Busy: WebSocketServerDelegate, WebSocketConnectionHandler {
+        let closes: EventQueue<UInt16?>
+        init(closes: EventQueue<UInt16?>) { self.closes = closes }
+        func server(_ server: WebSocketServer, didAccept connection: WebSocketConnection) {
+            connection.handler = self
+        }
+        func connection(_ connection: WebSocketConnection, didReceive payload: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {}
+        func connection(_ connection: WebSocketConnection, didCloseWith code: WebSocketCloseCode?, reason: String) {
+            #expect(!connection.send(text: "too late"))
+            let scheduler = EventLoopScheduler(eventLoop: connection.eventLoop)
+            scheduler.schedule(after: scheduler.now) { Issue.record("timer ran after shutdown") }
+            scheduler.schedule { Issue.record("work ran after shutdown") }
+            connection.eventLoop.execute { Issue.record("handed-in work ran after shutdown") }
+            closes.push(code?.rawValue)
+        }
+    }
+
+    @Test func handlersReactingToShutdownClosesAreHarmless() async throws {
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let closes = EventQueue<UInt16?>()
+        let port = try await onLoop(serverLoop) {
+            let server = WebSocketServer(eventLoop: serverLoop, delegate: Busy(closes: closes))
+            try server.start()
+            return server.port
+        }
+        let events = EventQueue<(Int, ConnectionEvent)>()
+        try await onLoop(clientLoop) {
+            let client = WebSocketClient(eventLoop: clientLoop)
+            for index in 0..<5 {
+                client.connect(host: "127.0.0.1", port: port, handler: RecordingHandler(tagged: events, tag: index))
+            }
+        }
+        _ = try await events.next(5, "opens")
+        serverLoop.shutdown()
+        let codes = try await closes.next(5, "server-side closes")
+        #expect(codes.count == 5)
+    }
+}
