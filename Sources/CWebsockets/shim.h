@@ -39,6 +39,7 @@ static const int cws_write_http = LWS_WRITE_HTTP;
 /* Vhost options (64-bit composite values). */
 static const uint64_t cws_option_disable_ipv6 = LWS_SERVER_OPTION_DISABLE_IPV6;
 static const uint64_t cws_option_explicit_vhosts = LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
+static const uint64_t cws_option_validate_utf8 = LWS_SERVER_OPTION_VALIDATE_UTF8;
 static const uint64_t cws_option_fail_upon_unable_to_bind = LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND;
 
 /* Sentinel to cancel a scheduled sul. */

@@ -21,11 +21,15 @@ public final class EventLoop: @unchecked Sendable {
         /// The size of lws's per-thread descriptor table; `0` uses the process's
         /// `RLIMIT_NOFILE` capped at 65,536.
         public var maximumFileDescriptors: Int
+        /// Whether lws checks that inbound text messages are valid UTF-8 and closes with
+        /// 1007 when they are not (an lws context option, so it holds for every endpoint).
+        public var validatesUTF8: Bool
 
         /// Creates a configuration.
-        public init(name: String = "hub-event-loop", maximumFileDescriptors: Int = 0) {
+        public init(name: String = "hub-event-loop", maximumFileDescriptors: Int = 0, validatesUTF8: Bool = true) {
             self.name = name
             self.maximumFileDescriptors = maximumFileDescriptors
+            self.validatesUTF8 = validatesUTF8
         }
     }
 
@@ -327,6 +331,9 @@ public final class EventLoop: @unchecked Sendable {
         info.protocols = UnsafePointer(protocols)
         info.user = Unmanaged.passUnretained(self).toOpaque()
         info.fd_limit_per_thread = UInt32(EventLoop.descriptorLimit(configuration.maximumFileDescriptors))
+        if configuration.validatesUTF8 {
+            info.options |= cws_option_validate_utf8
+        }
         guard let context = lws_create_context(&info) else {
             startError = TransportError(code: .contextCreationFailed, message: "lws_create_context failed")
             shared.withLock { $0.lifecycle = .stopped }

@@ -13,6 +13,8 @@ public struct WebSocketCloseCode: RawRepresentable, Hashable, Sendable, CustomSt
     public static let normal = WebSocketCloseCode(1000)
     /// 1001: going away (server shutting down).
     public static let goingAway = WebSocketCloseCode(1001)
+    /// 1007: invalid payload (for example a text message that is not UTF-8).
+    public static let invalidPayload = WebSocketCloseCode(1007)
     /// 1008: policy violation.
     public static let policyViolation = WebSocketCloseCode(1008)
     /// 1009: message too big.

@@ -122,6 +122,21 @@ struct WebSocketTests {
         #expect(try await small.next() == .closed(1009))
     }
 
+    @Test func invalidUTF8TextClosesWith1007() async throws {
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let (_, port) = try await startEchoServer(on: serverLoop)
+        let events = EventQueue<ConnectionEvent>()
+        let connection = try await connectClient(on: clientLoop, port: port, events: events)
+        #expect(try await events.next() == .open)
+        try await onLoop(clientLoop) { connection.value.send(Array("héllo".utf8), kind: .text) }
+        #expect(try await events.next() == .text("héllo"))
+        try await onLoop(clientLoop) { connection.value.send([0x68, 0xFF, 0x69], kind: .text) }
+        let closeEvent = try await events.next()
+        #expect(closeEvent == .closed(1007), "\(closeEvent)")
+    }
+
     @Test func twoHundredConcurrentClientsEachGetTheirEcho() async throws {
         let serverLoop = try EventLoop()
         let clientLoop = try EventLoop()
