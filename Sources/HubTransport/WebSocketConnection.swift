@@ -80,7 +80,8 @@ public final class WebSocketConnection {
     public var handler: (any WebSocketConnectionHandler)?
     /// Where the connection is in its life.
     public private(set) var state: State
-    /// Payload bytes queued and not yet handed to the socket (the server bounds this).
+    /// Bytes queued and not yet handed to the socket (payloads, plus the frame headers of
+    /// small server-side messages, which are framed when queued). The server bounds this.
     public private(set) var queuedBytes = 0
     /// Whether reading is paused with ``pauseReading()``.
     public private(set) var isReadingPaused = false
@@ -131,13 +132,69 @@ public final class WebSocketConnection {
     /// connection is closing or closed.
     @discardableResult
     public func send(_ payload: UnsafeRawBufferPointer, kind: WebSocketMessageKind) -> Bool {
-        sendFrame(kind: kind) { storage in storage.append(contentsOf: payload) }
+        send(prefix: UnsafeRawBufferPointer(start: nil, count: 0), body: payload,
+             suffix: UnsafeRawBufferPointer(start: nil, count: 0), kind: kind)
     }
 
     /// Queues one message with a copy of `bytes`.
     @discardableResult
     public func send<Bytes: Collection>(_ bytes: Bytes, kind: WebSocketMessageKind) -> Bool where Bytes.Element == UInt8 {
-        sendFrame(kind: kind) { storage in storage.append(contentsOf: bytes) }
+        if let sent = bytes.withContiguousStorageIfAvailable({ send(UnsafeRawBufferPointer($0), kind: kind) }) {
+            return sent
+        }
+        return sendFrame(kind: kind) { storage in storage.append(contentsOf: bytes) }
+    }
+
+    /// Queues one message made of `prefix`, `body` and `suffix` (for example a per-
+    /// subscription envelope around a value encoded once for every subscriber).
+    ///
+    /// On the server side a small message is appended, header and all, to the tail of a
+    /// preframed queue entry: no allocation of its own, one `lws_write` for many.
+    @discardableResult
+    public func send(
+        prefix: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, suffix: UnsafeRawBufferPointer,
+        kind: WebSocketMessageKind
+    ) -> Bool {
+        eventLoop.preconditionInEventLoop()
+        guard acceptsOutbound else { return false }
+        let length = prefix.count + body.count + suffix.count
+        guard role == .server, limits.maximumBatchSize > 0, length < min(1 << 16, limits.fragmentSize) else {
+            return sendFrame(kind: kind) { storage in
+                storage.append(contentsOf: prefix)
+                storage.append(contentsOf: body)
+                storage.append(contentsOf: suffix)
+            }
+        }
+        let headerLength = length < 126 ? 2 : 4
+        let index: Int
+        if let last = outbound.indices.last, outbound[last].isPreframed, outbound[last].written == 0,
+            outbound[last].payloadCount + headerLength + length <= limits.maximumBatchSize
+        {
+            index = last
+            outbound[index].messageCount += 1
+        } else {
+            outbound.append(OutboundFrame(storage: takeBuffer(), kind: kind, isPreframed: true, messageCount: 1))
+            index = outbound.index(before: outbound.endIndex)
+        }
+        WebSocketConnection.appendFrameHeader(to: &outbound[index].storage, kind: kind, length: length)
+        outbound[index].storage.append(contentsOf: prefix)
+        outbound[index].storage.append(contentsOf: body)
+        outbound[index].storage.append(contentsOf: suffix)
+        queuedBytes += headerLength + length
+        requestWritable()
+        return true
+    }
+
+    /// Appends an unmasked, final WebSocket frame header for a payload under 64 KiB.
+    private static func appendFrameHeader(to storage: inout [UInt8], kind: WebSocketMessageKind, length: Int) {
+        storage.append(0x80 | (kind == .text ? 0x1 : 0x2))
+        if length < 126 {
+            storage.append(UInt8(length))
+        } else {
+            storage.append(126)
+            storage.append(UInt8(truncatingIfNeeded: length >> 8))
+            storage.append(UInt8(truncatingIfNeeded: length))
+        }
     }
 
     /// Queues one text message.
@@ -332,6 +389,9 @@ public final class WebSocketConnection {
         }
         guard !outbound.isEmpty else { return 0 }
         let head = outbound.startIndex
+        if outbound[head].isPreframed {
+            return writePreframed(wsi)
+        }
         sealFrame(at: head)
         if role == .server, outbound.count > 1, limits.maximumBatchSize > 0, isBatchable(outbound[head]) {
             return writeBatch(wsi)
@@ -381,7 +441,33 @@ public final class WebSocketConnection {
     /// Whether `frame` can go in a batch: nothing of it written, small enough for a
     /// 16-bit length and one write.
     private func isBatchable(_ frame: OutboundFrame) -> Bool {
-        frame.written == 0 && frame.payloadCount < min(limits.fragmentSize, 1 << 16)
+        !frame.isPreframed && frame.written == 0 && frame.payloadCount < min(limits.fragmentSize, 1 << 16)
+    }
+
+    /// Writes the preframed entry at the head of the queue raw, in one `lws_write`
+    /// (LWS_WRITE_HTTP on a ws connection writes the bytes as they are; lws keeps what the
+    /// socket does not take and holds back the next writable callback until it is sent).
+    private func writePreframed(_ wsi: OpaquePointer) -> Int32 {
+        let count = outbound[outbound.startIndex].payloadCount
+        let result = outbound[outbound.startIndex].storage.withUnsafeMutableBufferPointer { buffer in
+            cws_write(wsi, buffer.baseAddress! + WebSocketConnection.headroom, count, cws_write_http)
+        }
+        writeCalls += 1
+        if result < count {
+            WebSocketConnection.logger.debug("short write, closing", metadata: ["connection": "\(id)"])
+            return -1
+        }
+        var frame = outbound.removeFirst()
+        messagesWritten += frame.messageCount
+        queuedBytes -= count
+        recycle(&frame.storage)
+        if !outbound.isEmpty || pendingClose != nil {
+            requestWritable()
+        } else {
+            queuedBytes = 0
+            handler?.connectionDidDrainOutbound(self)
+        }
+        return 0
     }
 
     /// Frames the leading small messages itself (server frames are unmasked) and hands

@@ -432,7 +432,22 @@ struct WebSocketBatchingTests {
             connection.handler = self
         }
         func connectionDidOpen(_ connection: WebSocketConnection) {
-            for index in 0..<count { connection.send(text: "n\(index)") }
+            let prefix: [UInt8] = Array("n".utf8)
+            for index in 0..<count {
+                if index % 2 == 0 {
+                    connection.send(text: "n\(index)")
+                } else {
+                    // The envelope form: prefix, shared body, suffix.
+                    let digits = Array(String(index).utf8)
+                    prefix.withUnsafeBytes { prefix in
+                        digits.withUnsafeBytes { body in
+                            _ = connection.send(
+                                prefix: prefix, body: UnsafeRawBufferPointer(rebasing: body[0..<body.count - 1]),
+                                suffix: UnsafeRawBufferPointer(rebasing: body[(body.count - 1)...]), kind: .text)
+                        }
+                    }
+                }
+            }
         }
         func connection(_ connection: WebSocketConnection, didReceive payload: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {}
         func connection(_ connection: WebSocketConnection, didCloseWith code: WebSocketCloseCode?, reason: String) {}
