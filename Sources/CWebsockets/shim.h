@@ -42,6 +42,11 @@ static const uint64_t cws_option_explicit_vhosts = LWS_SERVER_OPTION_EXPLICIT_VH
 static const uint64_t cws_option_validate_utf8 = LWS_SERVER_OPTION_VALIDATE_UTF8;
 static const uint64_t cws_option_fail_upon_unable_to_bind = LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND;
 
+/* Kills a connection at the next service opportunity, without a close handshake. */
+static inline void cws_kill_async(struct lws *wsi) {
+    lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+}
+
 /* Sentinel to cancel a scheduled sul. */
 static const lws_usec_t cws_set_timer_usec_cancel = LWS_SET_TIMER_USEC_CANCEL;
 

@@ -110,6 +110,7 @@ public final class WebSocketConnection {
     private var closeCode: WebSocketCloseCode?
     private var closeReason = ""
     private var writableRequested = false
+    private var isAborting = false
     private var finished = false
 
     init(eventLoop: EventLoop, role: Role, requestPath: String, authorization: String?, limits: Limits) {
@@ -253,15 +254,40 @@ public final class WebSocketConnection {
     /// Closes the connection with `code` and `reason` (at most 123 bytes of UTF-8).
     ///
     /// Queued messages are written first unless `discardingQueued` is set (for example
-    /// for a slow consumer). Messages sent afterwards are dropped. Idempotent.
+    /// for a slow consumer). Messages sent afterwards are dropped. Calling it again does
+    /// nothing, except that a call discarding the queue escalates a pending close that
+    /// was waiting for the queue to drain (its code and reason replace the first ones).
     public func close(code: WebSocketCloseCode = .normal, reason: String = "", discardingQueued: Bool = false) {
         eventLoop.preconditionInEventLoop()
-        guard state == .open || state == .connecting, pendingClose == nil else { return }
+        if let pending = pendingClose {
+            guard discardingQueued, !pending.discard, state != .closed else { return }
+            pendingClose = (code, reason, true)
+            dropQueuedExceptInProgress()
+            requestWritable()
+            return
+        }
+        guard state == .open || state == .connecting else { return }
         pendingClose = (code, reason, discardingQueued)
         if discardingQueued { dropQueuedExceptInProgress() }
         if state == .open {
             state = .closing
             requestWritable()
+        }
+    }
+
+    /// Drops the connection at once, without a close handshake (the peer sees the TCP
+    /// connection end). The close event follows with no code. For a peer that does not
+    /// read even its close frame. A client connection still connecting is dropped as
+    /// soon as its handshake completes.
+    public func abort() {
+        eventLoop.preconditionInEventLoop()
+        guard state != .closed else { return }
+        pendingClose = pendingClose ?? (.normal, "", true)
+        dropQueuedExceptInProgress()
+        isAborting = true
+        if let wsi {
+            state = .closing
+            cws_kill_async(wsi)
         }
     }
 
@@ -318,6 +344,11 @@ public final class WebSocketConnection {
     func didEstablish(_ wsi: OpaquePointer) {
         self.wsi = wsi
         state = .open
+        if isAborting {
+            state = .closing
+            cws_kill_async(wsi)
+            return
+        }
         if isReadingPaused { lws_rx_flow_control(wsi, 0) }
         if pendingClose != nil { state = .closing }
         if !outbound.isEmpty || pendingClose != nil { requestWritable() }
@@ -382,7 +413,7 @@ public final class WebSocketConnection {
     /// The socket can take one more write. Returns nonzero to close.
     func handleWritable() -> Int32 {
         writableRequested = false
-        guard let wsi else { return -1 }
+        guard let wsi, !isAborting else { return -1 }
         if let close = pendingClose, close.discard || outbound.isEmpty {
             sendCloseFrame(wsi, code: close.code, reason: close.reason)
             return -1

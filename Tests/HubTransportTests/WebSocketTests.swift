@@ -502,6 +502,73 @@ struct WebSocketCloseTests {
         func connection(_ connection: WebSocketConnection, didCloseWith code: WebSocketCloseCode?, reason: String) {}
     }
 
+    /// Queues messages, asks for a close after them, then escalates to a discarding close.
+    final class Escalate: WebSocketServerDelegate, WebSocketConnectionHandler {
+        let queuedBeforeEscalation: EventQueue<Int>
+        init(queuedBeforeEscalation: EventQueue<Int>) { self.queuedBeforeEscalation = queuedBeforeEscalation }
+        func server(_ server: WebSocketServer, didAccept connection: WebSocketConnection) {
+            connection.handler = self
+        }
+        func connectionDidOpen(_ connection: WebSocketConnection) {
+            for index in 0..<3 { connection.send(text: "m\(index)") }
+            connection.close(code: .normal, reason: "after the queue")
+            queuedBeforeEscalation.push(connection.queuedFrameCount)
+            connection.close(code: .slowConsumer, reason: "slow", discardingQueued: true)
+            connection.close(code: .goingAway)  // ignored: a close is already pending
+        }
+        func connection(_ connection: WebSocketConnection, didReceive payload: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {}
+        func connection(_ connection: WebSocketConnection, didCloseWith code: WebSocketCloseCode?, reason: String) {}
+    }
+
+    @Test func discardingCloseEscalatesAPendingClose() async throws {
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let queued = EventQueue<Int>()
+        let port = try await onLoop(serverLoop) {
+            let server = WebSocketServer(eventLoop: serverLoop, delegate: Escalate(queuedBeforeEscalation: queued))
+            try server.start()
+            return server.port
+        }
+        let events = EventQueue<ConnectionEvent>()
+        _ = try await connectClient(on: clientLoop, port: port, events: events)
+        #expect(try await events.next(2, "open and close") == [.open, .closed(4008)])
+        #expect(try await queued.next() == 1)  // three messages, one preframed entry
+    }
+
+    @Test func abortDropsTheConnectionWithoutACloseCode() async throws {
+        final class AbortOnMessage: WebSocketServerDelegate, WebSocketConnectionHandler {
+            let closes: EventQueue<UInt16?>
+            init(closes: EventQueue<UInt16?>) { self.closes = closes }
+            func server(_ server: WebSocketServer, didAccept connection: WebSocketConnection) {
+                connection.handler = self
+            }
+            func connection(_ connection: WebSocketConnection, didReceive payload: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {
+                connection.send(text: "never arrives")
+                connection.abort()
+                connection.abort()  // idempotent
+            }
+            func connection(_ connection: WebSocketConnection, didCloseWith code: WebSocketCloseCode?, reason: String) {
+                closes.push(code?.rawValue)
+            }
+        }
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let closes = EventQueue<UInt16?>()
+        let port = try await onLoop(serverLoop) {
+            let server = WebSocketServer(eventLoop: serverLoop, delegate: AbortOnMessage(closes: closes))
+            try server.start()
+            return server.port
+        }
+        let events = EventQueue<ConnectionEvent>()
+        let connection = try await connectClient(on: clientLoop, port: port, events: events)
+        #expect(try await events.next() == .open)
+        try await onLoop(clientLoop) { connection.value.send(text: "go") }
+        #expect(try await closes.next() == nil)
+        #expect(try await events.next() == .closed(nil))
+    }
+
     @Test func queuedMessagesPrecedeTheCloseFrame() async throws {
         let serverLoop = try EventLoop()
         let clientLoop = try EventLoop()
