@@ -77,6 +77,9 @@ public final class EventLoop: @unchecked Sendable {
     private var armedDeadline: Int64?
     private var retainedEndpoints: [AnyObject] = []
     private var writeScratch: [UInt8] = []
+    private var spareBuffers: [[UInt8]] = []
+    private static let spareBufferLimit = 256
+    private static let spareBufferMaximumCapacity = 128 << 10
     private var ownedCStrings: [UnsafeMutablePointer<CChar>] = []
     private var ownedAllocations: [UnsafeMutableRawPointer] = []
     private var loopProtocols: UnsafeMutablePointer<lws_protocols>?
@@ -256,6 +259,24 @@ public final class EventLoop: @unchecked Sendable {
         swap(&buffer, &writeScratch)
         buffer.removeAll(keepingCapacity: true)
         return buffer
+    }
+
+    /// An empty byte buffer for an outbound queue entry, recycled across the loop's
+    /// connections so that queueing does not allocate in the steady state.
+    func takeBuffer() -> [UInt8] {
+        spareBuffers.popLast() ?? []
+    }
+
+    /// Returns a buffer taken with ``takeBuffer()`` once its bytes are written. The pool
+    /// is bounded (count and capacity), so memory stays bounded per loop.
+    func recycleBuffer(_ buffer: inout [UInt8]) {
+        guard spareBuffers.count < EventLoop.spareBufferLimit,
+            buffer.capacity <= EventLoop.spareBufferMaximumCapacity
+        else { return }
+        buffer.removeAll(keepingCapacity: true)
+        var taken: [UInt8] = []
+        swap(&taken, &buffer)
+        spareBuffers.append(taken)
     }
 
     /// Gives the scratch buffer back for the next write.

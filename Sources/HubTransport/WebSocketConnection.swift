@@ -57,7 +57,6 @@ public final class WebSocketConnection {
 
     /// The bytes lws needs in front of a payload (`LWS_PRE`).
     static let headroom = Int(cws_lws_pre)
-    private static let spareBufferLimit = 8
     private static var logger: Logger { Logger(label: "hub.transport.connection") }
 
     /// The loop the connection lives on.
@@ -102,7 +101,6 @@ public final class WebSocketConnection {
     var ownedCStrings: [UnsafeMutablePointer<CChar>] = []
 
     private var outbound = Deque<OutboundFrame>()
-    private var spareBuffers: [[UInt8]] = []
     private var receiveBuffer: [UInt8] = []
     private var receivingMessage = false
     private var receiveKind = WebSocketMessageKind.text
@@ -318,17 +316,13 @@ public final class WebSocketConnection {
     }
 
     private func takeBuffer() -> [UInt8] {
-        var buffer = spareBuffers.popLast() ?? []
+        var buffer = eventLoop.takeBuffer()
         buffer.append(contentsOf: repeatElement(0, count: WebSocketConnection.headroom))
         return buffer
     }
 
     private func recycle(_ buffer: inout [UInt8]) {
-        guard spareBuffers.count < WebSocketConnection.spareBufferLimit,
-            buffer.capacity <= limits.maximumCoalescedFrameSize + 4096
-        else { return }
-        buffer.removeAll(keepingCapacity: true)
-        spareBuffers.append(buffer)
+        eventLoop.recycleBuffer(&buffer)
     }
 
     private func dropQueuedExceptInProgress() {
@@ -381,7 +375,7 @@ public final class WebSocketConnection {
         if complete {
             receivingMessage = false
             receiveBuffer.withUnsafeBytes { deliver($0) }
-            let keep = receiveBuffer.capacity <= 64 << 10
+            let keep = receiveBuffer.capacity <= 16 << 10
             receiveBuffer.removeAll(keepingCapacity: keep)
         }
         return 0
@@ -614,7 +608,6 @@ public final class WebSocketConnection {
 
     private func releaseQueues() {
         outbound.removeAll()
-        spareBuffers.removeAll()
         receiveBuffer = []
         queuedBytes = 0
     }
