@@ -1,8 +1,8 @@
 /// One entry of a connection's outbound queue: its bytes with `LWS_PRE` bytes of
 /// headroom in front, so that lws can write the frame header in place without copying.
 ///
-/// A *preframed* entry (server side) instead holds several complete small WebSocket
-/// frames, headers included, appended one after the other and written raw in one
+/// A *preframed* entry instead holds several complete small WebSocket frames, headers
+/// (and, client side, masking keys and masked payloads) included, appended one after the other and written raw in one
 /// `lws_write`: small messages cost one copy and no allocation of their own.
 struct OutboundFrame {
     /// `LWS_PRE` reserved bytes, then the payload (or the complete frames when preframed).

@@ -1,5 +1,6 @@
 import CWebsockets
 import DequeModule
+import Foundation
 import Logging
 
 /// One WebSocket connection (server- or client-side), confined to its event loop's thread.
@@ -109,6 +110,8 @@ public final class WebSocketConnection {
     private var closeReason = ""
     private var writableRequested = false
     private var isAborting = false
+    private var maskingKeys = [UInt32](repeating: 0, count: 64)
+    private var maskingKeysLeft = 0
     private var finished = false
 
     init(eventLoop: EventLoop, role: Role, requestPath: String, authorization: String?, limits: Limits) {
@@ -147,8 +150,9 @@ public final class WebSocketConnection {
     /// Queues one message made of `prefix`, `body` and `suffix` (for example a per-
     /// subscription envelope around a value encoded once for every subscriber).
     ///
-    /// On the server side a small message is appended, header and all, to the tail of a
-    /// preframed queue entry: no allocation of its own, one `lws_write` for many.
+    /// A small message is appended, header and all (masked on the client side, with a key
+    /// from the system's strong random source), to the tail of a preframed queue entry:
+    /// no allocation of its own, one `lws_write` for many.
     @discardableResult
     public func send(
         prefix: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, suffix: UnsafeRawBufferPointer,
@@ -157,14 +161,15 @@ public final class WebSocketConnection {
         eventLoop.preconditionInEventLoop()
         guard acceptsOutbound else { return false }
         let length = prefix.count + body.count + suffix.count
-        guard role == .server, limits.maximumBatchSize > 0, length < min(1 << 16, limits.fragmentSize) else {
+        guard limits.maximumBatchSize > 0, length < min(1 << 16, limits.fragmentSize) else {
             return sendFrame(kind: kind) { storage in
                 storage.append(contentsOf: prefix)
                 storage.append(contentsOf: body)
                 storage.append(contentsOf: suffix)
             }
         }
-        let headerLength = length < 126 ? 2 : 4
+        let masked = role == .client
+        let headerLength = (length < 126 ? 2 : 4) + (masked ? 4 : 0)
         let index: Int
         if let last = outbound.indices.last, outbound[last].isPreframed, outbound[last].written == 0,
             outbound[last].payloadCount + headerLength + length <= limits.maximumBatchSize
@@ -175,22 +180,37 @@ public final class WebSocketConnection {
             outbound.append(OutboundFrame(storage: takeBuffer(), kind: kind, isPreframed: true, messageCount: 1))
             index = outbound.index(before: outbound.endIndex)
         }
-        WebSocketConnection.appendFrameHeader(to: &outbound[index].storage, kind: kind, length: length)
-        outbound[index].storage.append(contentsOf: prefix)
-        outbound[index].storage.append(contentsOf: body)
-        outbound[index].storage.append(contentsOf: suffix)
+        WebSocketConnection.appendFrameHeader(to: &outbound[index].storage, kind: kind, length: length, masked: masked)
+        let payloadStart = outbound[index].storage.count
+        if masked {
+            let key = nextMaskingKey()
+            outbound[index].storage.append(UInt8(truncatingIfNeeded: key >> 24))
+            outbound[index].storage.append(UInt8(truncatingIfNeeded: key >> 16))
+            outbound[index].storage.append(UInt8(truncatingIfNeeded: key >> 8))
+            outbound[index].storage.append(UInt8(truncatingIfNeeded: key))
+            outbound[index].storage.append(contentsOf: prefix)
+            outbound[index].storage.append(contentsOf: body)
+            outbound[index].storage.append(contentsOf: suffix)
+            WebSocketConnection.mask(&outbound[index].storage, from: payloadStart + 4, key: key)
+        } else {
+            outbound[index].storage.append(contentsOf: prefix)
+            outbound[index].storage.append(contentsOf: body)
+            outbound[index].storage.append(contentsOf: suffix)
+        }
         queuedBytes += headerLength + length
         requestWritable()
         return true
     }
 
-    /// Appends an unmasked, final WebSocket frame header for a payload under 64 KiB.
-    private static func appendFrameHeader(to storage: inout [UInt8], kind: WebSocketMessageKind, length: Int) {
+    /// Appends a final WebSocket frame header for a payload under 64 KiB (with the mask
+    /// bit for client frames; the key follows the header).
+    private static func appendFrameHeader(to storage: inout [UInt8], kind: WebSocketMessageKind, length: Int, masked: Bool) {
         storage.append(0x80 | (kind == .text ? 0x1 : 0x2))
+        let maskBit: UInt8 = masked ? 0x80 : 0
         if length < 126 {
-            storage.append(UInt8(length))
+            storage.append(maskBit | UInt8(length))
         } else {
-            storage.append(126)
+            storage.append(maskBit | 126)
             storage.append(UInt8(truncatingIfNeeded: length >> 8))
             storage.append(UInt8(truncatingIfNeeded: length))
         }
@@ -247,6 +267,35 @@ public final class WebSocketConnection {
         outbound.append(frame)
         requestWritable()
         return true
+    }
+
+    /// XORs `storage[start...]` with the 32-bit masking `key` (RFC 6455 section 5.3).
+    private static func mask(_ storage: inout [UInt8], from start: Int, key: UInt32) {
+        let keyBytes = (UInt8(truncatingIfNeeded: key >> 24), UInt8(truncatingIfNeeded: key >> 16),
+                        UInt8(truncatingIfNeeded: key >> 8), UInt8(truncatingIfNeeded: key))
+        storage.withUnsafeMutableBufferPointer { buffer in
+            var offset = 0
+            for index in start..<buffer.count {
+                switch offset & 3 {
+                case 0: buffer[index] ^= keyBytes.0
+                case 1: buffer[index] ^= keyBytes.1
+                case 2: buffer[index] ^= keyBytes.2
+                default: buffer[index] ^= keyBytes.3
+                }
+                offset += 1
+            }
+        }
+    }
+
+    /// A fresh masking key from the system's strong random source, drawn 64 keys per
+    /// `arc4random_buf` call.
+    private func nextMaskingKey() -> UInt32 {
+        if maskingKeysLeft == 0 {
+            maskingKeys.withUnsafeMutableBytes { arc4random_buf($0.baseAddress!, $0.count) }
+            maskingKeysLeft = maskingKeys.count
+        }
+        maskingKeysLeft -= 1
+        return maskingKeys[maskingKeysLeft]
     }
 
     /// Closes the connection with `code` and `reason` (at most 123 bytes of UTF-8).

@@ -484,6 +484,35 @@ struct WebSocketBatchingTests {
     }
 }
 
+/// The client side preframes (and masks) small messages too: a burst leaves in few writes
+/// and the server, which checks the masking, echoes every message in order.
+@Suite("WebSocketClientBatching")
+struct WebSocketClientBatchingTests {
+    @Test func clientBurstIsMaskedBatchedAndOrdered() async throws {
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let (_, port) = try await startEchoServer(on: serverLoop)
+        let events = EventQueue<ConnectionEvent>()
+        let connection = try await connectClient(on: clientLoop, port: port, events: events)
+        #expect(try await events.next() == .open)
+        let count = 1_000
+        // Sizes on both sides of the 7-bit length limit.
+        let messages: [ConnectionEvent] = (0..<count).map { index in
+            .message(index % 3 == 0 ? .binary : .text, Array(String(repeating: "x", count: index % 200).utf8))
+        }
+        try await onLoop(clientLoop) {
+            for case let .message(kind, bytes) in messages { connection.value.send(bytes, kind: kind) }
+        }
+        #expect(try await events.next(count, timeout: .seconds(30), "echoes") == messages)
+        let (written, writes) = try await onLoop(clientLoop) {
+            (connection.value.messagesWritten, connection.value.writeCalls)
+        }
+        #expect(written == count)
+        #expect(writes < count / 10)
+    }
+}
+
 /// A close requested by the server after queueing messages: the messages arrive first,
 /// then the close code (as the hub does for `error` + 4401).
 @Suite("WebSocketClose")
