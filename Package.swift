@@ -65,7 +65,6 @@ let package = Package(
             dependencies: [
                 "HubTransport",
                 "HubCore",
-                .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),

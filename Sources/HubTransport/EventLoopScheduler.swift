@@ -60,3 +60,10 @@ final class ScheduledTimer: Cancellable {
         eventLoop.cancelTimer(entry)
     }
 }
+
+extension EventLoop {
+    /// A HubCore scheduler whose actions and timers run on this loop.
+    public var scheduler: EventLoopScheduler {
+        EventLoopScheduler(eventLoop: self)
+    }
+}

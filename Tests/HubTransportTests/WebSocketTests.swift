@@ -379,7 +379,7 @@ struct WebSocketTests {
         try await onLoop(clientLoop) {
             connection.value.pauseReading()
             connection.value.send(text: "held")
-            let scheduler = EventLoopScheduler(eventLoop: clientLoop)
+            let scheduler = clientLoop.scheduler
             scheduler.schedule(after: scheduler.now.advanced(by: .milliseconds(50))) {
                 events.push(.text("resume marker"))
                 connection.value.resumeReading()
