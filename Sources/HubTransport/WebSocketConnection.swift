@@ -269,19 +269,31 @@ public final class WebSocketConnection {
         return true
     }
 
-    /// XORs `storage[start...]` with the 32-bit masking `key` (RFC 6455 section 5.3).
+    /// XORs `storage[start...]` with the 32-bit masking `key` (RFC 6455 section 5.3),
+    /// eight bytes at a time.
     private static func mask(_ storage: inout [UInt8], from start: Int, key: UInt32) {
-        let keyBytes = (UInt8(truncatingIfNeeded: key >> 24), UInt8(truncatingIfNeeded: key >> 16),
-                        UInt8(truncatingIfNeeded: key >> 8), UInt8(truncatingIfNeeded: key))
-        storage.withUnsafeMutableBufferPointer { buffer in
+        // Byte `i` of the key as sent on the wire (big-endian order of `key`).
+        @inline(__always) func keyByte(_ index: Int) -> UInt8 {
+            UInt8(truncatingIfNeeded: key >> UInt32(24 - 8 * (index & 3)))
+        }
+        // The key repeated over eight bytes, in memory order whatever the endianness.
+        var wideKey: UInt64 = 0
+        withUnsafeMutableBytes(of: &wideKey) { bytes in
+            for index in 0..<8 { bytes[index] = keyByte(index) }
+        }
+        storage.withUnsafeMutableBytes { buffer in
+            guard let base = buffer.baseAddress else { return }
+            let payload = base + start
+            let count = buffer.count - start
             var offset = 0
-            for index in start..<buffer.count {
-                switch offset & 3 {
-                case 0: buffer[index] ^= keyBytes.0
-                case 1: buffer[index] ^= keyBytes.1
-                case 2: buffer[index] ^= keyBytes.2
-                default: buffer[index] ^= keyBytes.3
-                }
+            while offset + 8 <= count {
+                let word = payload.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                payload.storeBytes(of: word ^ wideKey, toByteOffset: offset, as: UInt64.self)
+                offset += 8
+            }
+            while offset < count {
+                let byte = payload.load(fromByteOffset: offset, as: UInt8.self)
+                payload.storeBytes(of: byte ^ keyByte(offset), toByteOffset: offset, as: UInt8.self)
                 offset += 1
             }
         }
