@@ -77,6 +77,9 @@ public final class EventLoop: @unchecked Sendable {
     private var armedDeadline: Int64?
     private var retainedEndpoints: [AnyObject] = []
     private var writeScratch: [UInt8] = []
+    /// Ports the loop's servers listen on (lws would silently share a listener between
+    /// vhosts of one context on the same port).
+    var listeningPorts: Set<Int> = []
     private var spareBuffers: [[UInt8]] = []
     private static let spareBufferLimit = 256
     private static let spareBufferMaximumCapacity = 128 << 10

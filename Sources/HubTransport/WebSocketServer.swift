@@ -90,6 +90,10 @@ public final class WebSocketServer {
         guard (0...65535).contains(configuration.port) else {
             throw TransportError(code: .invalidArgument, message: "port \(configuration.port) is out of range")
         }
+        guard configuration.port == 0 || !eventLoop.listeningPorts.contains(configuration.port) else {
+            throw TransportError(
+                code: .listenFailed, message: "another server of this event loop listens on \(configuration.port)")
+        }
         let loop = eventLoop
         let protocols = loop.allocate(lws_protocols.self, count: 2)
         protocols[0].name = UnsafePointer(loop.cString(configuration.subprotocol))
@@ -127,6 +131,7 @@ public final class WebSocketServer {
         }
         self.vhost = vhost
         self.port = bound
+        loop.listeningPorts.insert(bound)
         logger.debug("listening", metadata: ["host": "\(configuration.host)", "port": "\(bound)"])
     }
 

@@ -361,6 +361,10 @@ struct WebSocketTests {
         await #expect(throws: TransportError.self) {
             _ = try await startEchoServer(on: other, configuration: .init(port: port))
         }
+        // On the same loop too (lws would otherwise share the listener between vhosts).
+        await #expect(throws: TransportError.self) {
+            _ = try await startEchoServer(on: loop, configuration: .init(port: port))
+        }
         await #expect(throws: TransportError.self) {
             _ = try await startEchoServer(on: other, configuration: .init(port: 70_000))
         }
