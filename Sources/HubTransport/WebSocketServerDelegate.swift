@@ -13,17 +13,3 @@ extension WebSocketServerDelegate {
     /// Accepts every request.
     public func server(_ server: WebSocketServer, shouldAccept request: WebSocketUpgradeRequest) -> Bool { true }
 }
-
-/// What a server knows of an upgrade request before accepting it.
-public struct WebSocketUpgradeRequest: Sendable, Hashable {
-    /// The request path (for example `/`).
-    public var path: String
-    /// The `Authorization` header, if present.
-    public var authorization: String?
-
-    /// Creates a request description.
-    public init(path: String, authorization: String?) {
-        self.path = path
-        self.authorization = authorization
-    }
-}
