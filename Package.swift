@@ -14,6 +14,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "HubCore", targets: ["HubCore"]),
+        .library(name: "HubTransport", targets: ["HubTransport"]),
         .library(name: "HubServer", targets: ["HubServer"]),
     ],
     dependencies: [
@@ -35,7 +36,24 @@ let package = Package(
             name: "HubServer",
             dependencies: [
                 "HubCore",
+                "HubTransport",
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: optimised
+        ),
+        .systemLibrary(
+            name: "CWebsockets",
+            path: "Sources/CWebsockets",
+            pkgConfig: "libwebsockets",
+            providers: [.apt(["libwebsockets-dev"])]
+        ),
+        .target(
+            name: "HubTransport",
+            dependencies: [
+                "CWebsockets",
+                "HubCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
             ],
             swiftSettings: optimised
         ),
@@ -53,6 +71,14 @@ let package = Package(
                 "HubCore",
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "HubTransportTests",
+            dependencies: [
+                "HubTransport",
+                "HubCore",
+                .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
     ]

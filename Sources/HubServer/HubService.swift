@@ -1,0 +1,234 @@
+import HubCore
+import HubTransport
+import Logging
+
+/// A running hub broker: an event loop, a WebSocket server speaking protocol
+/// v1, and the hub its sessions work on.
+///
+/// Start it with ``start(setUp:)``, which returns the bound port (ask for
+/// port 0 to get an ephemeral one), and stop it with ``shutdown()``, which
+/// closes every connection with 1001 and returns promptly. Everything of the
+/// hub runs on the service's event loop; ``withHub(_:)`` runs code there.
+public final class HubService: Sendable {
+    /// Where the service listens and how it behaves.
+    public struct Configuration: Sendable {
+        /// The address to listen on.
+        public var host: String
+        /// The port to listen on; 0 picks a free one.
+        public var port: Int
+        /// The hub's behaviour (auto-creation, buffers, pipeline limits).
+        public var hub: Hub.Configuration
+        /// The sessions' behaviour (limits, auth).
+        public var session: SessionConfiguration
+        /// The largest inbound message; larger ones close the connection with 1009.
+        public var maxMessageSize: Int
+        /// The most simultaneous connections; more are closed with 4429.
+        public var maxConnections: Int
+        /// Seconds between keepalive pings of an idle connection (0: none).
+        public var pingInterval: UInt16
+        /// Seconds without an answer to pings before a connection is dropped.
+        public var idleTimeout: UInt16
+
+        /// The embedded defaults: 127.0.0.1:7420, 1 MiB messages, 10,000 connections.
+        public init(
+            host: String = "127.0.0.1", port: Int = 7420,
+            hub: Hub.Configuration = Hub.Configuration(), session: SessionConfiguration = SessionConfiguration(),
+            maxMessageSize: Int = 1 << 20, maxConnections: Int = 10_000,
+            pingInterval: UInt16 = 30, idleTimeout: UInt16 = 60
+        ) {
+            self.host = host
+            self.port = port
+            self.hub = hub
+            self.session = session
+            self.maxMessageSize = maxMessageSize
+            self.maxConnections = maxConnections
+            self.pingInterval = pingInterval
+            self.idleTimeout = idleTimeout
+        }
+    }
+
+    /// The loop every hub object lives on.
+    public let eventLoop: EventLoop
+    /// The configuration the service was made with.
+    public let configuration: Configuration
+    private let core: ConfinedCore
+
+    /// A service on a new event loop; nothing listens until ``start(setUp:)``.
+    public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "hub.service")) throws {
+        let loop = try EventLoop(configuration: .init(name: "hub-loop"))
+        eventLoop = loop
+        self.configuration = configuration
+        // Made here, then only used on the loop: the loop's work queue orders
+        // every later use after this initialisation.
+        core = ConfinedCore(
+            core: ServiceCore(configuration: configuration, eventLoop: loop, logger: logger), eventLoop: loop)
+    }
+
+    /// Sets up the hub with `setUp` (declare subjects, triggers…) and starts
+    /// listening. Returns the bound port.
+    @discardableResult
+    public func start(setUp: @Sendable @escaping (Hub) throws -> Void = { _ in }) async throws -> Int {
+        let core = self.core
+        return try await eventLoop.submit {
+            try setUp(core.value.hub)
+            return try core.value.start()
+        }
+    }
+
+    /// The bound port (0 before ``start(setUp:)``).
+    public var port: Int {
+        get async { (try? await eventLoop.submit { [core] in core.value.port }) ?? 0 }
+    }
+
+    /// Runs `body` on the event loop with the hub and returns its result.
+    public func withHub<T: Sendable>(_ body: @Sendable @escaping (Hub) throws -> T) async throws -> T {
+        try await eventLoop.submit { [core] in try body(core.value.hub) }
+    }
+
+    /// Stops the service: every session is ended (its subscriptions cancelled,
+    /// its connection closed with 1001), the listener closed, and the loop
+    /// stopped once the close frames are out (or after `grace`). Idempotent.
+    public func shutdown(grace: Duration = .seconds(2)) async {
+        let core = self.core
+        _ = try? await eventLoop.submit { core.value.stop() }
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: grace)
+        while clock.now < deadline {
+            let open = (try? await eventLoop.submit { core.value.openConnections }) ?? 0
+            if open == 0 { break }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        eventLoop.shutdown()
+    }
+}
+
+/// The service's core, handed to the loop's thread and used only there.
+struct ConfinedCore: @unchecked Sendable {
+    private let core: ServiceCore
+    let eventLoop: EventLoop
+
+    init(core: ServiceCore, eventLoop: EventLoop) {
+        self.core = core
+        self.eventLoop = eventLoop
+    }
+
+    /// The core; on the loop's thread only.
+    var value: ServiceCore {
+        eventLoop.preconditionInEventLoop()
+        return core
+    }
+}
+
+/// The loop-confined part of a ``HubService``: the hub, the server and the sessions.
+final class ServiceCore: WebSocketServerDelegate {
+    let hub: Hub
+    let configuration: HubService.Configuration
+    let eventLoop: EventLoop
+    let logger: Logger
+    let encodingCache = ValueEncodingCache()
+    private var server: WebSocketServer?
+    private var handlers: [ObjectIdentifier: SessionHandler] = [:]
+    private(set) var port = 0
+    private var stopped = false
+
+    init(configuration: HubService.Configuration, eventLoop: EventLoop, logger: Logger) {
+        self.configuration = configuration
+        self.eventLoop = eventLoop
+        self.logger = logger
+        hub = Hub(configuration: configuration.hub, scheduler: EventLoopScheduler(eventLoop: eventLoop))
+    }
+
+    var openConnections: Int { server?.openConnectionCount ?? 0 }
+
+    func start() throws -> Int {
+        if let server { return server.port }
+        let server = WebSocketServer(
+            eventLoop: eventLoop,
+            configuration: .init(
+                host: configuration.host, port: configuration.port, subprotocol: "hub.v1",
+                limits: .init(maximumMessageSize: configuration.maxMessageSize),
+                maximumConnections: configuration.maxConnections,
+                pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout),
+            delegate: self)
+        try server.start()
+        self.server = server
+        port = server.port
+        logger.info("listening", metadata: ["url": "ws://\(configuration.host):\(server.port)/"])
+        return server.port
+    }
+
+    func stop() {
+        guard !stopped else { return }
+        stopped = true
+        let live = handlers.values
+        for handler in live { handler.session?.shutDown() }
+        server?.close(code: .goingAway, reason: "server shutting down")
+        logger.info("stopped")
+    }
+
+    func server(_ server: WebSocketServer, didAccept connection: WebSocketConnection) {
+        let handler = SessionHandler(connection: connection, core: self)
+        handlers[ObjectIdentifier(handler)] = handler
+        connection.handler = handler
+    }
+
+    func forget(_ handler: SessionHandler) {
+        handlers.removeValue(forKey: ObjectIdentifier(handler))
+    }
+
+    func makeSession(for handler: SessionHandler, authorization: String?) -> Session {
+        let id = String(UInt64.random(in: 1...UInt64.max), radix: 16)
+        var sessionLogger = logger
+        sessionLogger[metadataKey: "session"] = "\(id)"
+        return Session(
+            id: id, hub: hub, connection: handler, configuration: configuration.session,
+            authorization: authorization, encodingCache: encodingCache, logger: sessionLogger)
+    }
+}
+
+/// Connects one WebSocket connection to its ``Session``.
+final class SessionHandler: WebSocketConnectionHandler, SessionConnection {
+    private let connection: WebSocketConnection
+    private unowned let core: ServiceCore
+    private(set) var session: Session?
+
+    init(connection: WebSocketConnection, core: ServiceCore) {
+        self.connection = connection
+        self.core = core
+    }
+
+    func connectionDidOpen(_ connection: WebSocketConnection) {
+        let session = core.makeSession(for: self, authorization: connection.authorization)
+        self.session = session
+        session.start()
+    }
+
+    func connection(_ connection: WebSocketConnection, didReceive payload: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {
+        switch kind {
+        case .text: session?.receive(text: payload)
+        case .binary: session?.receiveBinary()
+        }
+    }
+
+    func connection(_ connection: WebSocketConnection, didCloseWith code: WebSocketCloseCode?, reason: String) {
+        session?.connectionClosed()
+        session = nil
+        core.forget(self)
+    }
+
+    // MARK: SessionConnection
+
+    func sendMessage(_ build: (inout [UInt8]) -> Void) -> Bool {
+        connection.sendFrame(kind: .text, build)
+    }
+
+    func sendBatched(key: UInt64, closing: [UInt8], _ append: (inout [UInt8], Bool) -> Void) -> Bool {
+        connection.sendCoalescing(key: key, kind: .text, closing: closing, append)
+    }
+
+    var queuedBytes: Int { connection.queuedBytes }
+
+    func close(code: UInt16, reason: String, discardingQueued: Bool) {
+        connection.close(code: WebSocketCloseCode(code), reason: reason, discardingQueued: discardingQueued)
+    }
+}
