@@ -191,13 +191,19 @@ final class ClientCore {
         guard generation == self.generation else { return }
         connection = nil
         attemptFailed(HubClientError(
-            code: .connectionFailed, message: "cannot connect to \(url): \(Self.describe(error.message))"))
+            code: .connectionFailed, message: "cannot connect to \(url): \(describe(error.message))"))
     }
 
-    /// lws says "ECONNREFUSED" or "connect failed"; people say "connection refused".
-    private static func describe(_ transportMessage: String) -> String {
+    /// lws says "Unable to connect" for any socket failure: a probe of the same
+    /// address tells "connection refused" (nothing listens) from other failures.
+    private func describe(_ transportMessage: String) -> String {
         let lower = transportMessage.lowercased()
-        if lower.contains("refused") || lower.contains("econnrefused") { return "connection refused" }
+        if lower.contains("refused") { return "connection refused" }
+        if lower.contains("unable to connect") || lower.contains("connect failed"),
+            let reason = ConnectionProbe.reason(host: url.host, port: url.port)
+        {
+            return reason
+        }
         return transportMessage
     }
 
