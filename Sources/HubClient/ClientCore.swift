@@ -155,7 +155,7 @@ final class ClientCore {
         if let connection {
             self.connection = nil
             connection.handler = nil
-            connection.close(code: .normal, reason: "giving up", discardingQueued: true)
+            connection.abort()
         }
         logger.debug("connection attempt failed", metadata: ["url": "\(url)", "error": "\(error)"])
         let policy = configuration.reconnect
@@ -422,7 +422,7 @@ final class ClientCore {
             self.connection = nil
             generation += 1
             connection.handler = nil
-            connection.close(code: .normal, reason: "client closed", discardingQueued: true)
+            connection.abort()
             completion()
             return
         }
