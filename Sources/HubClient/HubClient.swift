@@ -182,6 +182,9 @@ public final class HubClient: Sendable {
 
     // MARK: - Plumbing
 
+    /// Whether ``close()`` was called.
+    var isClosedNow: Bool { isClosed.load(ordering: .acquiring) }
+
     private func acked(_ build: @escaping @Sendable (Int64) -> ClientMessage) async throws(HubClientError) {
         let answer = try await call(build)
         guard case .ack = answer else {

@@ -102,6 +102,9 @@ final class ValuesBridge: Subscriber, @unchecked Sendable {
             return true
         }
         if start {
+            guard !publisher.client.isClosedNow else {
+                return .failure(HubClientError(code: .closed, message: "the client is closed"))
+            }
             let publisher = self.publisher
             eventLoop.execute { publisher.receive(subscriber: self) }
         }
@@ -211,14 +214,15 @@ final class ValuesBridge: Subscriber, @unchecked Sendable {
         subscription = nil
         let waiter = state.withLock { state -> CheckedContinuation<Result<Value?, HubClientError>, Never>? in
             state.terminal = completion
+            // A waiter only exists while the buffer is empty: it gets the end now.
             guard let waiter = state.waiter else { return nil }
             state.waiter = nil
-            return Self.take(&state).map { _ in waiter } ?? nil
+            state.terminalReported = true
+            return waiter
         }
-        guard let waiter else { return }
         switch completion {
-        case .finished: waiter.resume(returning: .success(nil))
-        case let .failure(error): waiter.resume(returning: .failure(error))
+        case .finished: waiter?.resume(returning: .success(nil))
+        case let .failure(error): waiter?.resume(returning: .failure(error))
         }
     }
 }

@@ -35,6 +35,34 @@ struct HubClientTests {
         }
     }
 
+    @Test func batchedValuesAreUnpackedInOrder() async throws {
+        var configuration = testConfiguration()
+        configuration.batch = true
+        try await withServiceAndClient(configuration: configuration) { _, _, client in
+            let recorder = Recorder(demand: .none)
+            client.subscribe(to: "bulk", options: SubscribeOptions(batch: true)).subscribe(recorder)
+            for index in 1...20 { try await client.send(.int(Int64(index)), to: "bulk") }
+            recorder.request(.max(15))
+            let got = try await recorder.events.next(15)
+            #expect(got == (1...15).map { .value(.int(Int64($0))) })
+            _ = try await client.list()
+            #expect(recorder.events.drain().isEmpty)
+        }
+    }
+
+    @Test func valuesAfterCloseFailWithClosed() async throws {
+        let (service, port) = try await startService()
+        let client = try await HubClient.connect(to: "ws://127.0.0.1:\(port)/", configuration: testConfiguration())
+        let values = client.values(of: "late")
+        await client.close()
+        await #expect {
+            for try await _ in values {}
+        } throws: { error in
+            (error as? HubClientError)?.code == .closed
+        }
+        await service.shutdown()
+    }
+
     @Test func cancelStopsDeliveryAndTheServerSubscription() async throws {
         try await withServiceAndClient { _, _, client in
             let recorder = Recorder(demand: .unlimited)
