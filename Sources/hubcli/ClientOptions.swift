@@ -1,5 +1,6 @@
 import ArgumentParser
 import HubClient
+import Logging
 
 /// The options every client command takes: where the hub is and how to authenticate.
 struct ClientOptions: ParsableArguments {
@@ -26,7 +27,10 @@ struct ClientOptions: ParsableArguments {
             token: token, clientName: "hubcli",
             connectTimeout: .milliseconds(Int64(timeout * 1000)), requestTimeout: .milliseconds(Int64(timeout * 1000)),
             reconnect: .disabled)
-        return try await HubClient.connect(to: url, configuration: configuration)
+        // The command reports failures itself: the client's own log stays quiet.
+        var logger = Logger(label: "hubcli.client")
+        logger.logLevel = .critical
+        return try await HubClient.connect(to: url, configuration: configuration, logger: logger)
     }
 }
 

@@ -164,6 +164,36 @@ struct HubClientTests {
         }
     }
 
+    @Test func asyncSequenceKeepsOnlyThePrefetchWindowInFlight() async throws {
+        try await withServiceAndClient { _, _, client in
+            // The server buffers 5 values beyond the demand, then fails with overflow:
+            // with 4 requested, 10 sends overflow; had the client asked for more, they would not.
+            let values = client.values(of: "window", prefetch: 4, options: SubscribeOptions(buffer: 5, overflow: .error))
+            let release = Events<Void>()
+            let reader = Task { () async throws(HubClientError) -> [Value] in
+                var iterator = values.makeAsyncIterator()
+                var received: [Value] = []
+                if let first = try await iterator.next() { received.append(first) }
+                _ = try? await release.next(timeout: .seconds(20), "the release")
+                do throws(HubClientError) {
+                    while let value = try await iterator.next() { received.append(value) }
+                } catch {
+                    #expect(error.code == HubClientError.Code(.overflow))
+                    return received
+                }
+                Issue.record("no overflow: the window let more than 4 values through")
+                return received
+            }
+            try await waitForSubscribers(1, of: "window", client: client)
+            for index in 1...10 { try await client.send(.int(Int64(index)), to: "window") }
+            release.push(())
+            let received = try await reader.value
+            #expect(received.count <= 4)
+            #expect(received.first == 1)
+            #expect(received == (1...received.count).map { .int(Int64($0)) })
+        }
+    }
+
     @Test func asyncSequenceThrowsTheServersError() async throws {
         try await withServiceAndClient { _, _, client in
             var received: [Value] = []
