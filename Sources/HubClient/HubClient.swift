@@ -53,7 +53,7 @@ public final class HubClient: Sendable {
         try self.init(url: try HubURL(parsing: url), configuration: configuration, eventLoop: eventLoop, logger: logger)
     }
 
-    /// A client for an already parsed URL; see ``init(url:configuration:eventLoop:logger:)-(String,_,_,_)``.
+    /// A client for an already parsed URL (see the `String` initialiser).
     public init(
         url: HubURL, configuration: Configuration = Configuration(), eventLoop: EventLoop? = nil,
         logger: Logger = Logger(label: "hub.client")
