@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "HubCore", targets: ["HubCore"]),
         .library(name: "HubTransport", targets: ["HubTransport"]),
         .library(name: "HubServer", targets: ["HubServer"]),
+        .library(name: "HubClient", targets: ["HubClient"]),
         .executable(name: "hubcli", targets: ["hubcli"]),
     ],
     dependencies: [
@@ -59,9 +60,19 @@ let package = Package(
             ],
             swiftSettings: optimised
         ),
+        .target(
+            name: "HubClient",
+            dependencies: [
+                "HubCore",
+                "HubTransport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: optimised
+        ),
         .executableTarget(
             name: "hubcli",
             dependencies: [
+                "HubClient",
                 "HubCore",
                 "HubServer",
                 "HubTransport",
@@ -92,6 +103,16 @@ let package = Package(
                 "HubTransport",
                 "HubCore",
                 .product(name: "DequeModule", package: "swift-collections"),
+            ]
+        ),
+        .testTarget(
+            name: "HubClientTests",
+            dependencies: [
+                "HubClient",
+                "HubServer",
+                "HubCore",
+                "HubTransport",
+                "hubcli",
             ]
         ),
     ]
