@@ -43,7 +43,7 @@ extension PipelineBuilder {
             return { up, _ in
                 Self.typed(up.tryCompactMap { value -> Value? in
                     let result = try f(value, nil)
-                    return result.isNull ? nil : result
+                    return result.isNull ? Optional<Value>.none : result
                 })
             }
         case "scan", "reduce":
