@@ -249,7 +249,7 @@ extension PipelineBuilder {
                 case "error": whenFull = .customError { HubError(.overflow, "buffer(\(size)) overflowed") }
                 default: whenFull = .dropOldest
                 }
-                return up.buffer(size: size, prefetch: .keepFull, whenFull: whenFull).eraseToAnyPublisher()
+                return up.buffer(size: size, prefetch: .byRequest, whenFull: whenFull).eraseToAnyPublisher()
             }
         case "share":
             _ = try arguments(stage, 0...0)
