@@ -28,12 +28,28 @@ public struct ExpressionEvaluator {
     public var variables: [String: Value]
     /// The clock of `now()`.
     public var now: () -> SchedulerTime
+    /// The steps one evaluation may take (shared by nested `map`/`filter` scopes), so that
+    /// nested lambdas over large arrays cannot hold the event loop.
+    let budget: Budget
 
-    /// An evaluator with `.` bound to `current`.
-    public init(current: Value = .null, variables: [String: Value] = [:], now: @escaping () -> SchedulerTime = { .zero }) {
+    /// The most evaluation steps of one expression evaluation.
+    public static let maximumSteps = 1_000_000
+
+    /// A step counter shared by the scopes of one evaluation.
+    final class Budget {
+        var remaining: Int
+        init(_ steps: Int) { remaining = steps }
+    }
+
+    /// An evaluator with `.` bound to `current`, allowed `maximumSteps` steps per evaluation.
+    public init(
+        current: Value = .null, variables: [String: Value] = [:], now: @escaping () -> SchedulerTime = { .zero },
+        maximumSteps: Int = ExpressionEvaluator.maximumSteps
+    ) {
         self.current = current
         self.variables = variables
         self.now = now
+        self.budget = Budget(maximumSteps)
     }
 
     /// Evaluates `expression` once with `.` bound to `current` (and `$acc` to `accumulator` if given).
@@ -72,6 +88,10 @@ public struct ExpressionEvaluator {
     /// The value of `expression` in this scope.
     public func evaluate(_ expression: ExpressionSyntax) throws(Failure) -> Value {
         let at = expression.position
+        budget.remaining -= 1
+        if budget.remaining < 0 {
+            throw Failure("the expression took too many steps", at: at)
+        }
         switch expression.kind {
         case .current:
             return current

@@ -200,6 +200,20 @@ struct PipelineEvaluatorTests {
         #expect(fails("set([1], 5, 0)") == "set: index out of range")
     }
 
+    @Test func runawayNestedLambdasHitTheStepBudget() throws {
+        let big = Value.array((0..<100).map { .int(Int64($0)) })
+        let runaway = try? pipelineExpression("map(., x -> map(., y -> map(., z -> z)))")
+        let fine = try? pipelineExpression("length(map(., x -> x + 1))")
+        guard let runaway, let fine else {
+            Issue.record("parse failed")
+            return
+        }
+        #expect(throws: ExpressionEvaluator.Failure.self) {
+            try ExpressionEvaluator(current: big, maximumSteps: 50_000).evaluate(runaway)
+        }
+        #expect(try ExpressionEvaluator(current: big, maximumSteps: 50_000).evaluate(fine) == 100)
+    }
+
     @Test func failurePositionPointsAtTheFailingExpression() throws {
         let e = try pipelineExpression(".a + (.b * .c)")
         #expect(throws: ExpressionEvaluator.Failure("'*' needs numbers, got string and int", at: SourcePosition(line: 1, column: 15, offset: 14))) {
