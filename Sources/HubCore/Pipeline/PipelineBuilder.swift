@@ -134,11 +134,11 @@ final class PipelineBuilder {
         }
     }
 
-    /// The expression of `argument`, validated (`allowAccumulator` admits `$acc`).
-    func expression(_ argument: ArgumentSyntax, of stage: StageSyntax, allowAccumulator: Bool = false) throws(HubError) -> ExpressionSyntax {
+    /// The expression of `argument`, validated (`variable` names the one `$variable` it may use).
+    func expression(_ argument: ArgumentSyntax, of stage: StageSyntax, variable: String? = nil) throws(HubError) -> ExpressionSyntax {
         switch argument.kind {
         case let .expression(e):
-            try validate(e, accumulator: allowAccumulator, names: [])
+            try validate(e, variable: variable, names: [])
             return e
         case .pipeline:
             throw Self.error("\(stage.name) expects an expression here, not a pipeline", at: argument.position)
@@ -148,36 +148,38 @@ final class PipelineBuilder {
     }
 
     /// Checks names, variables and function calls of an expression.
-    func validate(_ e: ExpressionSyntax, accumulator: Bool, names: Set<String>) throws(HubError) {
+    func validate(_ e: ExpressionSyntax, variable: String?, names: Set<String>) throws(HubError) {
         switch e.kind {
         case .current, .literal:
             return
         case let .variable(name):
-            guard name == "acc" else { throw Self.error("unknown variable '$\(name)'", at: e.position) }
-            guard accumulator else { throw Self.error("'$acc' is only available in scan and reduce", at: e.position) }
+            if name == variable { return }
+            if name == "acc" { throw Self.error("'$acc' is only available in scan and reduce", at: e.position) }
+            if name == "prev" { throw Self.error("'$prev' is only available in removeDuplicates(by:)", at: e.position) }
+            throw Self.error("unknown variable '$\(name)'", at: e.position)
         case let .name(dotted):
             let base = String(dotted.split(separator: ".", maxSplits: 1)[0])
             guard names.contains(base) else {
                 throw Self.error("unknown name '\(base)' (fields are written '.\(base)')", at: e.position)
             }
         case let .field(base, _):
-            try validate(base, accumulator: accumulator, names: names)
+            try validate(base, variable: variable, names: names)
         case let .index(base, index):
-            try validate(base, accumulator: accumulator, names: names)
-            try validate(index, accumulator: accumulator, names: names)
+            try validate(base, variable: variable, names: names)
+            try validate(index, variable: variable, names: names)
         case let .negate(x), let .not(x):
-            try validate(x, accumulator: accumulator, names: names)
+            try validate(x, variable: variable, names: names)
         case let .binary(_, l, r):
-            try validate(l, accumulator: accumulator, names: names)
-            try validate(r, accumulator: accumulator, names: names)
+            try validate(l, variable: variable, names: names)
+            try validate(r, variable: variable, names: names)
         case let .conditional(c, a, b):
-            try validate(c, accumulator: accumulator, names: names)
-            try validate(a, accumulator: accumulator, names: names)
-            try validate(b, accumulator: accumulator, names: names)
+            try validate(c, variable: variable, names: names)
+            try validate(a, variable: variable, names: names)
+            try validate(b, variable: variable, names: names)
         case let .array(elements):
-            for x in elements { try validate(x, accumulator: accumulator, names: names) }
+            for x in elements { try validate(x, variable: variable, names: names) }
         case let .object(members):
-            for m in members { try validate(m.value, accumulator: accumulator, names: names) }
+            for m in members { try validate(m.value, variable: variable, names: names) }
         case let .call(name, arguments, _):
             guard let range = ExpressionFunctions.arity[name] else {
                 if Self.sources.contains(name) || Self.operatorNames.contains(name) {
@@ -201,9 +203,9 @@ final class PipelineBuilder {
                     guard i == 1, ExpressionFunctions.takesLambda.contains(name) else {
                         throw Self.error("a lambda can only be the second argument of map or filter", at: x.position)
                     }
-                    try validate(body, accumulator: accumulator, names: names.union([parameter]))
+                    try validate(body, variable: variable, names: names.union([parameter]))
                 } else {
-                    try validate(x, accumulator: accumulator, names: names)
+                    try validate(x, variable: variable, names: names)
                 }
             }
         case .lambda:
@@ -211,14 +213,18 @@ final class PipelineBuilder {
         }
     }
 
-    /// An expression evaluated per element, failing with `failed` naming `stage`.
-    func element(_ argument: ArgumentSyntax, of stage: StageSyntax, allowAccumulator: Bool = false) throws(HubError) -> ElementFunction {
-        let e = try expression(argument, of: stage, allowAccumulator: allowAccumulator)
+    /// An expression evaluated per element, failing with `failed` naming `stage`; the second
+    /// value of the function is bound to `$variable` (`$acc` in scan and reduce).
+    func element(_ argument: ArgumentSyntax, of stage: StageSyntax, variable: String? = nil) throws(HubError) -> ElementFunction {
+        let e = try expression(argument, of: stage, variable: variable)
         let scheduler = environment.scheduler
         let now = { scheduler.now }
-        return { value, accumulator throws(HubError) in
+        let key = "$" + (variable ?? "acc")
+        return { value, second throws(HubError) in
             do throws(ExpressionEvaluator.Failure) {
-                return try ExpressionEvaluator.evaluate(e, current: value, accumulator: accumulator, now: now)
+                var variables: [String: Value] = [:]
+                if let second { variables[key] = second }
+                return try ExpressionEvaluator(current: value, variables: variables, now: now).evaluate(e)
             } catch {
                 throw Self.failure(error, in: stage)
             }

@@ -37,6 +37,11 @@ struct PipelineOperatorTests {
         ("accumulateLatest(just(1), sequence([2, 3]))", [[1, 2], [1, 3]]),
         ("reduceLatest(just(1), empty())", [[1, nil]]),
         ("just(1) | share()", [1]),
+        ("sequence([{id: 1, v: 1}, {id: 1, v: 2}, {id: 2, v: 3}]) | removeDuplicates(by: $prev.id == .id) | map(.v)", [1, 3]),
+        ("sequence([1, null, 2]) | replaceNil(0)", [1, 0, 2]),
+        ("sequence([1, 2]) | prepend(sequence([-1, 0]))", [-1, 0, 1, 2]),
+        ("sequence([1, 2]) | append(just(3) | map(. * 10))", [1, 2, 30]),
+        ("sequence([1, 2]) | prepend(length(\"ab\"))", [2, 1, 2]),
     ] as [(String, [Value])])
     func finiteOperators(text: String, expected: [Value]) throws {
         let env = PipelineTestEnvironment()
@@ -163,6 +168,32 @@ struct PipelineOperatorTests {
         s.advance(by: .milliseconds(100))
         #expect(timeout.events == [.subscription, .value(1), .value(2), .finished])
         #expect(timeoutFailing.events == [.subscription, .failure(HubError.failed("no data", message: "timed out"))])
+    }
+
+    @Test func mapErrorRewritesTheFailureValue() throws {
+        let env = PipelineTestEnvironment()
+        let r = try env.run("fail({reason: \"x\"}) | mapError({why: .data.reason, code: .code})")
+        #expect(r.events == [.subscription, .failure(HubError.failed(["why": "x", "code": "failed"], message: "the stream failed"))])
+    }
+
+    @Test func collectByTimeAndCount() throws {
+        let env = PipelineTestEnvironment()
+        let byTime = try env.run("a | collect(100ms)")
+        let byTimeOrCount = try env.run("a | collect(100ms, 2)")
+        env["a"].send(1)
+        env["a"].send(2)
+        env["a"].send(3)
+        #expect(byTime.values == [])
+        #expect(byTimeOrCount.values == [[1, 2]])
+        env.testScheduler.advance(by: .milliseconds(100))
+        #expect(byTime.values == [[1, 2, 3]])
+        #expect(byTimeOrCount.values == [[1, 2], [3]])
+        let error = pipelineError { _ = try env.compile("a | collect(100ms, 0)") }
+        #expect(error?.message == "1:20: collect needs a count of at least 1")
+        let wrongVariable = pipelineError { _ = try env.compile("a | removeDuplicates(by: $acc == .)") }
+        #expect(wrongVariable?.message == "1:26: '$acc' is only available in scan and reduce")
+        let prevElsewhere = pipelineError { _ = try env.compile("a | map($prev)") }
+        #expect(prevElsewhere?.message == "1:9: '$prev' is only available in removeDuplicates(by:)")
     }
 
     @Test func nowReadsTheSchedulerClock() throws {
