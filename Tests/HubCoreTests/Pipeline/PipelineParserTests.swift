@@ -168,21 +168,35 @@ struct PipelineParserTests {
         #expect(deep?.message.contains("nested too deeply (the limit is 8 levels)") == true)
         let minus = pipelineError { _ = try PipelineCompiler.parse("a | map(--------1)", limits: limits) }
         #expect(minus?.message.contains("nested too deeply") == true)
+        // Flat chains build trees as deep as they are long: they count too.
+        #expect(pipelineError { _ = try PipelineCompiler.parse("a | map(1 + 1 + 1 + 1 + 1)", limits: limits) } == nil)
+        let sum = pipelineError { _ = try PipelineCompiler.parse("a | map(1" + String(repeating: " + 1", count: 8) + ")", limits: limits) }
+        #expect(sum?.message.contains("nested too deeply") == true)
+        let fields = pipelineError { _ = try PipelineCompiler.parse("a | map(.a.b.c.d.e.f.g.h.i)", limits: limits) }
+        #expect(fields?.message.contains("nested too deeply") == true)
     }
 
     @Test func hostileNestingWithDefaultLimitsIsRejected() {
         for text in [
-            "a | map(" + String(repeating: "(", count: 100_000) + "1" + String(repeating: ")", count: 100_000) + ")",
+            "a | map(" + String(repeating: "(", count: 20_000) + "1" + String(repeating: ")", count: 20_000) + ")",
             "a | map(" + String(repeating: "-", count: 15_000) + "1)",
             "a | map(" + String(repeating: "not ", count: 4000) + "1)",
             "a | map(" + String(repeating: "[", count: 15_000) + ")",
             "a | map(" + String(repeating: "{a:", count: 5000) + ")",
             String(repeating: "merge(", count: 5000),
             "a | map(" + String(repeating: "1 ? ", count: 5000) + "1)",
+            "a | map(1" + String(repeating: " + 1", count: 20_000) + ")",
+            "a | map(1" + String(repeating: " * 1", count: 20_000) + ")",
+            "a | map(1" + String(repeating: " == 1", count: 20_000) + ")",
+            "a | map(1" + String(repeating: " and 1", count: 20_000) + ")",
+            "a | map(1" + String(repeating: " or 1", count: 20_000) + ")",
+            "a | map(." + String(repeating: "a.", count: 20_000) + "a)",
+            "a | map(.a" + String(repeating: "[0]", count: 20_000) + ")",
+            "a | map($acc" + String(repeating: ".b", count: 20_000) + ")",
         ] {
             let error = pipelineError { _ = try PipelineCompiler.parse(text, limits: PipelineLimits(maxSourceLength: 1 << 20)) }
             #expect(error?.code == .pipelineError)
-            #expect(error?.message.contains("nested too deeply") == true)
+            #expect(error?.message.contains("nested too deeply") == true, "\(text.prefix(20))")
         }
     }
 }

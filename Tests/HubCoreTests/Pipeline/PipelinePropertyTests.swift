@@ -62,40 +62,56 @@ private struct PipelineGenerator {
     }
 
     mutating func source(_ depth: Int) -> String {
-        let simple = [
-            pick(["a", "b", "orders.eu"]), "just(\(literal()))", "just([\(literal()), {k: \(literal())}][0])", "sequence([\(literal()), \(literal()), \(literal())])",
-            "empty()", "fail(\(literal()))", "timer(\(pick(["10ms", "1s", "250ms"])))", "trigger(t)", "trigger(\"t\", 1)",
-        ]
-        if depth <= 0 || chance(0.6) { return pick(simple) }
-        return pick([
-            "merge(\(pipeline(depth - 1)), \(pipeline(depth - 1)))",
-            "combineLatest(\(pipeline(depth - 1)), \(pipeline(depth - 1)))",
-            "zip(\(pipeline(depth - 1)), \(pipeline(depth - 1)), \(pipeline(depth - 1)))",
-            "accumulateLatest(\(pipeline(depth - 1)), \(pipeline(depth - 1)))",
-            "reduceLatest(\(pipeline(depth - 1)), \(pipeline(depth - 1)))",
-            "publishAndRepeat(\(pipeline(depth - 1)), \(pipeline(depth - 1)))",
-        ])
+        if depth <= 0 || chance(0.6) {
+            switch Int.random(in: 0..<9, using: &rng) {
+            case 0: return pick(["a", "b", "orders.eu"])
+            case 1: return "just(\(literal()))"
+            case 2: return "just([\(literal()), {k: \(literal())}][0])"
+            case 3: return "sequence([\(literal()), \(literal()), \(literal())])"
+            case 4: return "empty()"
+            case 5: return "fail(\(literal()))"
+            case 6: return "timer(\(pick(["10ms", "1s", "250ms"])))"
+            case 7: return "trigger(t)"
+            default: return "trigger(\"t\", 1)"
+            }
+        }
+        let name = pick(["merge", "combineLatest", "zip", "accumulateLatest", "reduceLatest", "publishAndRepeat", "publish"])
+        let count = ["zip", "merge", "accumulateLatest"].contains(name) ? Int.random(in: 2...3, using: &rng) : 2
+        var arguments: [String] = []
+        for _ in 0..<count { arguments.append(pipeline(depth - 1)) }
+        return "\(name)(\(arguments.joined(separator: ", ")))"
     }
 
     mutating func operatorStage(_ depth: Int) -> String {
-        var stages = [
-            "map(\(expression(3)))", "filter(\(expression(3)))", "compactMap(\(expression(2)))",
-            "scan(\(literal()), \(expression(3, acc: true)))", "reduce(0, \(expression(2, acc: true)))",
-            "removeDuplicates()", "prefix(\(Int.random(in: 0...4, using: &rng)))", "drop(1)", "first()", "last()",
-            "collect(\(Int.random(in: 1...3, using: &rng)))", "debounce(20ms)", "throttle(20ms)", "throttle(20ms, latest)",
-            "delay(10ms)", "replaceError(\(literal()))", "retry(1)", "prepend(\(literal()), \(literal()))",
-            "append(1)", "contains(1)", "contains(where: \(expression(2)))", "allSatisfy(\(expression(2)))", "count()",
-            "min()", "max()", "output(at: 1)", "first(where: \(expression(2)))", "last(where: \(expression(2)))",
-            "prefix(while: \(expression(2)))", "drop(while: \(expression(2)))", "dropFirst()", "ignoreOutput()",
-            "replaceEmpty(0)", "measureInterval()", "timeout(50ms)", "buffer(3)", "share()", "collect()",
-        ]
-        if depth > 0 {
-            stages += [
-                "catch(\(pipeline(depth - 1)))", "flatMap(\(pipeline(depth - 1)))", "switchToLatest(\(pipeline(depth - 1)))",
-                "merge(\(pipeline(depth - 1)))", "wait(\(pipeline(depth - 1)))", "prefix(untilOutputFrom: \(pipeline(depth - 1)))",
-            ]
+        if depth > 0, chance(0.25) {
+            let inner = pipeline(depth - 1)
+            return pick([
+                "catch(\(inner))", "flatMap(\(inner))", "switchToLatest(\(inner))", "merge(\(inner))", "wait(\(inner))",
+                "prefix(untilOutputFrom: \(inner))", "prepend(\(inner))", "zip(\(inner))", "combineLatest(\(inner))",
+                "drop(untilOutputFrom: \(inner))", "flatMap(\(inner), maxPublishers: 1)",
+            ])
         }
-        return pick(stages)
+        switch Int.random(in: 0..<12, using: &rng) {
+        case 0: return "map(\(expression(3)))"
+        case 1: return "filter(\(expression(3)))"
+        case 2: return "compactMap(\(expression(2)))"
+        case 3: return "scan(\(literal()), \(expression(3, acc: true)))"
+        case 4: return "reduce(0, \(expression(2, acc: true)))"
+        case 5: return "\(pick(["contains(where: ", "allSatisfy(", "first(where: ", "last(where: ", "prefix(while: ", "drop(while: "]))\(expression(2)))"
+        case 6: return "removeDuplicates(by: $prev == \(expression(1)))"
+        case 7: return "prefix(\(Int.random(in: 0...4, using: &rng)))"
+        case 8: return "collect(\(Int.random(in: 1...3, using: &rng)))"
+        case 9: return "prepend(\(literal()), \(literal()))"
+        case 10: return "replaceError(\(literal()))"
+        default:
+            return pick([
+                "removeDuplicates()", "drop(1)", "first()", "last()", "debounce(20ms)", "throttle(20ms)", "throttle(20ms, latest)",
+                "delay(10ms)", "retry(1)", "append(1)", "contains(1)", "count()", "min()", "max()", "output(at: 1)",
+                "dropFirst()", "ignoreOutput()", "replaceEmpty(0)", "measureInterval()", "timeout(50ms)", "buffer(3)",
+                "share()", "collect()", "replaceNil(0)", "mapError(.data)", "collect(20ms)", "collect(20ms, 2)",
+                "buffer(2, dropNewest)", "output(in: [1, 3])", "timeout(30ms, \"late\")",
+            ])
+        }
     }
 
     mutating func pipeline(_ depth: Int) -> String {
@@ -119,7 +135,7 @@ struct PipelinePropertyTests {
             env.testScheduler.advance(by: .milliseconds(15))
         }
         for name in env.subjects.keys.sorted() { env.subjects[name]?.send(completion: .finished) }
-        env.testScheduler.advance(by: .milliseconds(300))
+        env.testScheduler.advance(by: .milliseconds(100))
         r.cancel()
         return r.events
     }
@@ -138,7 +154,7 @@ struct PipelinePropertyTests {
     func randomValidPipelinesCompileAndRun(seed: Int) throws {
         var generator = PipelineGenerator(rng: SeededGenerator(seed: UInt64(seed) &* 7919 &+ 11))
         var rng = SeededGenerator(seed: UInt64(seed))
-        for _ in 0..<20 {
+        for _ in 0..<25 {
             let text = generator.pipeline(2)
             let env = AutoCreatingEnvironment()
             env.limits = PipelineLimits(maxStages: 1000)
