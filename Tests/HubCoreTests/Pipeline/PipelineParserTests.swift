@@ -176,6 +176,12 @@ struct PipelineParserTests {
         #expect(fields?.message.contains("nested too deeply") == true)
     }
 
+    @Test func defaultDepthAdmitsThirtyChainedOperatorsInAStageArgument() {
+        #expect(pipelineError { _ = try PipelineCompiler.parse("a | map(1" + String(repeating: " + 1", count: 30) + ")") } == nil)
+        let error = pipelineError { _ = try PipelineCompiler.parse("a | map(1" + String(repeating: " + 1", count: 31) + ")") }
+        #expect(error?.message == "1:131: nested too deeply (the limit is 32 levels)")
+    }
+
     @Test func hostileNestingWithDefaultLimitsIsRejected() {
         for text in [
             "a | map(" + String(repeating: "(", count: 20_000) + "1" + String(repeating: ")", count: 20_000) + ")",
