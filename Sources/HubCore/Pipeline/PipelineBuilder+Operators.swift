@@ -20,7 +20,11 @@ extension PipelineBuilder {
     private func singleLabel(_ stage: StageSyntax, _ allowed: Set<String?>) throws(HubError) -> String? {
         let arguments = stage.arguments ?? []
         for argument in arguments where !allowed.contains(argument.label) {
-            throw Self.error("\(stage.name) has no argument '\(argument.label ?? "")'", at: argument.position)
+            guard let label = argument.label else {
+                let labels = allowed.compactMap { $0 }.sorted().map { "'\($0):'" }.joined(separator: " or ")
+                throw Self.error("\(stage.name) expects \(labels) here", at: argument.position)
+            }
+            throw Self.error("\(stage.name) has no argument '\(label)'", at: argument.position)
         }
         return arguments.first?.label
     }

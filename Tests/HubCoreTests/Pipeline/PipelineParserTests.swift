@@ -63,6 +63,14 @@ struct PipelineParserTests {
         ("a | map(#)", "1:9: unexpected character '#'"),
         ("a | merge(1 | b)", "1:11: only a stage can start a pipeline before '|'"),
         ("a | map(.a.)", "1:10: expected a field name after '.'"),
+        ("a | delay(5ms2)", "1:11: unexpected '2' after duration"),
+        ("a | delay(1e30s)", "1:11: duration too long"),
+        ("a | map(1e400)", "1:9: number out of range"),
+        ("a | map(\"a\tb\")", "1:11: control character in string (escape it)"),
+        ("a | map(\"\\udc00\")", "1:10: unpaired surrogate in \\u escape"),
+        ("a | map(x.y -> 1)", "1:9: a lambda parameter is a plain name"),
+        ("a | map(", "1:9: expected an expression, found end of text"),
+        ("a | map(1,)", "1:11: expected an expression, found ')'"),
     ])
     func syntaxErrorsNameLineAndColumn(text: String, message: String) {
         let error = pipelineError { _ = try PipelineCompiler.parse(text) }
