@@ -276,6 +276,19 @@ struct PipelineCompilerTests {
         #expect(env.counter.produced == counter.produced)
     }
 
+    @Test func cancellingACompiledPipelineCancelsUpstreamAndTimers() throws {
+        let env = PipelineTestEnvironment()
+        let r = try env.run("probe | map(.) | filter(true) | scan(0, $acc + .) | delay(10ms) | debounce(20ms)", demand: .max(5))
+        env.probe.send(1)
+        env.testScheduler.advance(by: .milliseconds(5))
+        #expect(!env.testScheduler.isIdle)
+        r.cancel()
+        #expect(env.probe.cancellations == 1)
+        env.testScheduler.advance(by: .seconds(1))
+        env.probe.send(2)
+        #expect(r.events == [.subscription])
+    }
+
     @Test func oneCompiledPipelineServesSeveralSubscribersIndependently() throws {
         let env = PipelineTestEnvironment()
         let publisher = try env.compile("sequence([1, 2, 3]) | scan(0, $acc + .)")
