@@ -34,6 +34,10 @@ public struct ExpressionEvaluator {
 
     /// The most evaluation steps of one expression evaluation.
     public static let maximumSteps = 1_000_000
+    /// The longest string `+` and `append` may build (so that `scan("x", $acc + $acc)` cannot exhaust memory).
+    public static let maximumStringBytes = 16 << 20
+    /// The longest array `+` and `append` may build.
+    public static let maximumArrayCount = 1 << 20
 
     /// A step counter shared by the scopes of one evaluation.
     final class Budget {
@@ -192,8 +196,16 @@ public struct ExpressionEvaluator {
             }
         case .add:
             switch (a, b) {
-            case let (.string(x), .string(y)): return .string(x + y)
-            case let (.array(x), .array(y)): return .array(x + y)
+            case let (.string(x), .string(y)):
+                guard x.utf8.count + y.utf8.count <= maximumStringBytes else {
+                    throw Failure("'+' would make a string longer than \(maximumStringBytes) bytes", at: at)
+                }
+                return .string(x + y)
+            case let (.array(x), .array(y)):
+                guard x.count + y.count <= maximumArrayCount else {
+                    throw Failure("'+' would make an array longer than \(maximumArrayCount) elements", at: at)
+                }
+                return .array(x + y)
             default: break
             }
             return try arithmetic(op, a, b, at: at, typeHint: "numbers, two strings or two arrays")

@@ -32,6 +32,23 @@ struct PipelineCompilerTests {
         #expect(r.events == [.subscription, .value(1), .value(2), .value(3), .value(4), .finished])
     }
 
+    @Test func doublingAccumulatorsFailInsteadOfExhaustingMemory() throws {
+        let env = PipelineTestEnvironment()
+        let strings = try env.run("numbers | scan(\"xxxxxxxxxxxxxxxx\", $acc + $acc) | map(length(.))")
+        let arrays = try env.run("numbers | scan([0], $acc + $acc) | map(length(.))")
+        #expect(strings.values.last == .int(Int64(ExpressionEvaluator.maximumStringBytes)))
+        #expect(strings.events.last == .failure(HubError(
+            .failed, "scan(\"xxxxxxxxxxxxxxxx\", $acc + $acc): '+' would make a string longer than 16777216 bytes",
+            data: ["stage": "scan(\"xxxxxxxxxxxxxxxx\", $acc + $acc)", "error": "'+' would make a string longer than 16777216 bytes",
+                   "line": 1, "column": 36])))
+        #expect(arrays.values.last == .int(Int64(ExpressionEvaluator.maximumArrayCount)))
+        guard case let .failure(error)? = arrays.events.last else {
+            Issue.record("expected a failure")
+            return
+        }
+        #expect(error.message.hasSuffix("'+' would make an array longer than 1048576 elements"))
+    }
+
     @Test func timerTicksAndSkipsTicksWithoutDemand() throws {
         let env = PipelineTestEnvironment()
         let r = try env.run("timer(100ms)", demand: .max(1))
