@@ -236,9 +236,24 @@ extension PipelineBuilder {
             _ = try arguments(stage, 0...0)
             return { up, _ in up.count().map { Value.int(Int64($0)) }.eraseToAnyPublisher() }
         case "min", "max":
-            _ = try arguments(stage, 0...0)
+            let arguments = try arguments(stage, 0...1)
             let text = stage.text
             let isMin = stage.name == "min"
+            if let argument = arguments.first {
+                _ = try singleLabel(stage, ["by"])
+                let e = try expression(argument, of: stage, variables: ["a", "b"])
+                let scheduler = environment.scheduler
+                let now = { scheduler.now }
+                let by: (Value, Value) throws -> Bool = { a, b in
+                    do throws(ExpressionEvaluator.Failure) {
+                        let evaluator = ExpressionEvaluator(current: .null, variables: ["$a": a, "$b": b], now: now)
+                        return ExpressionEvaluator.isTruthy(try evaluator.evaluate(e))
+                    } catch {
+                        throw Self.failure(error, in: stage)
+                    }
+                }
+                return { up, _ in isMin ? Self.typed(up.tryMin(by: by)) : Self.typed(up.tryMax(by: by)) }
+            }
             let order: (Value, Value) throws -> Bool = { a, b in
                 guard let o = ExpressionEvaluator.compare(a, b) else {
                     let message = "cannot compare \(ExpressionEvaluator.typeName(a)) and \(ExpressionEvaluator.typeName(b))"

@@ -227,6 +227,8 @@ struct PipelineCompilerTests {
         ("a | map(length(where: .))", "pipeline_error", "1:23: length has no argument 'where'"),
         ("a | map(map(.a, x -> y))", "pipeline_error", "1:22: unknown name 'y' (fields are written '.y')"),
         ("a | map(map(.a, x -> x))", "", ""),
+        ("a | map($a)", "pipeline_error", "1:9: '$a' is only available in min(by:) and max(by:)"),
+        ("a | min($a < $b)", "pipeline_error", "1:9: min expects 'by:' here"),
     ])
     func compileErrors(text: String, code: String, message: String) {
         let env = PipelineTestEnvironment()

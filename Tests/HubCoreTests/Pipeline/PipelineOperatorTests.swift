@@ -39,6 +39,8 @@ struct PipelineOperatorTests {
         ("just(1) | share()", [1]),
         ("sequence([{id: 1, v: 1}, {id: 1, v: 2}, {id: 2, v: 3}]) | removeDuplicates(by: $prev.id == .id) | map(.v)", [1, 3]),
         ("sequence([1, null, 2]) | replaceNil(0)", [1, 0, 2]),
+        ("sequence([{p: 3}, {p: 1}, {p: 2}]) | min(by: $a.p < $b.p)", [["p": 1]]),
+        ("sequence([{p: 3}, {p: 1}, {p: 5}]) | max(by: $a.p < $b.p)", [["p": 5]]),
         ("sequence([1, 2]) | prepend(sequence([-1, 0]))", [-1, 0, 1, 2]),
         ("sequence([1, 2]) | append(just(3) | map(. * 10))", [1, 2, 30]),
         ("sequence([1, 2]) | prepend(length(\"ab\"))", [2, 1, 2]),
