@@ -20,6 +20,8 @@ public final class Session {
     private var batchAll = false
     private var authenticated: Bool
     private var authenticationTimer: (any Cancellable)?
+    /// Drops a connection the session closed once its close frame has had `closeTimeout`.
+    private var closeTimer: (any Cancellable)?
     private var clientName: String?
     /// Whether the session has ended (connection closed, slow consumer, shutdown).
     public private(set) var isClosed = false
@@ -85,8 +87,11 @@ public final class Session {
         sendError(HubError(.badMessage, "binary messages are not part of protocol v1; send JSON text"), id: nil, ack: nil)
     }
 
-    /// The connection closed: every subscription is cancelled upstream.
+    /// The connection closed: every subscription is cancelled upstream, and the
+    /// session's timers are cancelled (also when the session had closed it itself).
     public func connectionClosed() {
+        closeTimer.take()?.cancel()
+        authenticationTimer.take()?.cancel()
         guard !isClosed else { return }
         isClosed = true
         cancelAll()
@@ -283,7 +288,7 @@ public final class Session {
         ])
         isClosed = true
         cancelAll()
-        connection.close(code: 4008, reason: "slow consumer", discardingQueued: true)
+        close(code: 4008, reason: "slow consumer", discardingQueued: true)
     }
 
     private func refuseUnauthenticated(_ reason: String) {
@@ -291,7 +296,22 @@ public final class Session {
         sendError(HubError(.unauthorized, reason), id: nil, ack: nil)
         isClosed = true
         cancelAll()
-        connection.close(code: 4401, reason: "unauthorized", discardingQueued: false)
+        close(code: 4401, reason: "unauthorized", discardingQueued: false)
+    }
+
+    /// Closes the connection, and drops it if the close frame has not gone out within
+    /// `closeTimeout`: a client that stopped reading cannot hold the connection (and
+    /// what lws buffered for it) forever, and one that resumes in time still gets the
+    /// close frame (PROTOCOL.md §5.8).
+    private func close(code: UInt16, reason: String, discardingQueued: Bool) {
+        connection.close(code: code, reason: reason, discardingQueued: discardingQueued)
+        let deadline = hub.scheduler.now.advanced(by: configuration.closeTimeout)
+        closeTimer = hub.scheduler.schedule(after: deadline) { [weak self] in
+            guard let self, self.closeTimer != nil else { return }
+            self.closeTimer = nil
+            self.logger.info("dropping a connection that did not take its close frame", metadata: ["session": "\(self.id)"])
+            self.connection.abort()
+        }
     }
 
     private func cancelAll() {
