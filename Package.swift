@@ -94,5 +94,14 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
+        .testTarget(
+            name: "HubServerTests",
+            dependencies: [
+                "HubServer",
+                "HubCore",
+                "HubTransport",
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]
+        ),
     ]
 )

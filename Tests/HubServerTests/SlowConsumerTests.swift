@@ -1,0 +1,96 @@
+import HubCore
+import HubServer
+import HubTransport
+import Testing
+
+/// Rule 8 of PROTOCOL.md §5: a client that stops reading is closed with 4008,
+/// its subscriptions are cancelled and the server's memory for it stays bounded.
+@Suite("HubServer slow consumer", .serialized)
+struct SlowConsumerTests {
+    static let maxQueued = 256 << 10
+
+    static func configuration(closeTimeout: Duration) -> HubService.Configuration {
+        serviceConfiguration(session: SessionConfiguration(maxQueuedBytes: maxQueued, closeTimeout: closeTimeout))
+    }
+
+    /// Subscribes `client` to `firehose` and `quiet`, pauses its reading and publishes
+    /// 4 KiB values until the server gives up on it (bounded: at most 64 MiB).
+    static func overwhelm(_ client: TestClient, on server: HubServerHarness) async throws -> Bool {
+        try await client.send(
+            json(["op": "subscribe", "id": 1, "to": "firehose", "demand": "unlimited"]),
+            json(["op": "subscribe", "id": 2, "to": "quiet", "demand": 1]))
+        #expect(try await client.next(2).map { $0["op"] } == ["subscribed", "subscribed"])
+        try await client.withConnection { $0.pauseReading() }
+        for _ in 0..<1024 {
+            let done = try await server.withHub { hub in
+                let value = Value.string(String(repeating: "z", count: 4096))
+                for _ in 0..<16 {
+                    guard case .subject(let subject) = hub.entry(named: "firehose"), subject.subscriberCount > 0 else {
+                        return true
+                    }
+                    hub.publish(value, to: subject)
+                }
+                return false
+            }
+            if done { return true }
+            // Let the loop hand what it can to the socket, so that the limit is crossed
+            // only once the socket stops taking bytes (the client's buffers are full).
+            _ = try await server.eventuallyStatistics(timeout: .milliseconds(50)) { $0.queuedBytes == 0 }
+        }
+        return false
+    }
+
+    @Test func aClientThatStopsReadingIsClosedWith4008WhenItResumes() async throws {
+        try await withServer(Self.configuration(closeTimeout: .seconds(10))) { server in
+            let client = try await server.connect()
+            #expect(try await Self.overwhelm(client, on: server))
+            // Every subscription is cancelled upstream at once.
+            #expect(try await server.subscribers(of: "firehose") == 0)
+            #expect(try await server.subscribers(of: "quiet") == 0)
+            // What the server holds for the connection is bounded, and stays so.
+            let statistics = await server.service.statistics
+            #expect(statistics.queuedBytes <= Self.maxQueued + (64 << 10), "\(statistics)")
+            #expect(statistics.subscriptions == 0)
+            try await server.withHub { hub in
+                for _ in 0..<100 { try hub.send(.string(String(repeating: "w", count: 4096)), to: "firehose") }
+            }
+            #expect(await server.service.statistics.queuedBytes <= Self.maxQueued + (64 << 10))
+            // The TCP connection is kept: a client that resumes reading gets the close frame.
+            try await client.withConnection { $0.resumeReading() }
+            let close = try await client.expectClose(timeout: .seconds(10))
+            #expect(close.code == 4008)
+            #expect(close.skipped.allSatisfy { $0["op"] == "next" && $0["id"] == 1 })
+            let after = try await server.eventuallyStatistics { $0.connections == 0 }
+            #expect(after.connections == 0)
+        }
+    }
+
+    @Test func aClientThatNeverResumesIsDroppedAfterTheCloseTimeout() async throws {
+        try await withServer(Self.configuration(closeTimeout: .milliseconds(400))) { server in
+            let client = try await server.connect()
+            #expect(try await Self.overwhelm(client, on: server))
+            let clock = ContinuousClock()
+            let decided = clock.now
+            #expect(await server.service.statistics.connections == 1)
+            let after = try await server.eventuallyStatistics(timeout: .seconds(5)) { $0.connections == 0 }
+            #expect(after.connections == 0, "the connection is still held: \(after)")
+            #expect(decided.duration(to: clock.now) >= .milliseconds(300))
+            #expect(after.queuedBytes == 0)
+        }
+    }
+
+    @Test func aFastConsumerIsNotClosed() async throws {
+        try await withServer(Self.configuration(closeTimeout: .seconds(10))) { server in
+            let client = try await server.connect()
+            try await client.send(json(["op": "subscribe", "id": 1, "to": "steady", "demand": "unlimited"]))
+            #expect(try await client.next()["op"] == "subscribed")
+            for round in 0..<20 {
+                try await server.withHub { hub in
+                    for index in 0..<20 { try hub.send(.int(Int64(round * 20 + index)), to: "steady") }
+                }
+                #expect(try await client.values(20, id: 1) == (0..<20).map { .int(Int64(round * 20 + $0)) })
+            }
+            #expect(try await server.subscribers(of: "steady") == 1)
+        }
+    }
+}
