@@ -22,6 +22,8 @@ public final class Session {
     private var authenticationTimer: (any Cancellable)?
     /// Drops a connection the session closed once its close frame has had `closeTimeout`.
     private var closeTimer: (any Cancellable)?
+    /// A bearer token on the upgrade request that is not accepted (refused at start).
+    private var refusedBearer = false
     private var clientName: String?
     /// Whether the session has ended (connection closed, slow consumer, shutdown).
     public private(set) var isClosed = false
@@ -40,7 +42,9 @@ public final class Session {
         self.encodingCache = encodingCache
         self.logger = logger
         if let tokens = configuration.tokens {
-            authenticated = Session.bearerToken(authorization).map(tokens.contains) ?? false
+            let bearer = Session.bearerToken(authorization)
+            authenticated = bearer.map(tokens.contains) ?? false
+            refusedBearer = bearer != nil && !authenticated
         } else {
             authenticated = true
         }
@@ -53,6 +57,11 @@ public final class Session {
     /// starts the clock for `hello`.
     public func start() {
         send(.welcome(server: configuration.serverName, session: id))
+        if refusedBearer {
+            // A wrong token is refused at once (PROTOCOL.md §2), wherever it came from.
+            refuseUnauthenticated("the bearer token is not accepted")
+            return
+        }
         if !authenticated {
             let deadline = hub.scheduler.now.advanced(by: configuration.authenticationTimeout)
             authenticationTimer = hub.scheduler.schedule(after: deadline) { [weak self] in
@@ -71,6 +80,11 @@ public final class Session {
         do {
             message = try ClientMessage.decode(payload)
         } catch {
+            // Before authentication, anything but a valid hello is refused (PROTOCOL.md §2).
+            guard authenticated else {
+                refuseUnauthenticated("authenticate with a hello carrying a token first (\(error.error.message))")
+                return
+            }
             sendError(error.error, id: nil, ack: error.ack)
             return
         }
@@ -84,6 +98,10 @@ public final class Session {
     /// Handles a binary message: the protocol has none.
     public func receiveBinary() {
         guard !isClosed else { return }
+        guard authenticated else {
+            refuseUnauthenticated("authenticate with a hello carrying a token first")
+            return
+        }
         sendError(HubError(.badMessage, "binary messages are not part of protocol v1; send JSON text"), id: nil, ack: nil)
     }
 
