@@ -68,6 +68,36 @@ struct ServerAuthTests {
         }
     }
 
+    @Test func aWrongBearerHeaderIsUnauthorizedAtOnce() async throws {
+        try await withServer(Self.configuration) { server in
+            let client = try await server.connect(authorization: "Bearer guess")
+            let clock = ContinuousClock()
+            let start = clock.now
+            #expect(try await client.next()["code"] == "unauthorized")
+            #expect(try await client.expectClose().code == 4401)
+            #expect(start.duration(to: clock.now) < .milliseconds(250), "it waited for the hello timeout")
+        }
+    }
+
+    @Test(arguments: ["not json", #"{"op":"hello","token":5}"#, #"{"op":"dance"}"#])
+    func anyUndecodableMessageBeforeAuthenticationIsUnauthorized(text: String) async throws {
+        try await withServer(Self.configuration) { server in
+            let client = try await server.connect()
+            try await client.send(text)
+            #expect(try await client.next()["code"] == "unauthorized")
+            #expect(try await client.expectClose(timeout: .milliseconds(250)).code == 4401)
+        }
+    }
+
+    @Test func aBinaryMessageBeforeAuthenticationIsUnauthorized() async throws {
+        try await withServer(Self.configuration) { server in
+            let client = try await server.connect()
+            _ = try await client.withConnection { $0.send([1, 2, 3], kind: .binary) }
+            #expect(try await client.next()["code"] == "unauthorized")
+            #expect(try await client.expectClose(timeout: .milliseconds(250)).code == 4401)
+        }
+    }
+
     @Test func withoutTokensConfiguredTokensAreIgnored() async throws {
         try await withServer { server in
             let client = try await server.connect(authorization: "Bearer whatever")

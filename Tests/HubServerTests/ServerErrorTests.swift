@@ -42,6 +42,18 @@ struct ServerErrorTests {
         }
     }
 
+    @Test(arguments: [Value.int(0), -1, 9_007_199_254_740_992, 1.5, "1", nil])
+    func aSubscribeWithAnInvalidIdIsAConnectionLevelBadMessage(id: Value) async throws {
+        try await withServer { server in
+            let client = try await server.connect()
+            try await client.send(json(["op": "subscribe", "id": id, "to": "s"]))
+            let error = try await client.next()
+            #expect(error["code"] == "bad_message")
+            #expect(error["id"] == nil)
+            #expect(try await server.subscribers(of: "s") == 0)
+        }
+    }
+
     @Test func aBinaryMessageIsABadMessageAndTheConnectionStaysOpen() async throws {
         try await withServer { server in
             let client = try await server.connect()

@@ -86,6 +86,20 @@ struct ServerOperationTests {
         }
     }
 
+    @Test func aCurrentValueSubjectStartsWithItsValue() async throws {
+        try await withServer(setUp: { hub in try hub.declareSubject("temperature", initialValue: 21) }) { server in
+            let client = try await server.connect()
+            try await client.send(json(["op": "subscribe", "id": 1, "to": "temperature"]))
+            #expect(try await client.next()["op"] == "subscribed")
+            await client.expectNothing()
+            try await client.send(json(["op": "request", "id": 1, "n": 2]))
+            #expect(try await client.values(1, id: 1) == [21])
+            try await client.send(json(["op": "send", "to": "temperature", "value": 22, "ack": 1]))
+            #expect(try await client.next() == ["op": "ack", "ack": 1])
+            #expect(try await client.values(1, id: 1) == [22])
+        }
+    }
+
     @Test func requestGrantsMoreValues() async throws {
         try await withServer { server in
             let client = try await server.connect()

@@ -55,6 +55,11 @@ struct SlowConsumerTests {
                 for _ in 0..<100 { try hub.send(.string(String(repeating: "w", count: 4096)), to: "firehose") }
             }
             #expect(await server.service.statistics.queuedBytes <= Self.maxQueued + (64 << 10))
+            // What the client still sends while its connection is closing is ignored.
+            try await client.send(json(["op": "send", "to": "afterwards", "value": 1, "ack": 1]))
+            #expect(await server.service.statistics.connections == 1)
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(try await server.withHub { $0.entry(named: "afterwards") == nil })
             // The TCP connection is kept: a client that resumes reading gets the close frame.
             try await client.withConnection { $0.resumeReading() }
             let close = try await client.expectClose(timeout: .seconds(10))
