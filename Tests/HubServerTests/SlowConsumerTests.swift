@@ -21,6 +21,7 @@ struct SlowConsumerTests {
             json(["op": "subscribe", "id": 2, "to": "quiet", "demand": 1]))
         #expect(try await client.next(2).map { $0["op"] } == ["subscribed", "subscribed"])
         try await client.withConnection { $0.pauseReading() }
+        var full = false
         for _ in 0..<1024 {
             let done = try await server.withHub { hub in
                 let value = Value.string(String(repeating: "z", count: 4096))
@@ -35,7 +36,9 @@ struct SlowConsumerTests {
             if done { return true }
             // Let the loop hand what it can to the socket, so that the limit is crossed
             // only once the socket stops taking bytes (the client's buffers are full).
-            _ = try await server.eventuallyStatistics(timeout: .milliseconds(50)) { $0.queuedBytes == 0 }
+            if !full {
+                full = try await server.eventuallyStatistics(timeout: .milliseconds(200)) { $0.queuedBytes == 0 }.queuedBytes > 0
+            }
         }
         return false
     }
@@ -82,6 +85,33 @@ struct SlowConsumerTests {
             #expect(decided.duration(to: clock.now) >= .milliseconds(300))
             #expect(after.queuedBytes == 0)
         }
+    }
+
+    @Test func shutdownIsPromptWithAClientThatStoppedReading() async throws {
+        let server = try await HubServerHarness(serviceConfiguration())
+        let stuck = try await server.connect()
+        let live = try await server.connect()
+        try await stuck.send(json(["op": "subscribe", "id": 1, "to": "flood", "demand": "unlimited"]))
+        #expect(try await stuck.next()["op"] == "subscribed")
+        try await live.send(json(["op": "subscribe", "id": 1, "to": "flood", "demand": 1]))
+        #expect(try await live.next()["op"] == "subscribed")
+        try await stuck.withConnection { $0.pauseReading() }
+        // Fill the stuck client's socket buffers (bounded: 16 MiB).
+        for _ in 0..<256 {
+            try await server.withHub { hub in
+                for _ in 0..<16 { try hub.send(.string(String(repeating: "f", count: 4096)), to: "flood") }
+            }
+            let statistics = try await server.eventuallyStatistics(timeout: .milliseconds(200)) { $0.queuedBytes == 0 }
+            if statistics.queuedBytes > 0 { break }
+        }
+        #expect(await server.service.statistics.queuedBytes > 0)
+        let clock = ContinuousClock()
+        let start = clock.now
+        await server.service.shutdown(grace: .milliseconds(500))
+        let elapsed = start.duration(to: clock.now)
+        #expect(elapsed < .milliseconds(1500), "shutdown took \(elapsed)")
+        #expect(try await live.expectClose().code == 1001)
+        server.clientLoop.shutdown()
     }
 
     @Test func aFastConsumerIsNotClosed() async throws {
