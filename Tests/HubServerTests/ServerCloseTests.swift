@@ -37,8 +37,12 @@ struct ServerCloseTests {
             }
             try await client.send(message(size: limit))
             #expect(try await client.next() == ["op": "ack", "ack": 1])
+            try await client.send(json(["op": "subscribe", "id": 1, "to": "s", "demand": "unlimited"]))
+            #expect(try await client.next()["op"] == "subscribed")
             try await client.send(message(size: limit + 1))
             #expect(try await client.expectClose().code == 1009)
+            #expect(try await server.eventually { hub in hub.entry(named: "s").map(subscriberCount) == 0 })
+            #expect(try await server.eventuallyStatistics { $0.sessions == 0 }.sessions == 0)
         }
     }
 

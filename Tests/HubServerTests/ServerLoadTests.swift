@@ -69,6 +69,24 @@ struct ServerLoadTests {
         }
     }
 
+    @Test func largeValuesInBatchesKeepTheirOrder() async throws {
+        try await withServer { server in
+            let client = try await server.connect()
+            try await client.send(json(["op": "subscribe", "id": 1, "to": "big", "demand": 6, "batch": true]))
+            #expect(try await client.next()["op"] == "subscribed")
+            let values = (0..<8).map { index in
+                Value.string(String(repeating: Character(UnicodeScalar(UInt8(65 + index))), count: (90 << 10) + index * 20_000))
+            }
+            try await server.withHub { hub in
+                for value in values { try hub.send(value, to: "big") }
+            }
+            #expect(try await client.values(6, id: 1) == Array(values.prefix(6)))
+            await client.expectNothing()
+            try await client.send(json(["op": "request", "id": 1, "n": "unlimited"]))
+            #expect(try await client.values(2, id: 1) == Array(values.suffix(2)))
+        }
+    }
+
     @Test func subscribeBatchIsPerSubscription() async throws {
         try await withServer { server in
             let client = try await server.connect()

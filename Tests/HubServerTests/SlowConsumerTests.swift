@@ -114,6 +114,34 @@ struct SlowConsumerTests {
         server.clientLoop.shutdown()
     }
 
+    /// The limit is crossed in the middle of a subject's fan-out: the slow connection's
+    /// subscriptions are cancelled while the subject is sending, and the other
+    /// connections still get the value.
+    @Test func crossingTheLimitDuringAFanOutLeavesOtherSubscribersServed() async throws {
+        try await withServer(serviceConfiguration(session: SessionConfiguration(maxQueuedBytes: 64 << 10))) { server in
+            let before = try await server.connect()
+            try await before.send(json(["op": "subscribe", "id": 1, "to": "fan", "demand": "unlimited"]))
+            #expect(try await before.next()["op"] == "subscribed")
+            let greedy = try await server.connect()
+            try await greedy.send((1...500).map { json(["op": "subscribe", "id": .int(Int64($0)), "to": "fan", "demand": "unlimited"]) })
+            #expect(try await greedy.next(500).allSatisfy { $0["op"] == "subscribed" })
+            let after = try await server.connect()
+            try await after.send(json(["op": "subscribe", "id": 7, "to": "fan", "demand": "unlimited"]))
+            #expect(try await after.next()["op"] == "subscribed")
+            #expect(try await server.subscribers(of: "fan") == 502)
+            let value = Value.string(String(repeating: "v", count: 1024))
+            try await server.withHub { hub in try hub.send(value, to: "fan") }
+            #expect(try await before.values(1, id: 1) == [value])
+            #expect(try await after.values(1, id: 7) == [value])
+            let close = try await greedy.expectClose()
+            #expect(close.code == 4008)
+            #expect(try await server.subscribers(of: "fan") == 2)
+            try await server.withHub { hub in try hub.send("next", to: "fan") }
+            #expect(try await before.values(1, id: 1) == ["next"])
+            #expect(try await after.values(1, id: 7) == ["next"])
+        }
+    }
+
     @Test func aFastConsumerIsNotClosed() async throws {
         try await withServer(Self.configuration(closeTimeout: .seconds(10))) { server in
             let client = try await server.connect()
