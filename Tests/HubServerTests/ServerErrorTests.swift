@@ -224,6 +224,22 @@ struct ServerErrorTests {
         }
     }
 
+    @Test func aPipelineLongerThanTheLimitIsLimitExceeded() async throws {
+        let hub = Hub.Configuration(limits: PipelineLimits(maxSourceLength: 64))
+        try await withServer(serviceConfiguration(hub: hub)) { server in
+            let client = try await server.connect()
+            let fits = "sequence([" + String(repeating: "1,", count: 25) + "11])"
+            #expect(fits.utf8.count == 64)
+            try await client.send(json(["op": "subscribe", "id": 1, "pipeline": .string(fits), "demand": 1]))
+            #expect(try await client.next()["op"] == "subscribed")
+            #expect(try await client.values(1, id: 1) == [1])
+            try await client.send(json(["op": "subscribe", "id": 2, "pipeline": .string(fits + " "), "demand": 1]))
+            let error = try await client.next()
+            #expect(error["code"] == "limit_exceeded")
+            #expect(error["id"] == 2)
+        }
+    }
+
     @Test func sendingToACompletedSubjectIsCompleted() async throws {
         try await withServer { server in
             let client = try await server.connect()
