@@ -145,7 +145,8 @@ struct ServerLoadTests {
     }
 
     @Test func twoHundredConcurrentConnections() async throws {
-        try await withServer { server in
+        let server = try await HubServerHarness()
+        do {
             let clients = try await withThrowingTaskGroup(of: TestClient.self) { group in
                 for _ in 0..<200 { group.addTask { try await server.connect() } }
                 var clients: [TestClient] = []
@@ -190,6 +191,20 @@ struct ServerLoadTests {
             let after = await server.service.statistics
             #expect(after.connections == 200)
             #expect(after.encodingCacheHits - before.encodingCacheHits == 199)
+            // Shutting down with 200 live subscribers is prompt and every client sees 1001.
+            let clock = ContinuousClock()
+            let start = clock.now
+            await server.service.shutdown()
+            #expect(start.duration(to: clock.now) < .milliseconds(1500))
+            for client in clients {
+                let close = try await client.expectClose()
+                #expect(close.code == 1001)
+                #expect(close.skipped.isEmpty)
+            }
+        } catch {
+            await server.stop()
+            throw error
         }
+        server.clientLoop.shutdown()
     }
 }
