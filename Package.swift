@@ -101,6 +101,7 @@ let package = Package(
                 "HubCore",
                 "HubTransport",
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
     ]
