@@ -37,7 +37,12 @@ struct SlowConsumerTests {
             // Let the loop hand what it can to the socket, so that the limit is crossed
             // only once the socket stops taking bytes (the client's buffers are full).
             if !full {
-                full = try await server.eventuallyStatistics(timeout: .milliseconds(200)) { $0.queuedBytes == 0 }.queuedBytes > 0
+                let left = try await server.eventuallyStatistics(timeout: .milliseconds(200)) { $0.queuedBytes == 0 }.queuedBytes
+                if left > 0 {
+                    // Nothing drained for another 200 ms either: the socket is full.
+                    let later = try await server.eventuallyStatistics(timeout: .milliseconds(200)) { $0.queuedBytes < left }
+                    full = later.queuedBytes >= left
+                }
             }
         }
         return false
