@@ -54,7 +54,7 @@ public final class Session {
     public var subscriptionCount: Int { subscriptions.count }
 
     /// Sends `welcome` and, when authentication is required and not yet given,
-    /// starts the clock for `hello`.
+    /// starts the clock for `hello` (or, after a wrong bearer token, refuses at once).
     public func start() {
         send(.welcome(server: configuration.serverName, session: id))
         if refusedBearer {
