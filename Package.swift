@@ -115,5 +115,15 @@ let package = Package(
                 "hubcli",
             ]
         ),
+        .testTarget(
+            name: "HubServerTests",
+            dependencies: [
+                "HubServer",
+                "HubCore",
+                "HubTransport",
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
     ]
 )

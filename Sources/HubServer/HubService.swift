@@ -80,6 +80,32 @@ public final class HubService: Sendable {
         get async { (try? await eventLoop.submit { [core] in core.value.port }) ?? 0 }
     }
 
+    /// A snapshot of the service's connections, sessions and encoding cache.
+    public struct Statistics: Sendable, Equatable {
+        /// Open connections (counted against ``Configuration/maxConnections``).
+        public var connections: Int
+        /// Sessions whose connection has not closed yet.
+        public var sessions: Int
+        /// Live subscriptions over every session.
+        public var subscriptions: Int
+        /// Bytes queued for the open connections and not yet handed to their sockets.
+        public var queuedBytes: Int
+        /// Values whose JSON came from the shared encoding cache (a fanned-out value).
+        public var encodingCacheHits: Int
+        /// Values encoded for the shared encoding cache.
+        public var encodingCacheMisses: Int
+    }
+
+    /// The current ``Statistics`` (all zero once the loop has stopped).
+    public var statistics: Statistics {
+        get async {
+            (try? await eventLoop.submit { [core] in core.value.statistics })
+                ?? Statistics(
+                    connections: 0, sessions: 0, subscriptions: 0, queuedBytes: 0, encodingCacheHits: 0,
+                    encodingCacheMisses: 0)
+        }
+    }
+
     /// Runs `body` on the event loop with the hub and returns its result.
     public func withHub<T: Sendable>(_ body: @Sendable @escaping (Hub) throws -> T) async throws -> T {
         try await eventLoop.submit { [core] in try body(core.value.hub) }
@@ -139,6 +165,17 @@ final class ServiceCore: WebSocketServerDelegate {
     }
 
     var openConnections: Int { server?.openConnectionCount ?? 0 }
+
+    var statistics: HubService.Statistics {
+        let sessions = handlers.values.compactMap(\.session)
+        return HubService.Statistics(
+            connections: openConnections,
+            sessions: sessions.count,
+            subscriptions: sessions.reduce(0) { $0 + $1.subscriptionCount },
+            queuedBytes: server?.openConnections.reduce(0) { $0 + $1.queuedBytes } ?? 0,
+            encodingCacheHits: encodingCache.hits,
+            encodingCacheMisses: encodingCache.misses)
+    }
 
     func start() throws -> Int {
         if let server { return server.port }
@@ -230,5 +267,9 @@ final class SessionHandler: WebSocketConnectionHandler, SessionConnection {
 
     func close(code: UInt16, reason: String, discardingQueued: Bool) {
         connection.close(code: WebSocketCloseCode(code), reason: reason, discardingQueued: discardingQueued)
+    }
+
+    func abort() {
+        connection.abort()
     }
 }

@@ -20,6 +20,10 @@ public final class Session {
     private var batchAll = false
     private var authenticated: Bool
     private var authenticationTimer: (any Cancellable)?
+    /// Drops a connection the session closed once its close frame has had `closeTimeout`.
+    private var closeTimer: (any Cancellable)?
+    /// A bearer token on the upgrade request that is not accepted (refused at start).
+    private var refusedBearer = false
     private var clientName: String?
     /// Whether the session has ended (connection closed, slow consumer, shutdown).
     public private(set) var isClosed = false
@@ -38,7 +42,9 @@ public final class Session {
         self.encodingCache = encodingCache
         self.logger = logger
         if let tokens = configuration.tokens {
-            authenticated = Session.bearerToken(authorization).map(tokens.contains) ?? false
+            let bearer = Session.bearerToken(authorization)
+            authenticated = bearer.map(tokens.contains) ?? false
+            refusedBearer = bearer != nil && !authenticated
         } else {
             authenticated = true
         }
@@ -48,9 +54,14 @@ public final class Session {
     public var subscriptionCount: Int { subscriptions.count }
 
     /// Sends `welcome` and, when authentication is required and not yet given,
-    /// starts the clock for `hello`.
+    /// starts the clock for `hello` (or, after a wrong bearer token, refuses at once).
     public func start() {
         send(.welcome(server: configuration.serverName, session: id))
+        if refusedBearer {
+            // A wrong token is refused at once (PROTOCOL.md §2), wherever it came from.
+            refuseUnauthenticated("the bearer token is not accepted")
+            return
+        }
         if !authenticated {
             let deadline = hub.scheduler.now.advanced(by: configuration.authenticationTimeout)
             authenticationTimer = hub.scheduler.schedule(after: deadline) { [weak self] in
@@ -69,6 +80,11 @@ public final class Session {
         do {
             message = try ClientMessage.decode(payload)
         } catch {
+            // Before authentication, anything but a valid hello is refused (PROTOCOL.md §2).
+            guard authenticated else {
+                refuseUnauthenticated("authenticate with a hello carrying a token first (\(error.error.message))")
+                return
+            }
             sendError(error.error, id: nil, ack: error.ack)
             return
         }
@@ -82,11 +98,18 @@ public final class Session {
     /// Handles a binary message: the protocol has none.
     public func receiveBinary() {
         guard !isClosed else { return }
+        guard authenticated else {
+            refuseUnauthenticated("authenticate with a hello carrying a token first")
+            return
+        }
         sendError(HubError(.badMessage, "binary messages are not part of protocol v1; send JSON text"), id: nil, ack: nil)
     }
 
-    /// The connection closed: every subscription is cancelled upstream.
+    /// The connection closed: every subscription is cancelled upstream, and the
+    /// session's timers are cancelled (also when the session had closed it itself).
     public func connectionClosed() {
+        closeTimer.take()?.cancel()
+        authenticationTimer.take()?.cancel()
         guard !isClosed else { return }
         isClosed = true
         cancelAll()
@@ -283,7 +306,7 @@ public final class Session {
         ])
         isClosed = true
         cancelAll()
-        connection.close(code: 4008, reason: "slow consumer", discardingQueued: true)
+        close(code: 4008, reason: "slow consumer", discardingQueued: true)
     }
 
     private func refuseUnauthenticated(_ reason: String) {
@@ -291,7 +314,22 @@ public final class Session {
         sendError(HubError(.unauthorized, reason), id: nil, ack: nil)
         isClosed = true
         cancelAll()
-        connection.close(code: 4401, reason: "unauthorized", discardingQueued: false)
+        close(code: 4401, reason: "unauthorized", discardingQueued: false)
+    }
+
+    /// Closes the connection, and drops it if the close frame has not gone out within
+    /// `closeTimeout`: a client that stopped reading cannot hold the connection (and
+    /// what lws buffered for it) forever, and one that resumes in time still gets the
+    /// close frame (PROTOCOL.md §5.8).
+    private func close(code: UInt16, reason: String, discardingQueued: Bool) {
+        connection.close(code: code, reason: reason, discardingQueued: discardingQueued)
+        let deadline = hub.scheduler.now.advanced(by: configuration.closeTimeout)
+        closeTimer = hub.scheduler.schedule(after: deadline) { [weak self] in
+            guard let self, self.closeTimer != nil else { return }
+            self.closeTimer = nil
+            self.logger.info("dropping a connection that did not take its close frame", metadata: ["session": "\(self.id)"])
+            self.connection.abort()
+        }
     }
 
     private func cancelAll() {

@@ -205,9 +205,18 @@ public final class Hub: PipelineEnvironment {
     }
 
     /// Compiles `source` for one subscription whose hot sources get `bufferSize` and `overflow`.
+    /// A source longer than ``PipelineLimits/maxSourceLength`` is `limit_exceeded`
+    /// (PROTOCOL.md §6: pipeline size is a server limit, not a compile error).
     public func compile(
         pipeline source: String, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
     ) throws(HubError) -> AnyPublisher<Value, HubError> {
+        let length = source.utf8.count
+        guard length <= limits.maxSourceLength else {
+            throw HubError(
+                .limitExceeded,
+                "pipeline text is \(length) bytes, more than the limit of \(limits.maxSourceLength)",
+                data: ["limit": .int(Int64(limits.maxSourceLength))])
+        }
         let size = try bufferCapacity(bufferSize ?? configuration.defaultBufferSize)
         compiling = (size, overflow)
         defer { compiling = nil }
