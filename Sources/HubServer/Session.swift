@@ -21,6 +21,8 @@ public final class Session {
     private var authenticated: Bool
     private var authenticationTimer: (any Cancellable)?
     private var clientName: String?
+    /// The token the client authenticated with, if any.
+    private var token: String?
     /// Whether the session has ended (connection closed, slow consumer, shutdown).
     public private(set) var isClosed = false
     private var scratch: [UInt8] = []
@@ -39,6 +41,7 @@ public final class Session {
         self.logger = logger
         if let tokens = configuration.tokens {
             authenticated = Session.bearerToken(authorization).map(tokens.contains) ?? false
+            if authenticated { token = Session.bearerToken(authorization) }
         } else {
             authenticated = true
         }
@@ -164,6 +167,7 @@ public final class Session {
             return
         }
         authenticated = true
+        self.token = token
         authenticationTimer.take()?.cancel()
     }
 
@@ -193,11 +197,15 @@ public final class Session {
                 switch resolved.entry {
                 case .subject: kind = .subject
                 case .trigger: kind = .trigger
+                case .pipeline: kind = .pipeline
                 }
                 publisher = resolved.publisher
             case .pipeline(let source):
                 guard configuration.allowsPipelines else {
                     throw HubError(.forbidden, "this server does not accept ad-hoc pipelines")
+                }
+                if let allowed = configuration.pipelineTokens, !(token.map(allowed.contains) ?? false) {
+                    throw HubError(.forbidden, "this client's token may not subscribe to ad-hoc pipelines")
                 }
                 publisher = try hub.compile(pipeline: source, bufferSize: request.buffer, overflow: request.overflow)
                 kind = .pipeline

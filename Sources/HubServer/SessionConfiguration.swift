@@ -14,6 +14,9 @@ public struct SessionConfiguration: Sendable {
     public var tokens: Set<String>?
     /// How long an unauthenticated connection may wait before sending `hello` with a token.
     public var authenticationTimeout: Duration
+    /// The tokens whose clients may subscribe to ad-hoc pipelines when
+    /// ``allowsPipelines`` is on; `nil`: every client.
+    public var pipelineTokens: Set<String>? = nil
 
     /// The defaults of PROTOCOL.md.
     public init(
