@@ -134,7 +134,7 @@ extension BrokerConfiguration {
             }
         }
         return Subject(
-            name: name, kind: kind, initial: kind == .currentValue ? (initial ?? .null) : nil,
+            name: name, kind: kind, initial: kind == .currentValue ? (initial ?? .null) : Value?.none,
             buffer: try buffer(fields, reader), overflow: try overflow(fields, reader),
             location: BrokerConfiguration.position(entry.keyNode))
     }

@@ -183,7 +183,7 @@ public struct BrokerConfiguration: Sendable {
         for subject in subjects {
             do {
                 try hub.declareSubject(
-                    subject.name, initialValue: subject.kind == .currentValue ? (subject.initial ?? .null) : nil,
+                    subject.name, initialValue: subject.kind == .currentValue ? (subject.initial ?? .null) : Value?.none,
                     bufferSize: subject.buffer, overflow: subject.overflow)
             } catch {
                 throw ConfigurationError(file: file, at: subject.location, path: "subjects.\(subject.name)", message: error.message)
