@@ -28,7 +28,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The port to listen on; 0 picks a free one and logs it (default: the file's listen.port, or 7420).")
     var port: Int?
 
-    @Option(name: .customLong("config"), help: "A YAML configuration file (see examples/hub.yml).")
+    @Option(name: .customLong("config"), help: ArgumentHelp("A YAML configuration file (see examples/hub.yml).", valueName: "file"))
     var configPath: String?
 
     @Flag(help: "Validate the --config file, print 'FILE: ok' or the error, and exit without serving.")
