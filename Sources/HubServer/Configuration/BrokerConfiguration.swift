@@ -267,25 +267,3 @@ public struct BrokerConfiguration: Sendable {
         return SourceSegment(offset: offset, line: segment.line, column: segment.column + offset - segment.offset)
     }
 }
-
-extension ConfigurationError {
-    /// An error at a position of the file.
-    init(file: String, at position: BrokerConfiguration.SourceSegment, path: String, message: String) {
-        self.init(file: file, line: position.line, column: position.column, path: path, message: message)
-    }
-
-    /// A YAML syntax error, at its mark.
-    init(yaml error: YamlError, file: String) {
-        switch error {
-        case .scanner(let context, let problem, let mark, _),
-             .parser(let context, let problem, let mark, _),
-             .composer(let context, let problem, let mark, _):
-            let detail = context.map { "\(problem) (\($0.text) at \($0.mark.line):\($0.mark.column))" } ?? problem
-            self.init(file: file, line: mark.line, column: mark.column, path: "", message: "invalid YAML: \(detail)")
-        case .reader(let problem, _, _, _):
-            self.init(file: file, line: 1, column: 1, path: "", message: "invalid YAML: \(problem)")
-        default:
-            self.init(file: file, line: 1, column: 1, path: "", message: "invalid YAML: \(error)")
-        }
-    }
-}
