@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "HubCore", targets: ["HubCore"]),
         .library(name: "HubTransport", targets: ["HubTransport"]),
         .library(name: "HubServer", targets: ["HubServer"]),
+        .library(name: "HubClient", targets: ["HubClient"]),
         .executable(name: "hubcli", targets: ["hubcli"]),
     ],
     dependencies: [
@@ -61,9 +62,19 @@ let package = Package(
             ],
             swiftSettings: optimised
         ),
+        .target(
+            name: "HubClient",
+            dependencies: [
+                "HubCore",
+                "HubTransport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: optimised
+        ),
         .executableTarget(
             name: "hubcli",
             dependencies: [
+                "HubClient",
                 "HubCore",
                 "HubServer",
                 "HubTransport",
@@ -97,11 +108,22 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "HubClientTests",
+            dependencies: [
+                "HubClient",
+                "HubServer",
+                "HubCore",
+                "HubTransport",
+                "hubcli",
+            ]
+        ),
+        .testTarget(
             name: "HubServerConfigTests",
             dependencies: [
                 "HubServer",
                 "HubCore",
                 "HubTransport",
+                "hubcli",
             ]
         ),
     ]

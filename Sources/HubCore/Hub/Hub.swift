@@ -245,6 +245,8 @@ public final class Hub: PipelineEnvironment {
 
     // MARK: PipelineEnvironment
 
+    /// A bare name in a pipeline: the subject (created if the hub auto-creates names) or
+    /// trigger of that name, hot-buffered with the subscription's settings.
     public func source(named name: String) throws(HubError) -> AnyPublisher<Value, HubError> {
         try Hub.check(name)
         if entries[name] == nil { _ = try subject(named: name) }
@@ -265,6 +267,8 @@ public final class Hub: PipelineEnvironment {
         }
     }
 
+    /// `trigger(name[, key])` in a pipeline: the trigger's activations (those with an equal
+    /// key when `key` is given), hot-buffered with the subscription's settings.
     public func trigger(named name: String, key: Value?) throws(HubError) -> AnyPublisher<Value, HubError> {
         triggerPublisher(try trigger(named: name), key: key)
     }
