@@ -86,9 +86,11 @@ struct ConfigurationErrorTests {
     /// Mistakes found only when the pipelines are compiled against the hub.
     static let declareErrors: [(yaml: String, error: String)] = [
         ("autoCreate: false\npipelines:\n  p: \"orders | map(.x)\"\n", "hub.yml:3:7: pipelines.p: no subject named 'orders'"),
+        ("pipelines:\n  a: b\n  b: {source: c, shared: false}\n  c: a | map(1)\n", "hub.yml:2:6: pipelines.a: pipeline error: pipelines use each other as sources in a cycle: a → b → c → a"),
+        ("pipelines:\n  r: p\n  p: q | map(.x)\n  q: p\n", "hub.yml:2:6: pipelines.r: pipeline error: pipelines use each other as sources in a cycle: p → q → p"),
         ("autoCreate: false\ntriggers: [t]\npipelines:\n  p: trigger(u)\n", "hub.yml:4:6: pipelines.p: no trigger named 'u'"),
-        ("pipelines:\n  p: q | map(.x)\n  q: p\n", "hub.yml:2:6: pipelines.p: pipeline error: pipeline 'p' refers to itself"),
-        ("pipelines:\n  p:\n    source: p\n    shared: false\n", "hub.yml:3:13: pipelines.p.source: pipeline error: pipeline 'p' refers to itself"),
+        ("pipelines:\n  p: q | map(.x)\n  q: p\n", "hub.yml:2:6: pipelines.p: pipeline error: pipelines use each other as sources in a cycle: p → q → p"),
+        ("pipelines:\n  p:\n    source: p\n    shared: false\n", "hub.yml:3:13: pipelines.p.source: pipeline error: pipeline 'p' uses itself as a source"),
         ("triggers: [t]\npipelines:\n  p: \"t | map(.x)\"\n  q: {source: \"sequence(1)\"}\n", "hub.yml:4:25: pipelines.q.source: pipeline error: sequence needs an array, got int"),
         ("limits: {pipelines: {minimumInterval: 1s}}\npipelines:\n  p: timer(10ms)\n", "hub.yml:3:12: pipelines.p: pipeline error: timer: the interval 10ms is shorter than the minimum of 1s"),
     ]

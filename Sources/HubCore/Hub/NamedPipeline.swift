@@ -89,11 +89,27 @@ public final class NamedPipeline {
 
     private func compile(in hub: Hub, bufferSize: Int?, overflow: OverflowPolicy?) throws(HubError) -> AnyPublisher<Value, HubError> {
         guard !compiling else {
-            throw HubError(.pipelineError, "pipeline '\(name)' refers to itself", data: ["line": 1, "column": 1])
+            throw NamedPipeline.cycle([name])
         }
         compiling = true
         defer { compiling = false }
-        return try hub.compile(pipeline: source, bufferSize: bufferSize ?? self.bufferSize, overflow: overflow ?? self.overflow)
+        do {
+            return try hub.compile(pipeline: source, bufferSize: bufferSize ?? self.bufferSize, overflow: overflow ?? self.overflow)
+        } catch where error.code == .pipelineError {
+            // A cycle found further in: name this pipeline in it until it closes.
+            guard case .array(let chain)? = error.data?["cycle"], chain.count == 1 || chain.first != chain.last else { throw error }
+            throw NamedPipeline.cycle([name] + chain.compactMap(\.stringValue))
+        }
+    }
+
+    /// The `pipeline_error` of pipelines that use each other as sources in a cycle, `chain` from the outermost.
+    private static func cycle(_ chain: [String]) -> HubError {
+        let message = chain.count <= 2 && chain.first == chain.last
+            ? "pipeline '\(chain[0])' uses itself as a source"
+            : chain.first == chain.last
+                ? "pipelines use each other as sources in a cycle: \(chain.joined(separator: " → "))"
+                : "pipeline '\(chain.last!)' uses itself as a source"
+        return HubError(.pipelineError, message, data: ["line": 1, "column": 1, "cycle": .array(chain.map { .string($0) })])
     }
 
     private func subscriberArrived() {
