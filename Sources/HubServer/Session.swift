@@ -25,6 +25,8 @@ public final class Session {
     /// A bearer token on the upgrade request that is not accepted (refused at start).
     private var refusedBearer = false
     private var clientName: String?
+    /// The token the client authenticated with, if any.
+    private var token: String?
     /// Whether the session has ended (connection closed, slow consumer, shutdown).
     public private(set) var isClosed = false
     private var scratch: [UInt8] = []
@@ -45,6 +47,7 @@ public final class Session {
             let bearer = Session.bearerToken(authorization)
             authenticated = bearer.map(tokens.contains) ?? false
             refusedBearer = bearer != nil && !authenticated
+            if authenticated { token = bearer }
         } else {
             authenticated = true
         }
@@ -187,6 +190,7 @@ public final class Session {
             return
         }
         authenticated = true
+        self.token = token
         authenticationTimer.take()?.cancel()
     }
 
@@ -216,11 +220,15 @@ public final class Session {
                 switch resolved.entry {
                 case .subject: kind = .subject
                 case .trigger: kind = .trigger
+                case .pipeline: kind = .pipeline
                 }
                 publisher = resolved.publisher
             case .pipeline(let source):
                 guard configuration.allowsPipelines else {
                     throw HubError(.forbidden, "this server does not accept ad-hoc pipelines")
+                }
+                if let allowed = configuration.pipelineTokens, !(token.map(allowed.contains) ?? false) {
+                    throw HubError(.forbidden, "this client's token may not subscribe to ad-hoc pipelines")
                 }
                 publisher = try hub.compile(pipeline: source, bufferSize: request.buffer, overflow: request.overflow)
                 kind = .pipeline

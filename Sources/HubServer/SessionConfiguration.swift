@@ -18,6 +18,9 @@ public struct SessionConfiguration: Sendable {
     /// kept for its close frame before it is dropped: PROTOCOL.md §5.8 asks for at least
     /// 10 s, so that a client that resumes reading still receives the close frame.
     public var closeTimeout: Duration
+    /// The tokens whose clients may subscribe to ad-hoc pipelines when
+    /// ``allowsPipelines`` is on; `nil`: every client.
+    public var pipelineTokens: Set<String>? = nil
 
     /// The defaults of PROTOCOL.md.
     public init(

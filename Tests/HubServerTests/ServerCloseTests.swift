@@ -126,9 +126,4 @@ struct ServerCloseTests {
 }
 
 /// The subscriber count of a hub entry.
-func subscriberCount(_ entry: Hub.Entry) -> Int {
-    switch entry {
-    case .subject(let subject): return subject.subscriberCount
-    case .trigger(let trigger): return trigger.subscriberCount
-    }
-}
+func subscriberCount(_ entry: Hub.Entry) -> Int { entry.subscriberCount }

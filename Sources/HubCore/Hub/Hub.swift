@@ -5,7 +5,8 @@
 /// sessions call it there. Names share one namespace. With
 /// ``Configuration/autoCreate`` (the default), unknown names are created on
 /// first use: a passthrough subject for `send`/`complete`/`fail`/`subscribe`,
-/// a trigger for `trigger`.
+/// a trigger for `trigger`. Named pipelines are only declared
+/// (``declarePipeline(_:source:shared:bufferSize:overflow:)``), never created.
 public final class Hub: PipelineEnvironment {
     /// How a hub behaves where the protocol leaves a choice.
     public struct Configuration: Sendable {
@@ -42,12 +43,24 @@ public final class Hub: PipelineEnvironment {
         case subject(HubSubject)
         /// A trigger.
         case trigger(HubTrigger)
+        /// A named pipeline.
+        case pipeline(NamedPipeline)
 
-        /// "subject" or "trigger", for messages.
+        /// "subject", "trigger" or "pipeline", for messages.
         public var kindName: String {
             switch self {
             case .subject: return "subject"
             case .trigger: return "trigger"
+            case .pipeline: return "pipeline"
+            }
+        }
+
+        /// The number of live subscribers of the subject, trigger or pipeline.
+        public var subscriberCount: Int {
+            switch self {
+            case .subject(let subject): return subject.subscriberCount
+            case .trigger(let trigger): return trigger.subscriberCount
+            case .pipeline(let pipeline): return pipeline.subscriberCount
             }
         }
     }
@@ -109,6 +122,25 @@ public final class Hub: PipelineEnvironment {
         let trigger = HubTrigger(name: name)
         entries[name] = .trigger(trigger)
         return trigger
+    }
+
+    /// Declares a named pipeline (from configuration): its text is parsed and
+    /// checked against the limits now, compiled when subscribed (see
+    /// ``NamedPipeline`` for shared and per-subscriber pipelines). A name
+    /// already in use is refused; text that does not parse is `pipeline_error`.
+    @discardableResult
+    public func declarePipeline(
+        _ name: String, source: String, shared: Bool = true, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
+    ) throws(HubError) -> NamedPipeline {
+        try Hub.check(name)
+        guard entries[name] == nil else {
+            throw HubError(.badMessage, "'\(name)' is already declared as a \(entries[name]!.kindName)")
+        }
+        if let bufferSize { _ = try bufferCapacity(bufferSize) }
+        _ = try PipelineCompiler.parse(source, limits: limits)
+        let pipeline = NamedPipeline(name: name, source: source, shared: shared, bufferSize: bufferSize, overflow: overflow)
+        entries[name] = .pipeline(pipeline)
+        return pipeline
     }
 
     // MARK: Resolving
@@ -201,6 +233,10 @@ public final class Hub: PipelineEnvironment {
             return (entry, trigger.publisher(key: nil)
                 .hotBuffer(capacity: size, policy: overflow ?? configuration.defaultOverflow, metrics: metrics)
                 .eraseToAnyPublisher())
+        case .pipeline(let pipeline):
+            let size = try bufferCapacity(bufferSize ?? pipeline.bufferSize ?? configuration.defaultBufferSize)
+            return (entry, try pipeline.publisher(
+                in: self, bufferSize: size, overflow: overflow ?? pipeline.overflow ?? configuration.defaultOverflow))
         }
     }
 
@@ -218,8 +254,10 @@ public final class Hub: PipelineEnvironment {
                 data: ["limit": .int(Int64(limits.maxSourceLength))])
         }
         let size = try bufferCapacity(bufferSize ?? configuration.defaultBufferSize)
+        // A named pipeline used as a source compiles inside another compilation.
+        let outer = compiling
         compiling = (size, overflow)
-        defer { compiling = nil }
+        defer { compiling = outer }
         return try PipelineCompiler.compile(source, environment: self)
     }
 
@@ -239,6 +277,11 @@ public final class Hub: PipelineEnvironment {
                 .eraseToAnyPublisher()
         case .trigger(let trigger):
             return triggerPublisher(trigger, key: nil)
+        case .pipeline(let pipeline):
+            return try pipeline.publisher(
+                in: self,
+                bufferSize: compiling?.size ?? pipeline.bufferSize ?? configuration.defaultBufferSize,
+                overflow: compiling?.overflow ?? pipeline.overflow ?? configuration.defaultOverflow)
         }
     }
 
@@ -285,6 +328,8 @@ extension Hub {
                     value: subject.currentValue, subscribers: subject.subscriberCount))
             case .trigger:
                 catalog.triggers.append(name)
+            case .pipeline(let pipeline):
+                catalog.pipelines.append(Catalog.PipelineEntry(name: name, subscribers: pipeline.subscriberCount))
             }
         }
         return catalog.sorted()

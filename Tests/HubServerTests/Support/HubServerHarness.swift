@@ -129,13 +129,7 @@ final class HubServerHarness: Sendable {
 
     /// The subscriber count of subject `name` (0 when it does not exist).
     func subscribers(of name: String) async throws -> Int {
-        try await withHub { hub in
-            switch hub.entry(named: name) {
-            case .subject(let subject): return subject.subscriberCount
-            case .trigger(let trigger): return trigger.subscriberCount
-            case nil: return 0
-            }
-        }
+        try await withHub { hub in hub.entry(named: name)?.subscriberCount ?? 0 }
     }
 }
 
