@@ -1,0 +1,45 @@
+import HubClient
+import HubCore
+import Testing
+
+/// examples/shares: `reduceLatest(items, downloads, uploads)` into one view value.
+@Suite("Scenario: shares list")
+struct SharesScenarioTests {
+    static let items: Value = [["id": "f1", "name": "report.pdf"], ["id": "f2", "name": "photo.jpg"]]
+    static let moreItems: Value = [["id": "f1", "name": "report.pdf"], ["id": "f2", "name": "photo.jpg"], ["id": "f3", "name": "notes.txt"]]
+    static let downloads: Value = [["id": "f1", "progress": 0.5]]
+    static let uploads: Value = [["id": "f2", "progress": 0.25]]
+
+    static func view(_ items: Value, _ downloads: Value, _ uploads: Value, transfers: Int64) -> Value {
+        ["items": items, "downloads": downloads, "uploads": uploads, "transfers": .int(transfers)]
+    }
+
+    @Test func theViewUpdatesAsSoonAsAnyFeedChangesWithNullForFeedsNotYetSent() async throws {
+        let scenario = try await Scenario.start("shares")
+        let view = scenario.subscribe("sharesView")
+        try await scenario.waitForPipelineSubscribers(1, of: "sharesView")
+
+        try await scenario.client.send(Self.items, to: "items")
+        #expect(try await view.next() == Self.view(Self.items, .null, .null, transfers: 0))
+        try await scenario.client.send(Self.downloads, to: "downloads")
+        #expect(try await view.next() == Self.view(Self.items, Self.downloads, .null, transfers: 1))
+        try await scenario.client.send(Self.uploads, to: "uploads")
+        #expect(try await view.next() == Self.view(Self.items, Self.downloads, Self.uploads, transfers: 2))
+        try await scenario.client.send([], to: "downloads")
+        #expect(try await view.next() == Self.view(Self.items, [], Self.uploads, transfers: 1))
+        try await scenario.client.send(Self.moreItems, to: "items")
+        #expect(try await view.next() == Self.view(Self.moreItems, [], Self.uploads, transfers: 1))
+        await scenario.stop()
+    }
+
+    @Test func anyFeedMayComeFirst() async throws {
+        let scenario = try await Scenario.start("shares")
+        let view = scenario.subscribe("sharesView")
+        try await scenario.waitForPipelineSubscribers(1, of: "sharesView")
+        try await scenario.client.send(Self.uploads, to: "uploads")
+        #expect(try await view.next() == Self.view(.null, .null, Self.uploads, transfers: 1))
+        try await scenario.client.send(Self.items, to: "items")
+        #expect(try await view.next() == Self.view(Self.items, .null, Self.uploads, transfers: 1))
+        await scenario.stop()
+    }
+}
