@@ -127,10 +127,30 @@ struct UnexpectedEvent: Error {
 
 /// A scenario of `examples/`: its `hub.yml` loaded with ``BrokerConfiguration``,
 /// a real ``HubService`` on 127.0.0.1 with an ephemeral port, and a connected client.
-struct Scenario {
+final class Scenario {
     let service: HubService
     let client: HubClient
     let port: Int
+    /// The other clients connected with ``connectAnother()``, closed by ``stop()``.
+    private var others: [HubClient] = []
+
+    private init(service: HubService, client: HubClient, port: Int) {
+        self.service = service
+        self.client = client
+        self.port = port
+    }
+
+    /// Runs `body` with the scenario `name` started, and stops it afterwards, also when `body` throws.
+    static func with(_ name: String, _ body: (Scenario) async throws -> Void) async throws {
+        let scenario = try await start(name)
+        do {
+            try await body(scenario)
+        } catch {
+            await scenario.stop()
+            throw error
+        }
+        await scenario.stop()
+    }
 
     /// The path of `examples/<name>/hub.yml` in the package.
     static func configurationPath(_ name: String) -> String {
@@ -140,7 +160,7 @@ struct Scenario {
     }
 
     /// Starts the broker of scenario `name` and connects a client.
-    static func start(_ name: String) async throws -> Scenario {
+    private static func start(_ name: String) async throws -> Scenario {
         let broker = try BrokerConfiguration.load(contentsOf: configurationPath(name))
         var configuration = broker.service
         configuration.host = "127.0.0.1"
@@ -153,7 +173,9 @@ struct Scenario {
 
     /// Another client of the same broker (a second user or screen).
     func connectAnother() async throws -> HubClient {
-        try await Scenario.connect(port)
+        let other = try await Scenario.connect(port)
+        others.append(other)
+        return other
     }
 
     private static func connect(_ port: Int) async throws -> HubClient {
@@ -181,9 +203,10 @@ struct Scenario {
         }
     }
 
-    /// Closes the client and stops the broker.
-    func stop(_ others: HubClient...) async {
+    /// Closes the clients and stops the broker.
+    func stop() async {
         for other in others { await other.close() }
+        others = []
         await client.close()
         await service.shutdown()
     }

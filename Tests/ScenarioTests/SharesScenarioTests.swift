@@ -15,31 +15,31 @@ struct SharesScenarioTests {
     }
 
     @Test func theViewUpdatesAsSoonAsAnyFeedChangesWithNullForFeedsNotYetSent() async throws {
-        let scenario = try await Scenario.start("shares")
-        let view = scenario.subscribe("sharesView")
-        try await scenario.waitForPipelineSubscribers(1, of: "sharesView")
+        try await Scenario.with("shares") { scenario in
+            let view = scenario.subscribe("sharesView")
+            try await scenario.waitForPipelineSubscribers(1, of: "sharesView")
 
-        try await scenario.client.send(Self.items, to: "items")
-        #expect(try await view.next() == Self.view(Self.items, .null, .null, transfers: 0))
-        try await scenario.client.send(Self.downloads, to: "downloads")
-        #expect(try await view.next() == Self.view(Self.items, Self.downloads, .null, transfers: 1))
-        try await scenario.client.send(Self.uploads, to: "uploads")
-        #expect(try await view.next() == Self.view(Self.items, Self.downloads, Self.uploads, transfers: 2))
-        try await scenario.client.send([], to: "downloads")
-        #expect(try await view.next() == Self.view(Self.items, [], Self.uploads, transfers: 1))
-        try await scenario.client.send(Self.moreItems, to: "items")
-        #expect(try await view.next() == Self.view(Self.moreItems, [], Self.uploads, transfers: 1))
-        await scenario.stop()
+            try await scenario.client.send(Self.items, to: "items")
+            #expect(try await view.next() == Self.view(Self.items, .null, .null, transfers: 0))
+            try await scenario.client.send(Self.downloads, to: "downloads")
+            #expect(try await view.next() == Self.view(Self.items, Self.downloads, .null, transfers: 1))
+            try await scenario.client.send(Self.uploads, to: "uploads")
+            #expect(try await view.next() == Self.view(Self.items, Self.downloads, Self.uploads, transfers: 2))
+            try await scenario.client.send([], to: "downloads")
+            #expect(try await view.next() == Self.view(Self.items, [], Self.uploads, transfers: 1))
+            try await scenario.client.send(Self.moreItems, to: "items")
+            #expect(try await view.next() == Self.view(Self.moreItems, [], Self.uploads, transfers: 1))
+        }
     }
 
     @Test func anyFeedMayComeFirst() async throws {
-        let scenario = try await Scenario.start("shares")
-        let view = scenario.subscribe("sharesView")
-        try await scenario.waitForPipelineSubscribers(1, of: "sharesView")
-        try await scenario.client.send(Self.uploads, to: "uploads")
-        #expect(try await view.next() == Self.view(.null, .null, Self.uploads, transfers: 1))
-        try await scenario.client.send(Self.items, to: "items")
-        #expect(try await view.next() == Self.view(Self.items, .null, Self.uploads, transfers: 1))
-        await scenario.stop()
+        try await Scenario.with("shares") { scenario in
+            let view = scenario.subscribe("sharesView")
+            try await scenario.waitForPipelineSubscribers(1, of: "sharesView")
+            try await scenario.client.send(Self.uploads, to: "uploads")
+            #expect(try await view.next() == Self.view(.null, .null, Self.uploads, transfers: 1))
+            try await scenario.client.send(Self.items, to: "items")
+            #expect(try await view.next() == Self.view(Self.items, .null, Self.uploads, transfers: 1))
+        }
     }
 }
