@@ -82,12 +82,26 @@ final class Recorder: Subscriber, @unchecked Sendable {
     let events = Events<Recorded>()
     private let lock = NSLock()
     private var subscription: (any Subscription)?
+    private let initialDemand: Subscribers.Demand
+
+    /// A recorder that asks for `demand` when subscribed (more with ``request(_:)``).
+    init(demand: Subscribers.Demand = .unlimited) {
+        initialDemand = demand
+    }
 
     func receive(subscription: any Subscription) {
         lock.lock()
         self.subscription = subscription
         lock.unlock()
-        subscription.request(.unlimited)
+        if initialDemand > 0 { subscription.request(initialDemand) }
+    }
+
+    /// Asks for `demand` more values.
+    func request(_ demand: Subscribers.Demand) {
+        lock.lock()
+        let current = subscription
+        lock.unlock()
+        current?.request(demand)
     }
 
     func receive(_ input: Value) -> Subscribers.Demand {
@@ -185,9 +199,9 @@ final class Scenario {
         return client
     }
 
-    /// Subscribes `to` a name with unlimited demand.
-    func subscribe(_ name: String, client: HubClient? = nil) -> Recorder {
-        let recorder = Recorder()
+    /// Subscribes `to` a name, asking for `demand` (unlimited by default).
+    func subscribe(_ name: String, client: HubClient? = nil, demand: Subscribers.Demand = .unlimited) -> Recorder {
+        let recorder = Recorder(demand: demand)
         (client ?? self.client).subscribe(to: name).subscribe(recorder)
         return recorder
     }

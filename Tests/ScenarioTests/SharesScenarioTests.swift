@@ -42,4 +42,25 @@ struct SharesScenarioTests {
             #expect(try await view.next() == Self.view(Self.items, .null, Self.uploads, transfers: 1))
         }
     }
+
+    /// Demand goes end to end (a per-subscriber pipeline): feeds that change
+    /// while the view asks for nothing are coalesced into one latest view.
+    @Test func changesWithoutDemandAreCoalescedIntoTheLatestView() async throws {
+        try await Scenario.with("shares") { scenario in
+            let view = scenario.subscribe("sharesView", demand: .max(1))
+            try await scenario.waitForPipelineSubscribers(1, of: "sharesView")
+            try await scenario.client.send(Self.items, to: "items")
+            #expect(try await view.next() == Self.view(Self.items, .null, .null, transfers: 0))
+            // Acknowledged sends: the broker has handled them before the next request.
+            try await scenario.client.send(Self.downloads, to: "downloads")
+            try await scenario.client.send(Self.uploads, to: "uploads")
+            try await scenario.client.send(Self.moreItems, to: "items")
+            view.request(.max(1))
+            #expect(try await view.next() == Self.view(Self.moreItems, Self.downloads, Self.uploads, transfers: 2))
+            // The next change comes on the next request.
+            try await scenario.client.send([], to: "uploads")
+            view.request(.max(1))
+            #expect(try await view.next() == Self.view(Self.moreItems, Self.downloads, [], transfers: 1))
+        }
+    }
 }
