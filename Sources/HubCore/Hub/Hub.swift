@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The hub: the registry of named subjects, triggers and pipelines, and the
 /// operations of the protocol on them.
 ///
@@ -77,9 +83,25 @@ public final class Hub: PipelineEnvironment {
     private var compiling: (size: Int, overflow: OverflowPolicy?)?
 
     /// An empty hub.
-    public init(configuration: Configuration = Configuration(), scheduler: any Scheduler) {
+    /// The clock of `now()` in pipelines: nanoseconds since the Unix epoch.
+    public let wallClock: () -> SchedulerTime
+
+    /// An empty hub. `wallClock` is the clock of `now()` in pipelines: the
+    /// system's calendar time unless given (tests pass virtual time).
+    public init(
+        configuration: Configuration = Configuration(), scheduler: any Scheduler,
+        wallClock: (() -> SchedulerTime)? = nil
+    ) {
         self.configuration = configuration
         self.scheduler = scheduler
+        self.wallClock = wallClock ?? Hub.systemWallClock
+    }
+
+    /// The system's calendar time, as nanoseconds since the Unix epoch.
+    public static func systemWallClock() -> SchedulerTime {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return SchedulerTime(nanoseconds: Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec))
     }
 
     /// The limits pipelines are compiled under.
