@@ -82,23 +82,7 @@ private func stepwise<Out: Equatable, HP: HubCore.Publisher, OP: OpenCombine.Pub
     oc(ocSubject).subscribe(ocRecorder)
     if let difference = difference(after: "subscribe") { return difference }
     for (index, step) in script.enumerated() {
-        switch step {
-        case .send(let v):
-            hubSubject.send(v)
-            ocSubject.send(v)
-        case .finish:
-            hubSubject.send(completion: .finished)
-            ocSubject.send(completion: .finished)
-        case .fail:
-            hubSubject.send(completion: .failure(.oops))
-            ocSubject.send(completion: .failure(.oops))
-        case .request(let n):
-            hubRecorder.request(Differential.hubDemand(n))
-            ocRecorder.request(Differential.ocDemand(n))
-        case .cancel:
-            hubRecorder.cancel()
-            ocRecorder.cancel()
-        }
+        Differential.apply(step, hubSubject: hubSubject, ocSubject: ocSubject, hubRecorder: hubRecorder, ocRecorder: ocRecorder)
         if let difference = difference(after: "step \(index) \(step)") { return difference }
     }
     return nil
