@@ -380,7 +380,7 @@ where Downstream.Input == Int, Downstream.Failure == TestError {
     func receive(completion: HubCore.Subscribers.Completion<any Error>) {
         switch completion {
         case .finished: downstream.receive(completion: .finished)
-        case .failure(let error): downstream.receive(completion: .failure(error as? TestError ?? .other(-1)))
+        case .failure(let error): downstream.receive(completion: .failure(TestError.recorded(error)))
         }
     }
 }
@@ -397,7 +397,7 @@ where Downstream.Input == Int, Downstream.Failure == TestError {
     func receive(completion: OpenCombine.Subscribers.Completion<any Error>) {
         switch completion {
         case .finished: downstream.receive(completion: .finished)
-        case .failure(let error): downstream.receive(completion: .failure(error as? TestError ?? .other(-1)))
+        case .failure(let error): downstream.receive(completion: .failure(TestError.recorded(error)))
         }
     }
 }

@@ -36,7 +36,7 @@ final class ThrowingRecorder<Input: Equatable>: Subscriber, Cancellable {
     func receive(completion: Subscribers.Completion<any Error>) {
         switch completion {
         case .finished: events.append(.finished)
-        case .failure(let error): events.append(.failure((error as? TestError) ?? .other(-1)))
+        case .failure(let error): events.append(.failure(TestError.recorded(error)))
         }
     }
 
