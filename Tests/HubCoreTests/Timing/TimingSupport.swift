@@ -28,30 +28,18 @@ extension TestScheduler {
 /// A subscriber that records each event with the virtual time at which it arrived: a
 /// ``RecordingSubscriber`` (history, initial and per-value demand) whose events are stamped
 /// with the scheduler's time on arrival.
-final class TimelineRecorder<Input: Equatable>: Subscriber, Cancellable {
+final class TimelineRecorder<Input: Equatable>: Subscriber, Cancellable, RecordingFront {
     typealias Failure = TestError
 
     private let scheduler: TestScheduler
     /// The recorder that keeps the history and grants the demand.
-    private let recording: RecordingSubscriber<Input, TestError>
+    let recording: RecordingSubscriber<Input, TestError>
     /// The arrival time (ms) of each event of `recording`, stamped before it is recorded,
     /// so that an event delivered reentrantly from `onValue` keeps its place.
     private var arrivals: [Int64] = []
 
     /// Every event with its arrival time, in order.
     var timeline: [Stamped<Input>] { zip(arrivals, recording.events).map { .at($0, $1) } }
-    /// The subscription received, if any.
-    var subscription: (any Subscription)? { recording.subscription }
-    /// Returned from each value unless `onValue` is set.
-    var demandPerValue: Subscribers.Demand {
-        get { recording.demandPerValue }
-        set { recording.demandPerValue = newValue }
-    }
-    /// Called on each value; its result replaces `demandPerValue` when set.
-    var onValue: ((Input) -> Subscribers.Demand)? {
-        get { recording.onValue }
-        set { recording.onValue = newValue }
-    }
 
     init(scheduler: TestScheduler, initialDemand: Subscribers.Demand = .unlimited, demandPerValue: Subscribers.Demand = .none) {
         self.scheduler = scheduler
@@ -76,7 +64,4 @@ final class TimelineRecorder<Input: Equatable>: Subscriber, Cancellable {
         stamp()
         recording.receive(completion: completion)
     }
-
-    func request(_ demand: Subscribers.Demand) { recording.request(demand) }
-    func cancel() { recording.cancel() }
 }

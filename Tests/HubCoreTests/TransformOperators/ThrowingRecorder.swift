@@ -4,24 +4,12 @@ import HubCore
 /// ``RecordedEvent`` history as ``RecordingSubscriber`` (it is one, in front of which the error
 /// is cast back with ``TestError/recorded(_:)``: an error of another type is recorded as
 /// `TestError.other(-1)`).
-final class ThrowingRecorder<Input: Equatable>: Subscriber, Cancellable {
+final class ThrowingRecorder<Input: Equatable>: Subscriber, Cancellable, RecordingFront {
     /// The recorder that keeps the history and grants the demand.
-    private let recording: RecordingSubscriber<Input, TestError>
+    let recording: RecordingSubscriber<Input, TestError>
 
     /// The history so far.
     var events: [RecordedEvent<Input, TestError>] { recording.events }
-    /// The subscription received, if any.
-    var subscription: (any Subscription)? { recording.subscription }
-    /// Returned from each value unless `onValue` is set.
-    var demandPerValue: Subscribers.Demand {
-        get { recording.demandPerValue }
-        set { recording.demandPerValue = newValue }
-    }
-    /// Called on each value; its result replaces `demandPerValue` when set.
-    var onValue: ((Input) -> Subscribers.Demand)? {
-        get { recording.onValue }
-        set { recording.onValue = newValue }
-    }
 
     init(initialDemand: Subscribers.Demand = .unlimited, demandPerValue: Subscribers.Demand = .none) {
         recording = RecordingSubscriber(initialDemand: initialDemand, demandPerValue: demandPerValue)
@@ -37,9 +25,6 @@ final class ThrowingRecorder<Input: Equatable>: Subscriber, Cancellable {
     func receive(completion: Subscribers.Completion<any Error>) {
         recording.receive(completion: completion.mapError(TestError.recorded))
     }
-
-    func request(_ demand: Subscribers.Demand) { recording.request(demand) }
-    func cancel() { recording.cancel() }
 }
 
 extension Publisher where Output: Equatable, Failure == any Error {
