@@ -91,6 +91,13 @@ let package = Package(
             ],
             swiftSettings: optimised
         ),
+        .target(
+            name: "HubTestSupport",
+            dependencies: [
+                .product(name: "DequeModule", package: "swift-collections"),
+            ],
+            path: "Tests/HubTestSupport"
+        ),
         .testTarget(
             name: "HubCoreTests",
             dependencies: [
@@ -102,6 +109,7 @@ let package = Package(
         .testTarget(
             name: "HubTransportTests",
             dependencies: [
+                "HubTestSupport",
                 "HubTransport",
                 "HubCore",
                 .product(name: "DequeModule", package: "swift-collections"),
@@ -110,6 +118,7 @@ let package = Package(
         .testTarget(
             name: "HubClientTests",
             dependencies: [
+                "HubTestSupport",
                 "HubClient",
                 "HubServer",
                 "HubCore",
@@ -120,6 +129,7 @@ let package = Package(
         .testTarget(
             name: "HubServerTests",
             dependencies: [
+                "HubTestSupport",
                 "HubServer",
                 "HubCore",
                 "HubTransport",
@@ -130,6 +140,7 @@ let package = Package(
         .testTarget(
             name: "ScenarioTests",
             dependencies: [
+                "HubTestSupport",
                 "HubServer",
                 "HubClient",
                 "HubCore",

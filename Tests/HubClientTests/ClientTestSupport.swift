@@ -1,90 +1,9 @@
 import Foundation
+import HubTestSupport
 import HubClient
 import HubCore
 import HubServer
 import HubTransport
-
-/// A wait that did not finish in time.
-struct TimedOut: Error, CustomStringConvertible {
-    var what: String
-    var description: String { "timed out waiting for \(what)" }
-}
-
-/// A thread-safe FIFO that loop-thread code pushes into and tests await, every wait
-/// bounded by a timeout.
-final class Events<Element: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var buffer: [Element] = []
-    private var waiter: (id: UInt64, continuation: CheckedContinuation<Element?, Never>)?
-    private var nextID: UInt64 = 0
-
-    func push(_ element: Element) {
-        lock.lock()
-        if let waiter {
-            self.waiter = nil
-            lock.unlock()
-            waiter.continuation.resume(returning: element)
-            return
-        }
-        buffer.append(element)
-        lock.unlock()
-    }
-
-    /// Everything received so far, without waiting.
-    func drain() -> [Element] {
-        lock.lock()
-        defer { lock.unlock() }
-        let all = buffer
-        buffer = []
-        return all
-    }
-
-    func next(timeout: Duration = .seconds(10), _ what: String = "an event") async throws -> Element {
-        let element: Element? = await withCheckedContinuation { continuation in
-            lock.lock()
-            if !buffer.isEmpty {
-                let first = buffer.removeFirst()
-                lock.unlock()
-                continuation.resume(returning: first)
-                return
-            }
-            precondition(waiter == nil, "one waiter at a time")
-            nextID += 1
-            let id = nextID
-            waiter = (id, continuation)
-            lock.unlock()
-            Task {
-                try? await Task.sleep(for: timeout)
-                self.expire(id)
-            }
-        }
-        guard let element else { throw TimedOut(what: what) }
-        return element
-    }
-
-    func next(_ count: Int, timeout: Duration = .seconds(20), _ what: String = "events") async throws -> [Element] {
-        var result: [Element] = []
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: timeout)
-        while result.count < count {
-            let left = clock.now.duration(to: deadline)
-            guard left > .zero else { throw TimedOut(what: "\(count) \(what), got \(result.count)") }
-            result.append(try await next(timeout: left, what))
-        }
-        return result
-    }
-
-    private func expire(_ id: UInt64) {
-        lock.lock()
-        guard let waiter, waiter.id == id else {
-            lock.unlock()
-            return
-        }
-        self.waiter = nil
-        lock.unlock()
-        waiter.continuation.resume(returning: nil)
-    }
-}
 
 /// What a recording subscriber saw.
 enum Recorded: Sendable, Equatable {
@@ -104,7 +23,7 @@ final class Recorder: Subscriber, @unchecked Sendable {
     typealias Input = Value
     typealias Failure = HubClientError
 
-    let events = Events<Recorded>()
+    let events = EventQueue<Recorded>()
     let initialDemand: Subscribers.Demand
     private let lock = NSLock()
     private var subscription: (any Subscription)?

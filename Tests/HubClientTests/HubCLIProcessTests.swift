@@ -1,3 +1,4 @@
+import HubTestSupport
 import Foundation
 import HubClient
 import HubCore
@@ -92,8 +93,8 @@ final class RunningProcess: @unchecked Sendable {
     private let lock = NSLock()
     private var out = Data()
     private var err = Data()
-    private let stderrChunks = Events<String>()
-    private let exited = Events<Int32>()
+    private let stderrChunks = EventQueue<String>()
+    private let exited = EventQueue<Int32>()
 
     init(_ executable: URL, _ arguments: [String], stdin: String? = nil) throws {
         process.executableURL = executable

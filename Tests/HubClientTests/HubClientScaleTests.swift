@@ -1,3 +1,4 @@
+import HubTestSupport
 import Foundation
 import HubClient
 import HubCore
@@ -9,7 +10,7 @@ import Testing
 struct HubClientScaleTests {
     @Test func thousandSubscriptionsOnOneConnection() async throws {
         try await withServiceAndClient { _, _, client in
-            let events = Events<Int>()
+            let events = EventQueue<Int>()
             var cancellables: [AnyCancellable] = []
             for index in 0..<1000 {
                 cancellables.append(client.subscribe(to: "fan").sink(
@@ -27,7 +28,7 @@ struct HubClientScaleTests {
     @Test func twoHundredClientsOnOneEventLoop() async throws {
         let (service, port) = try await startService()
         let loop = try EventLoop(configuration: .init(name: "clients"))
-        let values = Events<Int>()
+        let values = EventQueue<Int>()
         var clients: [HubClient] = []
         var recorders: [Recorder] = []
         do {

@@ -1,3 +1,4 @@
+import HubTestSupport
 import Foundation
 import HubClient
 import HubCore
@@ -26,7 +27,7 @@ struct HubClientTests {
 
     @Test func demandReturnedFromReceiveBecomesRequests() async throws {
         try await withServiceAndClient { _, _, client in
-            let events = Events<Value>()
+            let events = EventQueue<Value>()
             let cancellable = client.subscribe(pipeline: "sequence([1, 2, 3, 4, 5])")
                 .sink(receiveCompletion: { _ in events.push("done") }, receiveValue: { events.push($0) })
             let got: [Value] = try await events.next(6)
@@ -169,7 +170,7 @@ struct HubClientTests {
             // The server buffers 5 values beyond the demand, then fails with overflow:
             // with 4 requested, 10 sends overflow; had the client asked for more, they would not.
             let values = client.values(of: "window", prefetch: 4, options: SubscribeOptions(buffer: 5, overflow: .error))
-            let release = Events<Void>()
+            let release = EventQueue<Void>()
             let reader = Task { () async throws(HubClientError) -> [Value] in
                 var iterator = values.makeAsyncIterator()
                 var received: [Value] = []

@@ -1,3 +1,4 @@
+import HubTestSupport
 import Foundation
 @testable import HubTransport
 import Testing

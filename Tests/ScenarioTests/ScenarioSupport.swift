@@ -1,71 +1,9 @@
 import Foundation
+import HubTestSupport
 import HubClient
 import HubCore
 import HubServer
 import HubTransport
-
-/// A wait that did not end in time.
-struct TimedOut: Error, CustomStringConvertible {
-    var what: String
-    var description: String { "timed out waiting for \(what)" }
-}
-
-/// A thread-safe queue of events that a test awaits one at a time, each wait
-/// bounded by a timeout (no sleeps: the timeout only ends a wait that failed).
-final class Events<Element: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var buffer: [Element] = []
-    private var waiter: (id: UInt64, continuation: CheckedContinuation<Element?, Never>)?
-    private var nextID: UInt64 = 0
-
-    /// Queues `element`, or hands it to the waiting test.
-    func push(_ element: Element) {
-        lock.lock()
-        if let waiter {
-            self.waiter = nil
-            lock.unlock()
-            waiter.continuation.resume(returning: element)
-            return
-        }
-        buffer.append(element)
-        lock.unlock()
-    }
-
-    /// The next event; throws ``TimedOut`` after `timeout`.
-    func next(timeout: Duration = .seconds(10), _ what: String = "an event") async throws -> Element {
-        let element: Element? = await withCheckedContinuation { continuation in
-            lock.lock()
-            if !buffer.isEmpty {
-                let first = buffer.removeFirst()
-                lock.unlock()
-                continuation.resume(returning: first)
-                return
-            }
-            precondition(waiter == nil, "one waiter at a time")
-            nextID += 1
-            let id = nextID
-            waiter = (id, continuation)
-            lock.unlock()
-            Task {
-                try? await Task.sleep(for: timeout)
-                self.expire(id)
-            }
-        }
-        guard let element else { throw TimedOut(what: what) }
-        return element
-    }
-
-    private func expire(_ id: UInt64) {
-        lock.lock()
-        guard let waiter, waiter.id == id else {
-            lock.unlock()
-            return
-        }
-        self.waiter = nil
-        lock.unlock()
-        waiter.continuation.resume(returning: nil)
-    }
-}
 
 /// What a remote subscription delivered.
 enum Recorded: Sendable, Equatable {
@@ -79,7 +17,7 @@ final class Recorder: Subscriber, @unchecked Sendable {
     typealias Input = Value
     typealias Failure = HubClientError
 
-    let events = Events<Recorded>()
+    let events = EventQueue<Recorded>()
     private let lock = NSLock()
     private var subscription: (any Subscription)?
     private let initialDemand: Subscribers.Demand

@@ -1,3 +1,4 @@
+import HubTestSupport
 import HubCore
 import HubServer
 import HubTransport
