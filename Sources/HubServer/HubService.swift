@@ -80,6 +80,28 @@ public final class HubService: Sendable {
         get async { (try? await eventLoop.submit { [core] in core.value.port }) ?? 0 }
     }
 
+    /// Counters of the delivery path since the service started, for benchmarks and
+    /// profiling: raw socket writes against messages written (small messages share a
+    /// write), and values encoded against values served from the encoding cache.
+    public struct Statistics: Sendable {
+        /// `lws_write` calls on the service's connections.
+        public var writeCalls: Int
+        /// Messages completely handed to the sockets.
+        public var messagesWritten: Int
+        /// Values whose JSON was encoded for delivery (cache misses).
+        public var valuesEncoded: Int
+        /// Deliveries served from the encoding cache.
+        public var encodingCacheHits: Int
+    }
+
+    /// The service's ``Statistics`` now (zero once the loop has stopped).
+    public var statistics: Statistics {
+        get async {
+            (try? await eventLoop.submit { [core] in core.value.statistics })
+                ?? Statistics(writeCalls: 0, messagesWritten: 0, valuesEncoded: 0, encodingCacheHits: 0)
+        }
+    }
+
     /// Runs `body` on the event loop with the hub and returns its result.
     public func withHub<T: Sendable>(_ body: @Sendable @escaping (Hub) throws -> T) async throws -> T {
         try await eventLoop.submit { [core] in try body(core.value.hub) }
@@ -140,6 +162,22 @@ final class ServiceCore: WebSocketServerDelegate {
 
     var openConnections: Int { server?.openConnectionCount ?? 0 }
 
+    /// Write counters of connections that have closed.
+    private var closedWriteCalls = 0
+    private var closedMessagesWritten = 0
+
+    var statistics: HubService.Statistics {
+        var writeCalls = closedWriteCalls
+        var messagesWritten = closedMessagesWritten
+        for handler in handlers.values {
+            writeCalls += handler.writeCalls
+            messagesWritten += handler.messagesWritten
+        }
+        return HubService.Statistics(
+            writeCalls: writeCalls, messagesWritten: messagesWritten,
+            valuesEncoded: encodingCache.misses, encodingCacheHits: encodingCache.hits)
+    }
+
     func start() throws -> Int {
         if let server { return server.port }
         let server = WebSocketServer(
@@ -173,6 +211,8 @@ final class ServiceCore: WebSocketServerDelegate {
     }
 
     func forget(_ handler: SessionHandler) {
+        closedWriteCalls += handler.writeCalls
+        closedMessagesWritten += handler.messagesWritten
         handlers.removeValue(forKey: ObjectIdentifier(handler))
     }
 
@@ -215,6 +255,11 @@ final class SessionHandler: WebSocketConnectionHandler, SessionConnection {
         session = nil
         core.forget(self)
     }
+
+    /// The connection's raw writes so far.
+    var writeCalls: Int { connection.writeCalls }
+    /// The connection's messages written so far.
+    var messagesWritten: Int { connection.messagesWritten }
 
     // MARK: SessionConnection
 

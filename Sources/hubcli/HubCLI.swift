@@ -10,6 +10,6 @@ struct HubCLI: AsyncParsableCommand {
             'hubcli serve' starts the broker (ws://127.0.0.1:7420 by default). The other
             commands are its client: they connect to --url and speak protocol v1.
             """,
-        subcommands: [Serve.self]
+        subcommands: [Serve.self, Bench.self]
     )
 }
