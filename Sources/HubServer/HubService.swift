@@ -267,6 +267,10 @@ final class SessionHandler: WebSocketConnectionHandler, SessionConnection {
         connection.sendFrame(kind: .text, build)
     }
 
+    func sendMessage(prefix: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, suffix: UnsafeRawBufferPointer) -> Bool {
+        connection.send(prefix: prefix, body: body, suffix: suffix, kind: .text)
+    }
+
     func sendBatched(key: UInt64, closing: [UInt8], _ append: (inout [UInt8], Bool) -> Void) -> Bool {
         connection.sendCoalescing(key: key, kind: .text, closing: closing, append)
     }
