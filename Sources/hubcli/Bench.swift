@@ -72,7 +72,7 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "The published values: object ({\"ts\":…,\"pad\":\"…\"}) or string (\"ts:…;…\").")
     var shape: String = "object"
 
-    @Option(help: "How subscribers read timestamps: scan (memmem for the marker) or value (Value.parse).")
+    @Option(help: "How subscribers read timestamps: scan (memchr and memcmp for the marker) or value (Value.parse of each message).")
     var parse: String = "scan"
 
     @Option(help: "Event loops (threads) of the load generator; with more than one, the publisher has the first to itself.")

@@ -118,22 +118,23 @@ final class BenchSubscriber: WebSocketConnectionHandler {
         return prefix.withUnsafeBytes { memcmp(base, $0.baseAddress!, prefix.count) == 0 }
     }
 
-    /// Finds every timestamp marker in `payload` (`memchr` for its first byte, then
-    /// `memcmp`) and reads the digits after
-    /// it; returns the number of values found.
+    /// Finds every timestamp marker in `payload` and reads the digits after it; returns
+    /// the number of values found. `memchr` looks for the marker's third byte (`s`, rare
+    /// in a `next` envelope, unlike `"`), then the marker is compared around it.
     private func scan(_ payload: UnsafeRawBufferPointer, _ found: (Int64) -> Void) -> Int {
         guard let base = payload.baseAddress else { return 0 }
         let end = payload.count
-        var offset = 0
+        let anchor = 2
+        var offset = anchor
         var count = 0
         marker.withUnsafeBytes { needle in
-            let first = Int32(needle[0])
-            while offset + needle.count <= end {
-                guard let hit = memchr(base + offset, first, end - offset) else { break }
-                let at = UnsafeRawPointer(hit) - base
+            let anchorByte = Int32(needle[anchor])
+            while offset < end {
+                guard let hit = memchr(base + offset, anchorByte, end - offset) else { break }
+                let at = UnsafeRawPointer(hit) - base - anchor
                 guard at + needle.count <= end else { break }
-                guard memcmp(hit, needle.baseAddress!, needle.count) == 0 else {
-                    offset = at + 1
+                guard memcmp(base + at, needle.baseAddress!, needle.count) == 0 else {
+                    offset = at + anchor + 1
                     continue
                 }
                 var position = at + needle.count
@@ -146,7 +147,7 @@ final class BenchSubscriber: WebSocketConnectionHandler {
                 }
                 found(stamp)
                 count += 1
-                offset = position
+                offset = position + anchor
             }
         }
         return count
