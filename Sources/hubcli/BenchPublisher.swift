@@ -7,8 +7,10 @@ enum BenchPacing: Sendable {
     /// carries one, and at most `window` messages are unacknowledged or not yet received
     /// by the slowest subscriber.
     case unbounded(window: Int, ackEvery: Int)
-    /// `perSecond` messages a second, each sent when due by the loop's timer.
-    case rate(perSecond: Double)
+    /// `perSecond` messages a second, each sent when due by the loop's timer; a message
+    /// due while the slowest subscriber is `window` messages behind is skipped (not
+    /// sent later), so the rate is a ceiling and the broker is never overrun.
+    case rate(perSecond: Double, window: Int)
     /// One message at a time, when ``BenchPublisher/sendOne()`` is called (large values).
     case manual
 }
@@ -143,10 +145,14 @@ final class BenchPublisher: WebSocketConnectionHandler {
 
     /// Sends every message due by now at the fixed rate, then sleeps until the next is due.
     private func tick() {
-        guard running, case .rate(let perSecond) = pacing else { return }
+        guard running, case .rate(let perSecond, let window) = pacing else { return }
         let now = EventLoop.monotonicNanoseconds()
         let due = Int(Double(now - rateStart) * perSecond / 1e9) + 1
         while rateSent < due, running {
+            if sent - run.minimumDelivered >= window {
+                rateSent = due
+                break
+            }
             sendOne()
             rateSent += 1
         }
