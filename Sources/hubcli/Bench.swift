@@ -228,6 +228,7 @@ struct Bench: AsyncParsableCommand {
         try await Task.sleep(for: .seconds(warmup))
 
         let serverBefore = await service?.statistics
+        let cpuBefore = try await Bench.cpuTimes(service: service, loops: loops)
         let publishedBefore = run.published.load()
         let deliveredBefore = run.totalDelivered
         let start = EventLoop.monotonicNanoseconds()
@@ -238,6 +239,7 @@ struct Bench: AsyncParsableCommand {
         let publishedAfter = run.published.load()
         let deliveredAfter = run.totalDelivered
         let serverAfter = await service?.statistics
+        let cpuAfter = try await Bench.cpuTimes(service: service, loops: loops)
 
         try await publisherLoop.submit { box.value.stop() }
         var histogram = BenchHistogram()
@@ -247,7 +249,9 @@ struct Bench: AsyncParsableCommand {
             mode: mode, subscribers: subscribers, size: size, batch: batch,
             targetRate: mode == "rate" ? rate : nil, seconds: Double(end - start) / 1e9,
             published: publishedAfter - publishedBefore, delivered: deliveredAfter - deliveredBefore,
-            latency: histogram, server: Bench.difference(serverBefore, serverAfter), failures: run.failures)
+            latency: histogram, server: Bench.difference(serverBefore, serverAfter),
+            serverCPU: cpuBefore.server.flatMap { before in cpuAfter.server.map { Double($0 - before) / 1e9 } },
+            loadCPU: Double(cpuAfter.load - cpuBefore.load) / 1e9, failures: run.failures)
     }
 
     /// One publisher, one subscriber on the same loop, a value of `size` bytes sent
@@ -285,10 +289,28 @@ struct Bench: AsyncParsableCommand {
         return BenchResult(
             mode: "large", subscribers: 1, size: size, batch: batch, targetRate: nil,
             seconds: Double(end - start) / 1e9, published: run.published.load(), delivered: run.totalDelivered,
-            latency: histogram, server: Bench.difference(serverBefore, serverAfter), failures: run.failures)
+            latency: histogram, server: Bench.difference(serverBefore, serverAfter),
+            serverCPU: nil, loadCPU: nil, failures: run.failures)
     }
 
     // MARK: Helpers
+
+    /// CPU time (ns) used so far by the in-process broker's loop thread and, summed, by
+    /// the load generator's loop threads.
+    private static func cpuTimes(service: HubService?, loops: [BenchLoop]) async throws -> (server: Int64?, load: Int64) {
+        var server: Int64?
+        if let service { server = try await service.eventLoop.submit { threadCPUNanoseconds() } }
+        var load: Int64 = 0
+        for loop in loops { load += try await loop.eventLoop.submit { threadCPUNanoseconds() } }
+        return (server, load)
+    }
+
+    /// The calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), in nanoseconds.
+    private static func threadCPUNanoseconds() -> Int64 {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+    }
 
     private static func difference(
         _ before: HubService.Statistics?, _ after: HubService.Statistics?

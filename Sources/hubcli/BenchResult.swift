@@ -23,8 +23,18 @@ struct BenchResult: Sendable {
     var latency: BenchHistogram
     /// Server-side figures over the window (in-process server only).
     var server: ServerFigures?
+    /// CPU seconds the in-process broker's loop thread used in the window.
+    var serverCPU: Double?
+    /// CPU seconds the load generator's loop threads used in the window.
+    var loadCPU: Double?
     /// What went wrong, if anything.
     var failures: [String]
+
+    /// The broker's CPU nanoseconds per delivered value.
+    var serverNanosecondsPerDelivery: Double? {
+        guard let serverCPU, delivered > 0 else { return nil }
+        return serverCPU * 1e9 / Double(delivered)
+    }
 
     /// Server counters over a window.
     struct ServerFigures: Sendable {
@@ -48,6 +58,11 @@ struct BenchResult: Sendable {
         text += " p99 \(BenchResult.time(latency.percentile(0.99)))"
         text += " p99.9 \(BenchResult.time(latency.percentile(0.999)))"
         text += " max \(BenchResult.time(latency.total > 0 ? latency.maximum : nil))"
+        if let serverCPU, let perDelivery = serverNanosecondsPerDelivery {
+            text += String(format: "  [server CPU %.0f%%, %.0f ns/delivery", 100 * serverCPU / seconds, perDelivery)
+            if let loadCPU { text += String(format: "; load generator CPU %.0f%%", 100 * loadCPU / seconds) }
+            text += "]"
+        }
         if let server, server.writeCalls > 0 {
             text += String(format: "  [server: %.1f msgs/write, encode hits %d/%d]",
                            Double(server.messagesWritten) / Double(server.writeCalls),
@@ -82,6 +97,9 @@ struct BenchResult: Sendable {
                 "encoding_cache_hits": .int(Int64(server.encodingCacheHits)),
             ])
         }
+        if let serverCPU { object["server_cpu_s"] = .double((serverCPU * 1000).rounded() / 1000) }
+        if let perDelivery = serverNanosecondsPerDelivery { object["server_ns_per_delivery"] = .double(perDelivery.rounded()) }
+        if let loadCPU { object["load_cpu_s"] = .double((loadCPU * 1000).rounded() / 1000) }
         if !failures.isEmpty { object["failures"] = .array(failures.map(Value.string)) }
         return .object(object)
     }
