@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "HubCore", targets: ["HubCore"]),
         .library(name: "HubTransport", targets: ["HubTransport"]),
         .library(name: "HubServer", targets: ["HubServer"]),
+        .library(name: "HubClient", targets: ["HubClient"]),
         .executable(name: "hubcli", targets: ["hubcli"]),
     ],
     dependencies: [
@@ -23,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
         .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "5.0.0"),
     ],
     targets: [
         .target(
@@ -40,6 +42,7 @@ let package = Package(
                 "HubCore",
                 "HubTransport",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: optimised
         ),
@@ -59,9 +62,19 @@ let package = Package(
             ],
             swiftSettings: optimised
         ),
+        .target(
+            name: "HubClient",
+            dependencies: [
+                "HubCore",
+                "HubTransport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: optimised
+        ),
         .executableTarget(
             name: "hubcli",
             dependencies: [
+                "HubClient",
                 "HubCore",
                 "HubServer",
                 "HubTransport",
@@ -92,6 +105,35 @@ let package = Package(
                 "HubTransport",
                 "HubCore",
                 .product(name: "DequeModule", package: "swift-collections"),
+            ]
+        ),
+        .testTarget(
+            name: "HubClientTests",
+            dependencies: [
+                "HubClient",
+                "HubServer",
+                "HubCore",
+                "HubTransport",
+                "hubcli",
+            ]
+        ),
+        .testTarget(
+            name: "HubServerTests",
+            dependencies: [
+                "HubServer",
+                "HubCore",
+                "HubTransport",
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "HubServerConfigTests",
+            dependencies: [
+                "HubServer",
+                "HubCore",
+                "HubTransport",
+                "hubcli",
             ]
         ),
     ]

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Runs the conformance vectors of the Reactive Hub protocol against a server.
 
-Usage: run.py --url ws://127.0.0.1:7420 [--timeout S] [VECTOR.json ...]
+Usage: run.py --url ws://127.0.0.1:7420 [--timeout S] [--schema FILE] [VECTOR.json ...]
 With no vector given, runs every file in the vectors/ folder beside this script.
+With --schema (or when ../schema/hub-v1.schema.json exists and the jsonschema
+package is installed), every message the server sends is also validated against
+the schema's serverMessage definition.
 Prints one line per vector and ends with "N passed, N failed".
 """
 import argparse
@@ -105,6 +108,22 @@ def match(pattern, message):
         equal(expected, actual, key)
 
 
+SERVER_SCHEMA = None
+
+
+def load_schema(path):
+    """The validator of server messages, or None when jsonschema is not installed."""
+    try:
+        import jsonschema
+    except ImportError:
+        return None
+    with open(path, encoding="utf-8") as handle:
+        schema = json.load(handle)
+    root = dict(schema)
+    root["oneOf"] = [{"$ref": "#/$defs/serverMessage"}]
+    return jsonschema.Draft202012Validator(root)
+
+
 class Connection:
     def __init__(self, ws):
         self.ws = ws
@@ -118,7 +137,12 @@ class Connection:
             raise Mismatch(f"connection closed ({closed.rcvd.code if closed.rcvd else 'no close frame'})")
         if isinstance(raw, bytes):
             raise Mismatch(f"binary message from the server: {raw[:40]!r}")
-        return json.loads(raw)
+        message = json.loads(raw)
+        if SERVER_SCHEMA is not None:
+            errors = sorted(SERVER_SCHEMA.iter_errors(message), key=lambda e: e.path)
+            if errors:
+                raise Mismatch(f"server message violates the schema: {errors[0].message} in {raw[:200]}")
+        return message
 
 
 async def run_vector(url, vector, timeout):
@@ -229,8 +253,17 @@ async def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", default="ws://127.0.0.1:7420")
     parser.add_argument("--timeout", type=float, default=5.0)
+    parser.add_argument("--schema", help="JSON Schema of the messages (default: ../schema/hub-v1.schema.json)")
     parser.add_argument("vectors", nargs="*")
     args = parser.parse_args()
+    global SERVER_SCHEMA
+    here = os.path.dirname(os.path.abspath(__file__))
+    schema_path = args.schema or os.path.join(here, "..", "schema", "hub-v1.schema.json")
+    if os.path.exists(schema_path):
+        SERVER_SCHEMA = load_schema(schema_path)
+        if SERVER_SCHEMA is None and args.schema:
+            print("run.py: --schema needs the jsonschema package (pip install jsonschema)", file=sys.stderr)
+            return 2
     paths = args.vectors
     if not paths:
         folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vectors")

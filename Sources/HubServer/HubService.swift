@@ -80,25 +80,34 @@ public final class HubService: Sendable {
         get async { (try? await eventLoop.submit { [core] in core.value.port }) ?? 0 }
     }
 
-    /// Counters of the delivery path since the service started, for benchmarks and
-    /// profiling: raw socket writes against messages written (small messages share a
-    /// write), and values encoded against values served from the encoding cache.
-    public struct Statistics: Sendable {
-        /// `lws_write` calls on the service's connections.
-        public var writeCalls: Int
-        /// Messages completely handed to the sockets.
-        public var messagesWritten: Int
-        /// Values whose JSON was encoded for delivery (cache misses).
-        public var valuesEncoded: Int
-        /// Deliveries served from the encoding cache.
+    /// A snapshot of the service's connections, sessions and encoding cache.
+    public struct Statistics: Sendable, Equatable {
+        /// Open connections (counted against ``Configuration/maxConnections``).
+        public var connections: Int
+        /// Sessions whose connection has not closed yet.
+        public var sessions: Int
+        /// Live subscriptions over every session.
+        public var subscriptions: Int
+        /// Bytes queued for the open connections and not yet handed to their sockets.
+        public var queuedBytes: Int
+        /// Values whose JSON came from the shared encoding cache (a fanned-out value).
         public var encodingCacheHits: Int
+        /// Values encoded for the shared encoding cache.
+        public var encodingCacheMisses: Int
+        /// `lws_write` calls on the service's connections since it started (closed ones
+        /// included): fewer than ``messagesWritten`` when small messages share a write.
+        public var writeCalls: Int
+        /// Messages completely handed to the sockets since the service started.
+        public var messagesWritten: Int
     }
 
-    /// The service's ``Statistics`` now (zero once the loop has stopped).
+    /// The current ``Statistics`` (all zero once the loop has stopped).
     public var statistics: Statistics {
         get async {
             (try? await eventLoop.submit { [core] in core.value.statistics })
-                ?? Statistics(writeCalls: 0, messagesWritten: 0, valuesEncoded: 0, encodingCacheHits: 0)
+                ?? Statistics(
+                    connections: 0, sessions: 0, subscriptions: 0, queuedBytes: 0, encodingCacheHits: 0,
+                    encodingCacheMisses: 0, writeCalls: 0, messagesWritten: 0)
         }
     }
 
@@ -167,6 +176,7 @@ final class ServiceCore: WebSocketServerDelegate {
     private var closedMessagesWritten = 0
 
     var statistics: HubService.Statistics {
+        let sessions = handlers.values.compactMap(\.session)
         var writeCalls = closedWriteCalls
         var messagesWritten = closedMessagesWritten
         for handler in handlers.values {
@@ -174,8 +184,13 @@ final class ServiceCore: WebSocketServerDelegate {
             messagesWritten += handler.messagesWritten
         }
         return HubService.Statistics(
-            writeCalls: writeCalls, messagesWritten: messagesWritten,
-            valuesEncoded: encodingCache.misses, encodingCacheHits: encodingCache.hits)
+            connections: openConnections,
+            sessions: sessions.count,
+            subscriptions: sessions.reduce(0) { $0 + $1.subscriptionCount },
+            queuedBytes: server?.openConnections.reduce(0) { $0 + $1.queuedBytes } ?? 0,
+            encodingCacheHits: encodingCache.hits,
+            encodingCacheMisses: encodingCache.misses,
+            writeCalls: writeCalls, messagesWritten: messagesWritten)
     }
 
     func start() throws -> Int {
@@ -279,5 +294,9 @@ final class SessionHandler: WebSocketConnectionHandler, SessionConnection {
 
     func close(code: UInt16, reason: String, discardingQueued: Bool) {
         connection.close(code: WebSocketCloseCode(code), reason: reason, discardingQueued: discardingQueued)
+    }
+
+    func abort() {
+        connection.abort()
     }
 }

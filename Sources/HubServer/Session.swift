@@ -20,7 +20,13 @@ public final class Session {
     private var batchAll = false
     private var authenticated: Bool
     private var authenticationTimer: (any Cancellable)?
+    /// Drops a connection the session closed once its close frame has had `closeTimeout`.
+    private var closeTimer: (any Cancellable)?
+    /// A bearer token on the upgrade request that is not accepted (refused at start).
+    private var refusedBearer = false
     private var clientName: String?
+    /// The token the client authenticated with, if any.
+    private var token: String?
     /// Whether the session has ended (connection closed, slow consumer, shutdown).
     public private(set) var isClosed = false
     private var scratch: [UInt8] = []
@@ -38,7 +44,10 @@ public final class Session {
         self.encodingCache = encodingCache
         self.logger = logger
         if let tokens = configuration.tokens {
-            authenticated = Session.bearerToken(authorization).map(tokens.contains) ?? false
+            let bearer = Session.bearerToken(authorization)
+            authenticated = bearer.map(tokens.contains) ?? false
+            refusedBearer = bearer != nil && !authenticated
+            if authenticated { token = bearer }
         } else {
             authenticated = true
         }
@@ -48,9 +57,14 @@ public final class Session {
     public var subscriptionCount: Int { subscriptions.count }
 
     /// Sends `welcome` and, when authentication is required and not yet given,
-    /// starts the clock for `hello`.
+    /// starts the clock for `hello` (or, after a wrong bearer token, refuses at once).
     public func start() {
         send(.welcome(server: configuration.serverName, session: id))
+        if refusedBearer {
+            // A wrong token is refused at once (PROTOCOL.md §2), wherever it came from.
+            refuseUnauthenticated("the bearer token is not accepted")
+            return
+        }
         if !authenticated {
             let deadline = hub.scheduler.now.advanced(by: configuration.authenticationTimeout)
             authenticationTimer = hub.scheduler.schedule(after: deadline) { [weak self] in
@@ -69,6 +83,11 @@ public final class Session {
         do {
             message = try ClientMessage.decode(payload)
         } catch {
+            // Before authentication, anything but a valid hello is refused (PROTOCOL.md §2).
+            guard authenticated else {
+                refuseUnauthenticated("authenticate with a hello carrying a token first (\(error.error.message))")
+                return
+            }
             sendError(error.error, id: nil, ack: error.ack)
             return
         }
@@ -82,11 +101,18 @@ public final class Session {
     /// Handles a binary message: the protocol has none.
     public func receiveBinary() {
         guard !isClosed else { return }
+        guard authenticated else {
+            refuseUnauthenticated("authenticate with a hello carrying a token first")
+            return
+        }
         sendError(HubError(.badMessage, "binary messages are not part of protocol v1; send JSON text"), id: nil, ack: nil)
     }
 
-    /// The connection closed: every subscription is cancelled upstream.
+    /// The connection closed: every subscription is cancelled upstream, and the
+    /// session's timers are cancelled (also when the session had closed it itself).
     public func connectionClosed() {
+        closeTimer.take()?.cancel()
+        authenticationTimer.take()?.cancel()
         guard !isClosed else { return }
         isClosed = true
         cancelAll()
@@ -164,6 +190,7 @@ public final class Session {
             return
         }
         authenticated = true
+        self.token = token
         authenticationTimer.take()?.cancel()
     }
 
@@ -193,11 +220,15 @@ public final class Session {
                 switch resolved.entry {
                 case .subject: kind = .subject
                 case .trigger: kind = .trigger
+                case .pipeline: kind = .pipeline
                 }
                 publisher = resolved.publisher
             case .pipeline(let source):
                 guard configuration.allowsPipelines else {
                     throw HubError(.forbidden, "this server does not accept ad-hoc pipelines")
+                }
+                if let allowed = configuration.pipelineTokens, !(token.map(allowed.contains) ?? false) {
+                    throw HubError(.forbidden, "this client's token may not subscribe to ad-hoc pipelines")
                 }
                 publisher = try hub.compile(pipeline: source, bufferSize: request.buffer, overflow: request.overflow)
                 kind = .pipeline
@@ -289,7 +320,7 @@ public final class Session {
         ])
         isClosed = true
         cancelAll()
-        connection.close(code: 4008, reason: "slow consumer", discardingQueued: true)
+        close(code: 4008, reason: "slow consumer", discardingQueued: true)
     }
 
     private func refuseUnauthenticated(_ reason: String) {
@@ -297,7 +328,22 @@ public final class Session {
         sendError(HubError(.unauthorized, reason), id: nil, ack: nil)
         isClosed = true
         cancelAll()
-        connection.close(code: 4401, reason: "unauthorized", discardingQueued: false)
+        close(code: 4401, reason: "unauthorized", discardingQueued: false)
+    }
+
+    /// Closes the connection, and drops it if the close frame has not gone out within
+    /// `closeTimeout`: a client that stopped reading cannot hold the connection (and
+    /// what lws buffered for it) forever, and one that resumes in time still gets the
+    /// close frame (PROTOCOL.md §5.8).
+    private func close(code: UInt16, reason: String, discardingQueued: Bool) {
+        connection.close(code: code, reason: reason, discardingQueued: discardingQueued)
+        let deadline = hub.scheduler.now.advanced(by: configuration.closeTimeout)
+        closeTimer = hub.scheduler.schedule(after: deadline) { [weak self] in
+            guard let self, self.closeTimer != nil else { return }
+            self.closeTimer = nil
+            self.logger.info("dropping a connection that did not take its close frame", metadata: ["session": "\(self.id)"])
+            self.connection.abort()
+        }
     }
 
     private func cancelAll() {

@@ -14,6 +14,13 @@ public struct SessionConfiguration: Sendable {
     public var tokens: Set<String>?
     /// How long an unauthenticated connection may wait before sending `hello` with a token.
     public var authenticationTimeout: Duration
+    /// How long a connection the session closes itself (slow consumer, unauthorized) is
+    /// kept for its close frame before it is dropped: PROTOCOL.md §5.8 asks for at least
+    /// 10 s, so that a client that resumes reading still receives the close frame.
+    public var closeTimeout: Duration
+    /// The tokens whose clients may subscribe to ad-hoc pipelines when
+    /// ``allowsPipelines`` is on; `nil`: every client.
+    public var pipelineTokens: Set<String>? = nil
 
     /// The defaults of PROTOCOL.md.
     public init(
@@ -22,7 +29,8 @@ public struct SessionConfiguration: Sendable {
         maxQueuedBytes: Int = 16 << 20,
         allowsPipelines: Bool = true,
         tokens: Set<String>? = nil,
-        authenticationTimeout: Duration = .seconds(5)
+        authenticationTimeout: Duration = .seconds(5),
+        closeTimeout: Duration = .seconds(10)
     ) {
         self.serverName = serverName
         self.maxSubscriptions = maxSubscriptions
@@ -30,5 +38,6 @@ public struct SessionConfiguration: Sendable {
         self.allowsPipelines = allowsPipelines
         self.tokens = tokens
         self.authenticationTimeout = authenticationTimeout
+        self.closeTimeout = closeTimeout
     }
 }

@@ -30,6 +30,15 @@ public protocol SessionConnection: AnyObject {
     /// Closes the connection with a WebSocket close code; `discardingQueued`
     /// drops what is still queued (for a slow consumer).
     func close(code: UInt16, reason: String, discardingQueued: Bool)
+
+    /// Drops the connection at once, without a close handshake: for a peer that has not
+    /// read its close frame within the session's close timeout.
+    func abort()
+}
+
+extension SessionConnection {
+    /// By default nothing: a connection that cannot be dropped keeps its pending close.
+    public func abort() {}
 }
 
 extension SessionConnection {

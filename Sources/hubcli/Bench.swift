@@ -319,7 +319,7 @@ struct Bench: AsyncParsableCommand {
         return BenchResult.ServerFigures(
             writeCalls: after.writeCalls - before.writeCalls,
             messagesWritten: after.messagesWritten - before.messagesWritten,
-            valuesEncoded: after.valuesEncoded - before.valuesEncoded,
+            valuesEncoded: after.encodingCacheMisses - before.encodingCacheMisses,
             encodingCacheHits: after.encodingCacheHits - before.encodingCacheHits)
     }
 

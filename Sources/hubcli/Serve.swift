@@ -11,25 +11,49 @@ struct Serve: AsyncParsableCommand {
         abstract: "Start the broker.",
         discussion: """
             Listens for WebSocket connections speaking protocol v1 (subprotocol hub.v1).
-            With no configuration every name is created on first use. Logs go to
-            standard error. SIGINT or SIGTERM stops the broker cleanly: every
-            subscriber gets close 1001.
+            With no configuration every name is created on first use. --config FILE
+            reads a YAML configuration (see examples/hub.yml): listen address, limits,
+            auth, subjects, triggers and named pipelines; a mistake in it is reported
+            as FILE:LINE:COLUMN: key.path: message and the broker does not start.
+            --host and --port override the file's listen address. --check-config
+            validates the file (pipelines compiled included), prints 'FILE: ok' or
+            the error, and exits 0 or 1 without serving. Logs go to standard error.
+            SIGINT or SIGTERM stops the broker cleanly: every subscriber gets close 1001.
             """
     )
 
-    @Option(help: "The address to listen on.")
-    var host = "127.0.0.1"
+    @Option(help: "The address to listen on (default: the file's listen.host, or 127.0.0.1).")
+    var host: String?
 
-    @Option(help: "The port to listen on (0 picks a free one and logs it).")
-    var port = 7420
+    @Option(help: "The port to listen on; 0 picks a free one and logs it (default: the file's listen.port, or 7420).")
+    var port: Int?
+
+    @Option(name: .customLong("config"), help: ArgumentHelp("A YAML configuration file (see examples/hub.yml).", valueName: "file"))
+    var configPath: String?
+
+    @Flag(help: "Validate the --config file, print 'FILE: ok' or the error, and exit without serving.")
+    var checkConfig = false
 
     @Option(help: "The log level: trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
     func validate() throws {
-        guard (0...65535).contains(port) else {
+        if let port, !(0...65535).contains(port) {
             throw ValidationError("--port must be between 0 and 65535, got \(port)")
         }
+        if checkConfig, configPath == nil {
+            throw ValidationError("--check-config needs --config FILE")
+        }
+    }
+
+    /// The configuration: the file's (or the defaults), with --host and --port applied.
+    private func loadConfiguration() throws(ConfigurationError) -> BrokerConfiguration {
+        var configuration = try configPath.map { path throws(ConfigurationError) in
+            try BrokerConfiguration.load(contentsOf: path)
+        } ?? BrokerConfiguration()
+        if let host { configuration.service.host = host }
+        if let port { configuration.service.port = port }
+        return configuration
     }
 
     func run() async throws {
@@ -39,15 +63,37 @@ struct Serve: AsyncParsableCommand {
             handler.logLevel = level
             return handler
         }
+        let broker: BrokerConfiguration
+        do {
+            broker = try loadConfiguration()
+            if checkConfig {
+                try broker.check()
+                print("\(broker.file): ok")
+                return
+            }
+        } catch {
+            FileHandle.standardError.write(Data("\(error)\n".utf8))
+            throw ExitCode.failure
+        }
         let logger = Logger(label: "hubcli.serve")
-        let configuration = HubService.Configuration(host: host, port: port)
+        let configuration = broker.service
+        let host = configuration.host
         let service: HubService
         let bound: Int
         do {
             service = try HubService(configuration: configuration, logger: logger)
-            bound = try await service.start()
         } catch {
-            throw CLIError("cannot start the broker on \(host):\(port): \(error)")
+            throw CLIError("cannot start the broker on \(host):\(configuration.port): \(error)")
+        }
+        do {
+            bound = try await service.start { hub in try broker.declare(in: hub) }
+        } catch let error as ConfigurationError {
+            await service.shutdown(grace: .zero)
+            FileHandle.standardError.write(Data("\(error)\n".utf8))
+            throw ExitCode.failure
+        } catch {
+            await service.shutdown(grace: .zero)
+            throw CLIError("cannot start the broker on \(host):\(configuration.port): \(error)")
         }
         FileHandle.standardError.write(Data("hubcli: listening on ws://\(host):\(bound)/\n".utf8))
         let signal = await SignalWaiter.wait(for: [SIGINT, SIGTERM])

@@ -32,6 +32,7 @@ extension Publishers {
             self.metrics = metrics
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == HubError {
             let inner = Inner(downstream: subscriber, capacity: capacity, policy: policy, metrics: metrics)
             upstream.receive(subscriber: inner)

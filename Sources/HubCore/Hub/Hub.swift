@@ -5,7 +5,8 @@
 /// sessions call it there. Names share one namespace. With
 /// ``Configuration/autoCreate`` (the default), unknown names are created on
 /// first use: a passthrough subject for `send`/`complete`/`fail`/`subscribe`,
-/// a trigger for `trigger`.
+/// a trigger for `trigger`. Named pipelines are only declared
+/// (``declarePipeline(_:source:shared:bufferSize:overflow:)``), never created.
 public final class Hub: PipelineEnvironment {
     /// How a hub behaves where the protocol leaves a choice.
     public struct Configuration: Sendable {
@@ -42,12 +43,24 @@ public final class Hub: PipelineEnvironment {
         case subject(HubSubject)
         /// A trigger.
         case trigger(HubTrigger)
+        /// A named pipeline.
+        case pipeline(NamedPipeline)
 
-        /// "subject" or "trigger", for messages.
+        /// "subject", "trigger" or "pipeline", for messages.
         public var kindName: String {
             switch self {
             case .subject: return "subject"
             case .trigger: return "trigger"
+            case .pipeline: return "pipeline"
+            }
+        }
+
+        /// The number of live subscribers of the subject, trigger or pipeline.
+        public var subscriberCount: Int {
+            switch self {
+            case .subject(let subject): return subject.subscriberCount
+            case .trigger(let trigger): return trigger.subscriberCount
+            case .pipeline(let pipeline): return pipeline.subscriberCount
             }
         }
     }
@@ -109,6 +122,25 @@ public final class Hub: PipelineEnvironment {
         let trigger = HubTrigger(name: name)
         entries[name] = .trigger(trigger)
         return trigger
+    }
+
+    /// Declares a named pipeline (from configuration): its text is parsed and
+    /// checked against the limits now, compiled when subscribed (see
+    /// ``NamedPipeline`` for shared and per-subscriber pipelines). A name
+    /// already in use is refused; text that does not parse is `pipeline_error`.
+    @discardableResult
+    public func declarePipeline(
+        _ name: String, source: String, shared: Bool = true, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
+    ) throws(HubError) -> NamedPipeline {
+        try Hub.check(name)
+        guard entries[name] == nil else {
+            throw HubError(.badMessage, "'\(name)' is already declared as a \(entries[name]!.kindName)")
+        }
+        if let bufferSize { _ = try bufferCapacity(bufferSize) }
+        _ = try PipelineCompiler.parse(source, limits: limits)
+        let pipeline = NamedPipeline(name: name, source: source, shared: shared, bufferSize: bufferSize, overflow: overflow)
+        entries[name] = .pipeline(pipeline)
+        return pipeline
     }
 
     // MARK: Resolving
@@ -201,21 +233,38 @@ public final class Hub: PipelineEnvironment {
             return (entry, trigger.publisher(key: nil)
                 .hotBuffer(capacity: size, policy: overflow ?? configuration.defaultOverflow, metrics: metrics)
                 .eraseToAnyPublisher())
+        case .pipeline(let pipeline):
+            let size = try bufferCapacity(bufferSize ?? pipeline.bufferSize ?? configuration.defaultBufferSize)
+            return (entry, try pipeline.publisher(
+                in: self, bufferSize: size, overflow: overflow ?? pipeline.overflow ?? configuration.defaultOverflow))
         }
     }
 
     /// Compiles `source` for one subscription whose hot sources get `bufferSize` and `overflow`.
+    /// A source longer than ``PipelineLimits/maxSourceLength`` is `limit_exceeded`
+    /// (PROTOCOL.md §6: pipeline size is a server limit, not a compile error).
     public func compile(
         pipeline source: String, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
     ) throws(HubError) -> AnyPublisher<Value, HubError> {
+        let length = source.utf8.count
+        guard length <= limits.maxSourceLength else {
+            throw HubError(
+                .limitExceeded,
+                "pipeline text is \(length) bytes, more than the limit of \(limits.maxSourceLength)",
+                data: ["limit": .int(Int64(limits.maxSourceLength))])
+        }
         let size = try bufferCapacity(bufferSize ?? configuration.defaultBufferSize)
+        // A named pipeline used as a source compiles inside another compilation.
+        let outer = compiling
         compiling = (size, overflow)
-        defer { compiling = nil }
+        defer { compiling = outer }
         return try PipelineCompiler.compile(source, environment: self)
     }
 
     // MARK: PipelineEnvironment
 
+    /// A bare name in a pipeline: the subject (created if the hub auto-creates names) or
+    /// trigger of that name, hot-buffered with the subscription's settings.
     public func source(named name: String) throws(HubError) -> AnyPublisher<Value, HubError> {
         try Hub.check(name)
         if entries[name] == nil { _ = try subject(named: name) }
@@ -228,9 +277,16 @@ public final class Hub: PipelineEnvironment {
                 .eraseToAnyPublisher()
         case .trigger(let trigger):
             return triggerPublisher(trigger, key: nil)
+        case .pipeline(let pipeline):
+            return try pipeline.publisher(
+                in: self,
+                bufferSize: compiling?.size ?? pipeline.bufferSize ?? configuration.defaultBufferSize,
+                overflow: compiling?.overflow ?? pipeline.overflow ?? configuration.defaultOverflow)
         }
     }
 
+    /// `trigger(name[, key])` in a pipeline: the trigger's activations (those with an equal
+    /// key when `key` is given), hot-buffered with the subscription's settings.
     public func trigger(named name: String, key: Value?) throws(HubError) -> AnyPublisher<Value, HubError> {
         triggerPublisher(try trigger(named: name), key: key)
     }
@@ -272,6 +328,8 @@ extension Hub {
                     value: subject.currentValue, subscribers: subject.subscriberCount))
             case .trigger:
                 catalog.triggers.append(name)
+            case .pipeline(let pipeline):
+                catalog.pipelines.append(Catalog.PipelineEntry(name: name, subscribers: pipeline.subscriberCount))
             }
         }
         return catalog.sorted()

@@ -28,12 +28,32 @@ public struct ExpressionEvaluator {
     public var variables: [String: Value]
     /// The clock of `now()`.
     public var now: () -> SchedulerTime
+    /// The steps one evaluation may take (shared by nested `map`/`filter` scopes), so that
+    /// nested lambdas over large arrays cannot hold the event loop.
+    let budget: Budget
 
-    /// An evaluator with `.` bound to `current`.
-    public init(current: Value = .null, variables: [String: Value] = [:], now: @escaping () -> SchedulerTime = { .zero }) {
+    /// The most evaluation steps of one expression evaluation.
+    public static let maximumSteps = 1_000_000
+    /// The longest string `+` and `append` may build (so that `scan("x", $acc + $acc)` cannot exhaust memory).
+    public static let maximumStringBytes = 16 << 20
+    /// The longest array `+` and `append` may build.
+    public static let maximumArrayCount = 1 << 20
+
+    /// A step counter shared by the scopes of one evaluation.
+    final class Budget {
+        var remaining: Int
+        init(_ steps: Int) { remaining = steps }
+    }
+
+    /// An evaluator with `.` bound to `current`, allowed `maximumSteps` steps per evaluation.
+    public init(
+        current: Value = .null, variables: [String: Value] = [:], now: @escaping () -> SchedulerTime = { .zero },
+        maximumSteps: Int = ExpressionEvaluator.maximumSteps
+    ) {
         self.current = current
         self.variables = variables
         self.now = now
+        self.budget = Budget(maximumSteps)
     }
 
     /// Evaluates `expression` once with `.` bound to `current` (and `$acc` to `accumulator` if given).
@@ -72,6 +92,10 @@ public struct ExpressionEvaluator {
     /// The value of `expression` in this scope.
     public func evaluate(_ expression: ExpressionSyntax) throws(Failure) -> Value {
         let at = expression.position
+        budget.remaining -= 1
+        if budget.remaining < 0 {
+            throw Failure("the expression took too many steps", at: at)
+        }
         switch expression.kind {
         case .current:
             return current
@@ -172,8 +196,16 @@ public struct ExpressionEvaluator {
             }
         case .add:
             switch (a, b) {
-            case let (.string(x), .string(y)): return .string(x + y)
-            case let (.array(x), .array(y)): return .array(x + y)
+            case let (.string(x), .string(y)):
+                guard x.utf8.count + y.utf8.count <= maximumStringBytes else {
+                    throw Failure("'+' would make a string longer than \(maximumStringBytes) bytes", at: at)
+                }
+                return .string(x + y)
+            case let (.array(x), .array(y)):
+                guard x.count + y.count <= maximumArrayCount else {
+                    throw Failure("'+' would make an array longer than \(maximumArrayCount) elements", at: at)
+                }
+                return .array(x + y)
             default: break
             }
             return try arithmetic(op, a, b, at: at, typeHint: "numbers, two strings or two arrays")

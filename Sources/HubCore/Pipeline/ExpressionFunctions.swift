@@ -168,7 +168,11 @@ extension ExpressionEvaluator {
                 }
                 parts.append(s)
             }
-            return .string(parts.joined(separator: separator))
+            let joined = parts.joined(separator: separator)
+            guard joined.utf8.count <= Self.maximumStringBytes else {
+                throw Failure("join would make a string longer than \(Self.maximumStringBytes) bytes", at: at)
+            }
+            return .string(joined)
         case "string":
             if case let .string(s) = a { return .string(s) }
             return .string(a.jsonString())
@@ -210,6 +214,9 @@ extension ExpressionEvaluator {
             }
         case "append":
             guard case let .array(x) = a else { throw typeError(name, "an array first", args, at: at) }
+            guard x.count + args.count - 1 <= Self.maximumArrayCount else {
+                throw Failure("append would make an array longer than \(Self.maximumArrayCount) elements", at: at)
+            }
             return .array(x + args.dropFirst())
         case "slice":
             let from = args[1].intValue

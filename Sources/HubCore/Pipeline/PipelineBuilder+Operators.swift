@@ -4,7 +4,7 @@ extension PipelineBuilder {
         "map", "filter", "compactMap", "scan", "reduce", "removeDuplicates", "prefix", "drop", "dropFirst",
         "first", "last", "collect", "debounce", "throttle", "delay", "replaceError", "retry", "prepend", "append",
         "contains", "allSatisfy", "count", "min", "max", "output", "ignoreOutput", "catch", "replaceEmpty",
-        "measureInterval", "timeout", "buffer", "share", "flatMap", "switchToLatest", "wait", "merge",
+        "measureInterval", "timeout", "buffer", "share", "flatMap", "switchToLatest", "wait", "merge", "replaceNil", "mapError",
         "combineLatest", "zip",
     ]
 
@@ -20,7 +20,11 @@ extension PipelineBuilder {
     private func singleLabel(_ stage: StageSyntax, _ allowed: Set<String?>) throws(HubError) -> String? {
         let arguments = stage.arguments ?? []
         for argument in arguments where !allowed.contains(argument.label) {
-            throw Self.error("\(stage.name) has no argument '\(argument.label ?? "")'", at: argument.position)
+            guard let label = argument.label else {
+                let labels = allowed.compactMap { $0 }.sorted().map { "'\($0):'" }.joined(separator: " or ")
+                throw Self.error("\(stage.name) expects \(labels) here", at: argument.position)
+            }
+            throw Self.error("\(stage.name) has no argument '\(label)'", at: argument.position)
         }
         return arguments.first?.label
     }
@@ -43,14 +47,14 @@ extension PipelineBuilder {
             return { up, _ in
                 Self.typed(up.tryCompactMap { value -> Value? in
                     let result = try f(value, nil)
-                    return result.isNull ? nil : result
+                    return result.isNull ? Optional<Value>.none : result
                 })
             }
         case "scan", "reduce":
             try noLabels(stage)
             let arguments = try arguments(stage, 2...2)
             let initial = try constant(arguments[0], of: stage)
-            let f = try element(arguments[1], of: stage, allowAccumulator: true)
+            let f = try element(arguments[1], of: stage, variable: "acc")
             let isScan = stage.name == "scan"
             return { up, outer throws(HubError) in
                 let start = try initial(outer)
@@ -58,8 +62,36 @@ extension PipelineBuilder {
                 return Self.typed(up.tryReduce(start) { acc, value in try f(value, acc) })
             }
         case "removeDuplicates":
-            _ = try arguments(stage, 0...0)
-            return { up, _ in up.removeDuplicates().eraseToAnyPublisher() }
+            let arguments = try arguments(stage, 0...1)
+            guard let argument = arguments.first else {
+                return { up, _ in up.removeDuplicates().eraseToAnyPublisher() }
+            }
+            guard try singleLabel(stage, ["by"]) == "by" else {
+                throw Self.error("removeDuplicates takes no argument or 'by:'", at: argument.position)
+            }
+            let f = try element(argument, of: stage, variable: "prev")
+            return { up, _ in
+                Self.typed(up.tryRemoveDuplicates { previous, value in ExpressionEvaluator.isTruthy(try f(value, previous)) })
+            }
+        case "replaceNil":
+            try noLabels(stage)
+            let value = try constant(try arguments(stage, 1...1)[0], of: stage)
+            return { up, outer throws(HubError) in
+                let replacement = try value(outer)
+                return up.map { $0.isNull ? replacement : $0 }.eraseToAnyPublisher()
+            }
+        case "mapError":
+            try noLabels(stage)
+            let f = try element(try arguments(stage, 1...1)[0], of: stage)
+            return { up, _ in
+                up.catch { error -> Fail<Value, HubError> in
+                    do throws(HubError) {
+                        return Fail(error: HubError.failed(try f(Self.errorValue(error), nil), message: error.message))
+                    } catch {
+                        return Fail(error: error)
+                    }
+                }.eraseToAnyPublisher()
+            }
         case "prefix", "drop":
             _ = try arguments(stage, 1...1)
             let argument = stage.arguments![0]
@@ -109,9 +141,21 @@ extension PipelineBuilder {
             }
         case "collect":
             try noLabels(stage)
-            let arguments = try arguments(stage, 0...1)
+            let arguments = try arguments(stage, 0...2)
             guard let argument = arguments.first else {
                 return { up, _ in up.collect().map { Value.array($0) }.eraseToAnyPublisher() }
+            }
+            if case .duration = argument.kind {
+                let d = try duration(argument, of: stage)
+                let n = arguments.count > 1 ? try count(arguments[1], of: stage) : nil
+                return { up, outer throws(HubError) in
+                    let size = try n?(outer)
+                    if let size, size < 1 { throw Self.error("collect needs a count of at least 1", at: arguments[1].position) }
+                    return Self.collect(up, every: d, count: size, scheduler)
+                }
+            }
+            guard arguments.count == 1 else {
+                throw Self.error("collect takes a count, or a duration and an optional count", at: arguments[1].position)
             }
             let n = try count(argument, of: stage)
             return { up, outer throws(HubError) in
@@ -157,6 +201,14 @@ extension PipelineBuilder {
             return { up, outer throws(HubError) in up.retry(try n(outer)).eraseToAnyPublisher() }
         case "prepend", "append":
             try noLabels(stage)
+            if let only = stage.arguments?.first, stage.arguments?.count == 1, Self.denotesPipeline(only) {
+                let other = try pipeline(only, of: stage)
+                let isPrepend = stage.name == "prepend"
+                return { up, outer throws(HubError) in
+                    let p = try other(outer)
+                    return isPrepend ? up.prepend(p).eraseToAnyPublisher() : up.append(p).eraseToAnyPublisher()
+                }
+            }
             var values: [(Value) throws(HubError) -> Value] = []
             for argument in try arguments(stage, 1...1024) { values.append(try constant(argument, of: stage)) }
             let isPrepend = stage.name == "prepend"
@@ -184,9 +236,24 @@ extension PipelineBuilder {
             _ = try arguments(stage, 0...0)
             return { up, _ in up.count().map { Value.int(Int64($0)) }.eraseToAnyPublisher() }
         case "min", "max":
-            _ = try arguments(stage, 0...0)
+            let arguments = try arguments(stage, 0...1)
             let text = stage.text
             let isMin = stage.name == "min"
+            if let argument = arguments.first {
+                _ = try singleLabel(stage, ["by"])
+                let e = try expression(argument, of: stage, variables: ["a", "b"])
+                let scheduler = environment.scheduler
+                let now = { scheduler.now }
+                let by: (Value, Value) throws -> Bool = { a, b in
+                    do throws(ExpressionEvaluator.Failure) {
+                        let evaluator = ExpressionEvaluator(current: .null, variables: ["$a": a, "$b": b], now: now)
+                        return ExpressionEvaluator.isTruthy(try evaluator.evaluate(e))
+                    } catch {
+                        throw Self.failure(error, in: stage)
+                    }
+                }
+                return { up, _ in isMin ? Self.typed(up.tryMin(by: by)) : Self.typed(up.tryMax(by: by)) }
+            }
             let order: (Value, Value) throws -> Bool = { a, b in
                 guard let o = ExpressionEvaluator.compare(a, b) else {
                     let message = "cannot compare \(ExpressionEvaluator.typeName(a)) and \(ExpressionEvaluator.typeName(b))"
@@ -249,7 +316,7 @@ extension PipelineBuilder {
                 case "error": whenFull = .customError { HubError(.overflow, "buffer(\(size)) overflowed") }
                 default: whenFull = .dropOldest
                 }
-                return up.buffer(size: size, prefetch: .keepFull, whenFull: whenFull).eraseToAnyPublisher()
+                return up.buffer(size: size, prefetch: .byRequest, whenFull: whenFull).eraseToAnyPublisher()
             }
         case "share":
             _ = try arguments(stage, 0...0)
@@ -308,6 +375,26 @@ extension PipelineBuilder {
     /// How an error reads as `.` in `catch`: `{"code": ..., "message": ..., "data": ...}`.
     static func errorValue(_ error: HubError) -> Value {
         .object(["code": .string(error.code.rawValue), "message": .string(error.message), "data": error.data ?? .null])
+    }
+
+    /// Whether an argument is a pipeline rather than a value: `a | b`, a bare name, or a call
+    /// of something that is not a function of expressions.
+    static func denotesPipeline(_ argument: ArgumentSyntax) -> Bool {
+        switch argument.kind {
+        case .pipeline: return true
+        case .duration: return false
+        case let .expression(e):
+            switch e.kind {
+            case .name: return true
+            case let .call(name, _, _): return ExpressionFunctions.arity[name] == nil
+            default: return false
+            }
+        }
+    }
+
+    static func collect<S: Scheduler>(_ up: Pub, every d: Duration, count: Int?, _ s: S) -> Pub {
+        let strategy: Publishers.TimeGroupingStrategy<S> = count.map { .byTimeOrCount(s, d, $0) } ?? .byTime(s, d)
+        return up.collect(strategy).map { Value.array($0) }.eraseToAnyPublisher()
     }
 
     static func debounce<S: Scheduler>(_ up: Pub, _ d: Duration, _ s: S) -> Pub {

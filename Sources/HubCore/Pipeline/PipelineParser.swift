@@ -184,7 +184,11 @@ public struct PipelineParser {
 
     private mutating func parseOr() throws(HubError) -> ExpressionSyntax {
         var left = try parseAnd()
+        var levels = 0
+        defer { depth -= levels }
         while token == .name("or") {
+            try enter()
+            levels += 1
             advance()
             let right = try parseAnd()
             left = ExpressionSyntax(.binary(.or, left, right), at: left.position)
@@ -194,7 +198,11 @@ public struct PipelineParser {
 
     private mutating func parseAnd() throws(HubError) -> ExpressionSyntax {
         var left = try parseNot()
+        var levels = 0
+        defer { depth -= levels }
         while token == .name("and") {
+            try enter()
+            levels += 1
             advance()
             let right = try parseNot()
             left = ExpressionSyntax(.binary(.and, left, right), at: left.position)
@@ -217,7 +225,11 @@ public struct PipelineParser {
 
     private mutating func parseComparison() throws(HubError) -> ExpressionSyntax {
         var left = try parseAdditive()
+        var levels = 0
+        defer { depth -= levels }
         while case let .symbol(s) = token, let op = Self.comparisons[s] {
+            try enter()
+            levels += 1
             advance()
             let right = try parseAdditive()
             left = ExpressionSyntax(.binary(op, left, right), at: left.position)
@@ -227,7 +239,11 @@ public struct PipelineParser {
 
     private mutating func parseAdditive() throws(HubError) -> ExpressionSyntax {
         var left = try parseMultiplicative()
+        var levels = 0
+        defer { depth -= levels }
         while isSymbol("+") || isSymbol("-") {
+            try enter()
+            levels += 1
             let op: ExpressionSyntax.BinaryOperator = isSymbol("+") ? .add : .subtract
             advance()
             let right = try parseMultiplicative()
@@ -238,7 +254,11 @@ public struct PipelineParser {
 
     private mutating func parseMultiplicative() throws(HubError) -> ExpressionSyntax {
         var left = try parseUnary()
+        var levels = 0
+        defer { depth -= levels }
         while isSymbol("*") || isSymbol("/") || isSymbol("%") {
+            try enter()
+            levels += 1
             let op: ExpressionSyntax.BinaryOperator = isSymbol("*") ? .multiply : isSymbol("/") ? .divide : .remainder
             advance()
             let right = try parseUnary()
@@ -266,14 +286,20 @@ public struct PipelineParser {
 
     private mutating func parsePostfix() throws(HubError) -> ExpressionSyntax {
         var base = try parsePrimary()
+        var levels = 0
+        defer { depth -= levels }
         while true {
             if isSymbol("."), case let .name(name) = peekToken(1), tokens[index + 1].position.offset == current.end,
                current.position.offset == tokens[index - 1].end {
+                try enter()
+                levels += 1
                 advance()
                 let at = current.position
                 advance()
                 base = try fields(name, of: base, at: at)
             } else if isSymbol("[") {
+                try enter()
+                levels += 1
                 advance()
                 let subscriptExpression = try parseExpression()
                 try expect("]", "expected ']' after index")
@@ -284,12 +310,17 @@ public struct PipelineParser {
         }
     }
 
-    /// `base.a.b` for the dotted name `a.b`.
-    private func fields(_ dotted: String, of base: ExpressionSyntax, at position: SourcePosition) throws(HubError) -> ExpressionSyntax {
+    /// `base.a.b` for the dotted name `a.b` (each field is one level of depth).
+    private mutating func fields(_ dotted: String, of base: ExpressionSyntax, at position: SourcePosition) throws(HubError) -> ExpressionSyntax {
         var result = base
+        var fieldLevels = 0
         for component in dotted.split(separator: ".", omittingEmptySubsequences: false) {
             guard !component.isEmpty else {
                 throw PipelineLexer.error("expected a field name after '.'", at: position)
+            }
+            fieldLevels += 1
+            if depth + fieldLevels > limits.maxExpressionDepth {
+                throw PipelineLexer.error("nested too deeply (the limit is \(limits.maxExpressionDepth) levels)", at: position)
             }
             result = ExpressionSyntax(.field(result, String(component)), at: base.position)
         }

@@ -87,9 +87,32 @@ public struct ArgumentSyntax: Hashable, Sendable {
 public struct ExpressionSyntax: Hashable, Sendable {
     /// Binary operators.
     public enum BinaryOperator: String, Hashable, Sendable {
-        case add = "+", subtract = "-", multiply = "*", divide = "/", remainder = "%"
-        case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
-        case and, or
+        /// `+`: numbers, or two strings, or two arrays.
+        case add = "+"
+        /// `-`
+        case subtract = "-"
+        /// `*`
+        case multiply = "*"
+        /// `/`: an integer when exact, else a double.
+        case divide = "/"
+        /// `%`: integers, truncating toward zero.
+        case remainder = "%"
+        /// `==`: any values, numbers by value.
+        case equal = "=="
+        /// `!=`
+        case notEqual = "!="
+        /// `<`: two numbers or two strings.
+        case less = "<"
+        /// `<=`
+        case lessOrEqual = "<="
+        /// `>`
+        case greater = ">"
+        /// `>=`
+        case greaterOrEqual = ">="
+        /// `and` (short-circuit, gives a boolean).
+        case and
+        /// `or` (short-circuit, gives a boolean).
+        case or
     }
 
     /// The forms of expressions.

@@ -18,6 +18,7 @@ public struct AnyPublisher<Output, Failure: Error>: Publisher, CustomStringConve
         }
     }
 
+    /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
     @inlinable
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
         subscribeBody(AnySubscriber(subscriber))

@@ -13,6 +13,7 @@ public struct Empty<Output, Failure: Error>: Publisher, Equatable {
         self.completeImmediately = completeImmediately
     }
 
+    /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
         subscriber.receive(subscription: Subscriptions.empty)
         if completeImmediately {

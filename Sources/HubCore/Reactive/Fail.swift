@@ -9,6 +9,7 @@ public struct Fail<Output, Failure: Error>: Publisher {
     /// A publisher failing with `error`, with an explicit output type.
     public init(outputType: Output.Type, failure: Failure) { self.error = failure }
 
+    /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
         subscriber.receive(subscription: Subscriptions.empty)
         subscriber.receive(completion: .failure(error))

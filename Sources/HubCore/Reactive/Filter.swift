@@ -18,6 +18,7 @@ extension Publishers {
             self.isIncluded = isIncluded
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         @inlinable
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             upstream.receive(subscriber: Inner(downstream: subscriber, isIncluded: isIncluded))

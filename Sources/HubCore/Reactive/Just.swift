@@ -8,6 +8,7 @@ public struct Just<Output>: Publisher {
     /// A publisher of `output`.
     public init(_ output: Output) { self.output = output }
 
+    /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Never {
         subscriber.receive(subscription: Inner(value: output, downstream: subscriber))
     }

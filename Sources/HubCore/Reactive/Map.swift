@@ -17,6 +17,7 @@ extension Publishers {
             self.transform = transform
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         @inlinable
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             upstream.receive(subscriber: Inner(downstream: subscriber, transform: transform))

@@ -24,6 +24,7 @@ public final class PassthroughSubject<Output, Failure: Error>: Subject {
     /// Whether the subject has completed.
     public var isCompleted: Bool { completion != nil }
 
+    /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
     @inlinable
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
         if let completion {
@@ -36,12 +37,14 @@ public final class PassthroughSubject<Output, Failure: Error>: Subject {
         subscriber.receive(subscription: conduit)
     }
 
+    /// Sends `value` to the subscribers that have demand for it.
     @inlinable
     public func send(_ value: Output) {
         guard completion == nil else { return }
         conduits.offer(value, resetCurrentWhenUndelivered: false)
     }
 
+    /// Finishes every subscriber with `completion`; nothing is sent afterwards.
     public func send(completion: Subscribers.Completion<Failure>) {
         guard self.completion == nil else { return }
         self.completion = completion
@@ -49,6 +52,7 @@ public final class PassthroughSubject<Output, Failure: Error>: Subject {
         conduits.finishAll(completion)
     }
 
+    /// Takes an upstream subscription (the subject was subscribed to a publisher) and requests unlimited values from it.
     public func send(subscription: any Subscription) {
         upstreams.append(subscription)
         subscription.request(.unlimited)

@@ -19,6 +19,7 @@ extension Publishers {
             self.nextPartialResult = nextPartialResult
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         @inlinable
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             upstream.receive(subscriber: Inner(downstream: subscriber, result: initialResult, next: nextPartialResult))

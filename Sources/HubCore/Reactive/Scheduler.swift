@@ -69,5 +69,6 @@ public protocol Scheduler {
 }
 
 extension Scheduler {
+    /// Zero: the default for schedulers that honour exact times.
     public var minimumTolerance: Duration { .zero }
 }

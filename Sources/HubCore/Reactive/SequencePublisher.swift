@@ -13,6 +13,7 @@ extension Publishers {
         /// A publisher of `sequence`'s elements.
         @inlinable public init(sequence: Elements) { self.sequence = sequence }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         @inlinable
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             var iterator = sequence.makeIterator()

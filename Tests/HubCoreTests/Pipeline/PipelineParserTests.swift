@@ -63,6 +63,14 @@ struct PipelineParserTests {
         ("a | map(#)", "1:9: unexpected character '#'"),
         ("a | merge(1 | b)", "1:11: only a stage can start a pipeline before '|'"),
         ("a | map(.a.)", "1:10: expected a field name after '.'"),
+        ("a | delay(5ms2)", "1:11: unexpected '2' after duration"),
+        ("a | delay(1e30s)", "1:11: duration too long"),
+        ("a | map(1e400)", "1:9: number out of range"),
+        ("a | map(\"a\tb\")", "1:11: control character in string (escape it)"),
+        ("a | map(\"\\udc00\")", "1:10: unpaired surrogate in \\u escape"),
+        ("a | map(x.y -> 1)", "1:9: a lambda parameter is a plain name"),
+        ("a | map(", "1:9: expected an expression, found end of text"),
+        ("a | map(1,)", "1:11: expected an expression, found ')'"),
     ])
     func syntaxErrorsNameLineAndColumn(text: String, message: String) {
         let error = pipelineError { _ = try PipelineCompiler.parse(text) }
@@ -168,21 +176,41 @@ struct PipelineParserTests {
         #expect(deep?.message.contains("nested too deeply (the limit is 8 levels)") == true)
         let minus = pipelineError { _ = try PipelineCompiler.parse("a | map(--------1)", limits: limits) }
         #expect(minus?.message.contains("nested too deeply") == true)
+        // Flat chains build trees as deep as they are long: they count too.
+        #expect(pipelineError { _ = try PipelineCompiler.parse("a | map(1 + 1 + 1 + 1 + 1)", limits: limits) } == nil)
+        let sum = pipelineError { _ = try PipelineCompiler.parse("a | map(1" + String(repeating: " + 1", count: 8) + ")", limits: limits) }
+        #expect(sum?.message.contains("nested too deeply") == true)
+        let fields = pipelineError { _ = try PipelineCompiler.parse("a | map(.a.b.c.d.e.f.g.h.i)", limits: limits) }
+        #expect(fields?.message.contains("nested too deeply") == true)
+    }
+
+    @Test func defaultDepthAdmitsThirtyChainedOperatorsInAStageArgument() {
+        #expect(pipelineError { _ = try PipelineCompiler.parse("a | map(1" + String(repeating: " + 1", count: 30) + ")") } == nil)
+        let error = pipelineError { _ = try PipelineCompiler.parse("a | map(1" + String(repeating: " + 1", count: 31) + ")") }
+        #expect(error?.message == "1:131: nested too deeply (the limit is 32 levels)")
     }
 
     @Test func hostileNestingWithDefaultLimitsIsRejected() {
         for text in [
-            "a | map(" + String(repeating: "(", count: 100_000) + "1" + String(repeating: ")", count: 100_000) + ")",
+            "a | map(" + String(repeating: "(", count: 20_000) + "1" + String(repeating: ")", count: 20_000) + ")",
             "a | map(" + String(repeating: "-", count: 15_000) + "1)",
             "a | map(" + String(repeating: "not ", count: 4000) + "1)",
             "a | map(" + String(repeating: "[", count: 15_000) + ")",
             "a | map(" + String(repeating: "{a:", count: 5000) + ")",
             String(repeating: "merge(", count: 5000),
             "a | map(" + String(repeating: "1 ? ", count: 5000) + "1)",
+            "a | map(1" + String(repeating: " + 1", count: 20_000) + ")",
+            "a | map(1" + String(repeating: " * 1", count: 20_000) + ")",
+            "a | map(1" + String(repeating: " == 1", count: 20_000) + ")",
+            "a | map(1" + String(repeating: " and 1", count: 20_000) + ")",
+            "a | map(1" + String(repeating: " or 1", count: 20_000) + ")",
+            "a | map(." + String(repeating: "a.", count: 20_000) + "a)",
+            "a | map(.a" + String(repeating: "[0]", count: 20_000) + ")",
+            "a | map($acc" + String(repeating: ".b", count: 20_000) + ")",
         ] {
             let error = pipelineError { _ = try PipelineCompiler.parse(text, limits: PipelineLimits(maxSourceLength: 1 << 20)) }
             #expect(error?.code == .pipelineError)
-            #expect(error?.message.contains("nested too deeply") == true)
+            #expect(error?.message.contains("nested too deeply") == true, "\(text.prefix(20))")
         }
     }
 }

@@ -22,7 +22,10 @@ struct PipelineCountingSequence: Sequence, IteratorProtocol {
 /// source `numbers` (0..<1000), a demand probe `probe`, trigger subjects, and a TestScheduler.
 final class PipelineTestEnvironment: PipelineEnvironment {
     var subjects: [String: PassthroughSubject<Value, HubError>] = [:]
+    /// Every activation of each trigger (for `trigger(name)`), emitting the key or null.
     var triggers: [String: PassthroughSubject<Value, HubError>] = [:]
+    /// The keyed signals of each trigger (for `trigger(name, key)`).
+    var keyedTriggers: [String: Trigger] = [:]
     let counter = PipelineCounter()
     let probe = DemandProbe<Value, HubError>()
     let testScheduler = TestScheduler()
@@ -48,15 +51,20 @@ final class PipelineTestEnvironment: PipelineEnvironment {
     }
 
     func trigger(named name: String, key: Value?) throws(HubError) -> AnyPublisher<Value, HubError> {
-        let subject = triggers[name] ?? PassthroughSubject()
-        triggers[name] = subject
-        guard let key else { return subject.eraseToAnyPublisher() }
-        return subject.filter { $0 == key }.eraseToAnyPublisher()
+        guard let key else {
+            let subject = triggers[name] ?? PassthroughSubject()
+            triggers[name] = subject
+            return subject.eraseToAnyPublisher()
+        }
+        let trigger = keyedTriggers[name] ?? Trigger()
+        keyedTriggers[name] = trigger
+        return trigger.signal(activatedBy: key).map { key }.setFailureType(to: HubError.self).eraseToAnyPublisher()
     }
 
     /// Activates trigger `name` with `key` (null when none).
     func activate(_ name: String, key: Value = .null) {
         triggers[name]?.send(key)
+        keyedTriggers[name]?.activate(for: key)
     }
 
     var scheduler: any Scheduler { testScheduler }

@@ -35,6 +35,7 @@ extension Publishers {
             self.strategy = strategy
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             switch strategy {
             case .byTime(let scheduler, let interval):

@@ -23,6 +23,7 @@ extension Publishers {
             self.b = b
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = CombineLatestInner(downstream: subscriber)
             let slotA = inner.makeSlot(A.Output.self, keepsLatestOnly: true)
@@ -59,6 +60,7 @@ extension Publishers {
             self.c = c
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = CombineLatestInner(downstream: subscriber)
             let slotA = inner.makeSlot(A.Output.self, keepsLatestOnly: true)
@@ -99,6 +101,7 @@ extension Publishers {
             self.d = d
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = CombineLatestInner(downstream: subscriber)
             let slotA = inner.makeSlot(A.Output.self, keepsLatestOnly: true)

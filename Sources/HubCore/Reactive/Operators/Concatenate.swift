@@ -24,6 +24,7 @@ extension Publishers {
             self.suffix = suffix
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = Inner(downstream: subscriber, suffix: suffix)
             prefix.receive(subscriber: Inner.PrefixSubscriber(inner: inner))

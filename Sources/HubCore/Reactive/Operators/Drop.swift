@@ -21,6 +21,7 @@ extension Publishers {
             self.count = count
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = Inner(downstream: subscriber, count: count)
             subscriber.receive(subscription: inner)

@@ -18,6 +18,7 @@ extension Publishers {
             self.predicate = predicate
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let predicate = self.predicate
             upstream.receive(subscriber: DropWhileInner<Output, Failure, S>(
@@ -43,6 +44,7 @@ extension Publishers {
             self.predicate = predicate
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let predicate = self.predicate
             upstream.receive(subscriber: DropWhileInner<Output, Upstream.Failure, S>(

@@ -14,6 +14,7 @@ extension Publishers {
         /// The first value of `upstream`.
         public init(upstream: Upstream) { self.upstream = upstream }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             upstream.receive(subscriber: FirstLastProducer<Output, Failure, S>(
                 downstream: subscriber, decide: { _ in .keepAndFinish }, mapFailure: { $0 }))
@@ -37,6 +38,7 @@ extension Publishers {
             self.predicate = predicate
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let predicate = self.predicate
             upstream.receive(subscriber: FirstLastProducer<Output, Failure, S>(
@@ -62,6 +64,7 @@ extension Publishers {
             self.predicate = predicate
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let predicate = self.predicate
             upstream.receive(subscriber: FirstLastProducer<Output, Upstream.Failure, S>(

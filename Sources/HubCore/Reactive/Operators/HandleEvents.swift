@@ -39,6 +39,7 @@ extension Publishers {
             self.receiveRequest = receiveRequest
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             upstream.receive(subscriber: Inner(self, downstream: subscriber))
         }

@@ -22,6 +22,7 @@ extension Publishers {
             self.b = b
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             MergeInner.run(subscriber) { $0.attach(a); $0.attach(b) }
         }
@@ -54,6 +55,7 @@ extension Publishers {
             self.c = c
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             MergeInner.run(subscriber) { $0.attach(a); $0.attach(b); $0.attach(c) }
         }
@@ -90,6 +92,7 @@ extension Publishers {
             self.d = d
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             MergeInner.run(subscriber) { $0.attach(a); $0.attach(b); $0.attach(c); $0.attach(d) }
         }
@@ -130,6 +133,7 @@ extension Publishers {
             self.e = e
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             MergeInner.run(subscriber) { $0.attach(a); $0.attach(b); $0.attach(c); $0.attach(d); $0.attach(e) }
         }
@@ -174,6 +178,7 @@ extension Publishers {
             self.f = f
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             MergeInner.run(subscriber) { $0.attach(a); $0.attach(b); $0.attach(c); $0.attach(d); $0.attach(e); $0.attach(f) }
         }
@@ -222,6 +227,7 @@ extension Publishers {
             self.g = g
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             MergeInner.run(subscriber) { $0.attach(a); $0.attach(b); $0.attach(c); $0.attach(d); $0.attach(e); $0.attach(f); $0.attach(g) }
         }
@@ -274,6 +280,7 @@ extension Publishers {
             self.h = h
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             MergeInner.run(subscriber) { $0.attach(a); $0.attach(b); $0.attach(c); $0.attach(d); $0.attach(e); $0.attach(f); $0.attach(g); $0.attach(h) }
         }

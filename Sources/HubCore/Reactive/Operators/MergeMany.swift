@@ -27,6 +27,7 @@ extension Publishers {
             publishers = Array(upstream)
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             MergeInner.run(subscriber) { inner in
                 for publisher in publishers { inner.attach(publisher) }

@@ -22,6 +22,7 @@ extension Publishers {
             self.other = other
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = Inner(downstream: subscriber)
             other.receive(subscriber: inner.makeTrigger())

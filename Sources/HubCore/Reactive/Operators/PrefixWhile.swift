@@ -19,6 +19,7 @@ extension Publishers {
             self.predicate = predicate
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let predicate = self.predicate
             upstream.receive(subscriber: PrefixWhileInner<Output, Failure, S>(
@@ -44,6 +45,7 @@ extension Publishers {
             self.predicate = predicate
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let predicate = self.predicate
             upstream.receive(subscriber: PrefixWhileInner<Output, Upstream.Failure, S>(

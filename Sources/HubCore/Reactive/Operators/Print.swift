@@ -33,6 +33,7 @@ extension Publishers {
             self.level = level
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             upstream.receive(subscriber: Inner(
                 downstream: subscriber, prefix: prefix.isEmpty ? "" : "\(prefix): ", logger: logger, level: level))

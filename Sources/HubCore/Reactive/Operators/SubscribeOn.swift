@@ -21,6 +21,7 @@ extension Publishers {
             self.scheduler = scheduler
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = Inner(downstream: subscriber, scheduler: scheduler)
             let upstream = self.upstream

@@ -32,6 +32,7 @@ extension Publishers {
             self.latest = latest
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             upstream.receive(subscriber: Inner(downstream: subscriber, interval: interval, scheduler: scheduler, latest: latest))
         }

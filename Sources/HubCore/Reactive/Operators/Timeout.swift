@@ -30,6 +30,7 @@ extension Publishers {
             self.customError = customError
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             upstream.receive(subscriber: Inner(downstream: subscriber, interval: interval, scheduler: scheduler, customError: customError))
         }

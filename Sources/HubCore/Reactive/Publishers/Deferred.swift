@@ -13,6 +13,7 @@ public struct Deferred<DeferredPublisher: Publisher>: Publisher {
         self.createPublisher = createPublisher
     }
 
+    /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
         createPublisher().receive(subscriber: subscriber)
     }

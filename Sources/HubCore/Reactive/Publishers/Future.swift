@@ -27,6 +27,7 @@ public final class Future<Output, Failure: Error>: Publisher {
         for conduit in current { conduit.settle(result) }
     }
 
+    /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
         let conduit = Link(parent: self, downstream: subscriber)
         conduits.append(conduit)

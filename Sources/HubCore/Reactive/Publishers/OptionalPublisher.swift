@@ -11,6 +11,7 @@ extension Optional {
         /// A publisher of `output`.
         public init(_ output: Wrapped?) { self.output = output }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Wrapped, S.Failure == Never {
             guard let output else {
                 subscriber.receive(subscription: Subscriptions.empty)

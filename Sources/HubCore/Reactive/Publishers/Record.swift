@@ -24,6 +24,7 @@ public struct Record<Output, Failure: Error>: Publisher {
         self.init(recording: Recording(output: output, completion: completion))
     }
 
+    /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
         guard !recording.output.isEmpty else {
             subscriber.receive(subscription: Subscriptions.empty)

@@ -16,6 +16,7 @@ extension Result {
         /// A publisher of a failure.
         public init(_ failure: Failure) { self.init(.failure(failure)) }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Success, S.Failure == Failure {
             switch result {
             case .success(let value):

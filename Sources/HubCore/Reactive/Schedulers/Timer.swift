@@ -24,6 +24,7 @@ extension Publishers {
             self.scheduler = scheduler
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = Inner(downstream: subscriber)
             subscriber.receive(subscription: inner)

@@ -31,6 +31,7 @@ extension Publishers {
             self.publishers = publishers
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let latest = Latest(count: publishers.count)
             let combiner = LatestCombiner(downstream: subscriber, count: publishers.count) {

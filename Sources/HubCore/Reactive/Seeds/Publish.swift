@@ -26,6 +26,7 @@ extension Publishers {
             self.makePublisher = makePublisher
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let switcher = SignalSwitcher(downstream: subscriber, make: makePublisher)
             subscriber.receive(subscription: switcher)

@@ -20,6 +20,7 @@ extension Publishers {
             self.transform = transform
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let latest = Latest()
             let transform = self.transform

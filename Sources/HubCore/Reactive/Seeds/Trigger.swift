@@ -31,6 +31,7 @@ public final class Trigger {
             self.key = key
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Void, S.Failure == Never {
             trigger.subject(for: key).receive(subscriber: subscriber)
         }

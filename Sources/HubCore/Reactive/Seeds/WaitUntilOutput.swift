@@ -28,6 +28,7 @@ extension Publishers {
             self.signal = signal
         }
 
+        /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = Inner(downstream: subscriber, upstream: upstream)
             subscriber.receive(subscription: inner)

@@ -1,0 +1,214 @@
+import HubCore
+import HubTransport
+import Logging
+import Synchronization
+
+/// A connection to a Reactive Hub server speaking protocol v1 (PROTOCOL.md).
+///
+/// ```swift
+/// let client = try await HubClient.connect(to: "ws://127.0.0.1:7420/")
+/// try await client.send(42, to: "prices")
+/// for try await price in client.subscribe(to: "prices").values() { print(price) }
+/// await client.close()
+/// ```
+///
+/// - Connection: `ws://host:port/path` with the `hub.v1` subprotocol, an optional
+///   bearer token (header or `hello`) and an optional `hello` (client name,
+///   batch). The client connects on ``connect()`` or on the first call that needs
+///   the connection. A first connection that fails fails that call (code
+///   `connection_failed` naming `host:port`, or `timeout`); it is not retried.
+/// - Reconnect: when an established connection is lost, every live subscription
+///   and every call waiting for its ack fails with `disconnected` (subscriptions
+///   are never resumed), and the client reconnects with exponential backoff
+///   (``ReconnectPolicy``). Calls and subscriptions made while it is reconnecting
+///   **wait** for the reconnection, each bounded by
+///   ``Configuration/requestTimeout`` (calls) or until the policy gives up
+///   (`disconnected`).
+/// - Threading: the client is `Sendable`; its async calls may be made from any
+///   task. It runs on one ``EventLoop``: its own (made at init and stopped by
+///   ``close()``) or an injected one shared by several clients, which must outlive
+///   them. Subscribers of ``HubPublisher`` receive their callbacks on that loop.
+/// - Ids: subscription ids increase over the client's life (never reused), acks too.
+public final class HubClient: Sendable {
+    /// The server's URL.
+    public let url: HubURL
+    /// The configuration the client was made with.
+    public let configuration: Configuration
+    /// The loop the client's connection and subscriptions run on.
+    public let eventLoop: EventLoop
+    let core: LoopConfined<ClientCore>
+    private let ownsLoop: Bool
+    private let isClosed = Atomic<Bool>(false)
+
+    /// A client for `url` (`ws://host:port/path`); nothing connects until
+    /// ``connect()`` or the first call.
+    ///
+    /// - Parameter eventLoop: the loop to run on; `nil` starts one for this client.
+    /// - Throws: `invalid_url` naming the offending part of `url`;
+    ///   `connection_failed` if the client's own event loop cannot start.
+    public convenience init(
+        url: String, configuration: Configuration = Configuration(), eventLoop: EventLoop? = nil,
+        logger: Logger = Logger(label: "hub.client")
+    ) throws(HubClientError) {
+        try self.init(url: try HubURL(parsing: url), configuration: configuration, eventLoop: eventLoop, logger: logger)
+    }
+
+    /// A client for an already parsed URL (see the `String` initialiser).
+    public init(
+        url: HubURL, configuration: Configuration = Configuration(), eventLoop: EventLoop? = nil,
+        logger: Logger = Logger(label: "hub.client")
+    ) throws(HubClientError) {
+        self.url = url
+        self.configuration = configuration
+        if let eventLoop {
+            self.eventLoop = eventLoop
+            ownsLoop = false
+        } else {
+            do {
+                self.eventLoop = try EventLoop(configuration: .init(name: "hub-client"))
+            } catch {
+                throw HubClientError(code: .connectionFailed, message: "cannot start the client's event loop: \(error)")
+            }
+            ownsLoop = true
+        }
+        core = LoopConfined(
+            ClientCore(url: url, configuration: configuration, eventLoop: self.eventLoop, logger: logger),
+            eventLoop: self.eventLoop)
+    }
+
+    deinit {
+        if ownsLoop { eventLoop.shutdown() }
+    }
+
+    /// Makes a client and connects it (waits for the server's `welcome`).
+    public static func connect(
+        to url: String, configuration: Configuration = Configuration(), eventLoop: EventLoop? = nil,
+        logger: Logger = Logger(label: "hub.client")
+    ) async throws(HubClientError) -> HubClient {
+        let client = try HubClient(url: url, configuration: configuration, eventLoop: eventLoop, logger: logger)
+        do throws(HubClientError) {
+            try await client.connect()
+        } catch {
+            await client.close()
+            throw error
+        }
+        return client
+    }
+
+    /// Connects, if not connected, and waits for the server's `welcome` (or, while
+    /// reconnecting, for the reconnection).
+    ///
+    /// - Throws: `connection_failed` (with `host:port`), `timeout`, `protocol_error`,
+    ///   `unauthorized`, `disconnected` (reconnecting gave up) or `closed`.
+    public func connect() async throws(HubClientError) {
+        _ = try await perform { (core, done: @escaping (Result<Void, HubClientError>) -> Void) in
+            core.withConnection { done($0.map { _ in () }) }
+        }
+    }
+
+    /// Closes the connection (1000) and fails what is live with `closed`; stops
+    /// the client's own event loop. Idempotent.
+    public func close() async {
+        guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let core = self.core
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            eventLoop.execute { core.value.close { continuation.resume() } }
+        }
+        if ownsLoop { eventLoop.shutdown() }
+    }
+
+    // MARK: - Subscriptions
+
+    /// The subject, named pipeline or trigger `name` as a publisher (see ``HubPublisher``).
+    public func subscribe(to name: String, options: SubscribeOptions = SubscribeOptions()) -> HubPublisher {
+        HubPublisher(client: self, target: .name(name), options: options)
+    }
+
+    /// An ad-hoc pipeline (compiled by the server for each subscription) as a publisher.
+    public func subscribe(pipeline: String, options: SubscribeOptions = SubscribeOptions()) -> HubPublisher {
+        HubPublisher(client: self, target: .pipeline(pipeline), options: options)
+    }
+
+    /// The values of `name` as an `AsyncSequence` with `prefetch` values in flight.
+    public func values(of name: String, prefetch: Int = 16, options: SubscribeOptions = SubscribeOptions()) -> HubValues {
+        subscribe(to: name, options: options).values(prefetch: prefetch)
+    }
+
+    // MARK: - Acked calls
+
+    /// Sends `value` into the subject `name` and waits for the server's ack.
+    ///
+    /// - Throws: the server's error (for example `completed`, `not_found`,
+    ///   `bad_message` for an invalid name) or a connection failure.
+    public func send(_ value: Value, to name: String) async throws(HubClientError) {
+        try await acked { .send(to: name, value: value, ack: $0) }
+    }
+
+    /// Completes the subject `name`.
+    public func complete(_ name: String) async throws(HubClientError) {
+        try await acked { .complete(to: name, ack: $0) }
+    }
+
+    /// Fails the subject `name` with the JSON value `error`.
+    public func fail(_ name: String, error: Value) async throws(HubClientError) {
+        try await acked { .fail(to: name, error: error, ack: $0) }
+    }
+
+    /// Activates the trigger `name`, for `key` when given.
+    public func trigger(_ name: String, key: Value? = nil) async throws(HubClientError) {
+        try await acked { .trigger(name: name, key: key, ack: $0) }
+    }
+
+    /// The server's catalog: subjects, named pipelines and triggers with subscriber counts.
+    public func list() async throws(HubClientError) -> Catalog {
+        let answer = try await call { .list(ack: $0) }
+        guard case let .catalog(_, catalog) = answer else {
+            throw HubClientError(code: .protocolError, message: "the server answered list with \(answer) instead of a catalog")
+        }
+        return catalog
+    }
+
+    // MARK: - Diagnostics
+
+    /// The session id of the current connection (`nil` when not connected).
+    public var session: String? {
+        get async { try? await perform { core, done in done(.success(core.session)) } }
+    }
+
+    /// How many times the client connected successfully (reconnections included).
+    public var connectCount: Int {
+        get async { (try? await perform { core, done in done(.success(core.connectCount)) }) ?? 0 }
+    }
+
+    // MARK: - Plumbing
+
+    /// Whether ``close()`` was called.
+    var isClosedNow: Bool { isClosed.load(ordering: .acquiring) }
+
+    private func acked(_ build: @escaping @Sendable (Int64) -> ClientMessage) async throws(HubClientError) {
+        let answer = try await call(build)
+        guard case .ack = answer else {
+            throw HubClientError(code: .protocolError, message: "the server answered with \(answer) instead of an ack")
+        }
+    }
+
+    private func call(_ build: @escaping @Sendable (Int64) -> ClientMessage) async throws(HubClientError) -> ServerMessage {
+        try await perform { core, done in core.call(build, completion: done) }
+    }
+
+    /// Runs `body` on the loop with the core and a completion that resumes the caller.
+    private func perform<T: Sendable>(
+        _ body: @escaping @Sendable (ClientCore, @escaping (Result<T, HubClientError>) -> Void) -> Void
+    ) async throws(HubClientError) -> T {
+        guard !isClosed.load(ordering: .acquiring) else {
+            throw HubClientError(code: .closed, message: "the client is closed")
+        }
+        let core = self.core
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, HubClientError>, Never>) in
+            eventLoop.execute {
+                body(core.value) { continuation.resume(returning: $0) }
+            }
+        }
+        return try result.get()
+    }
+}

@@ -1,0 +1,48 @@
+import HubTransport
+
+extension HubClient {
+    /// How a ``HubClient`` connects and behaves.
+    public struct Configuration: Sendable {
+        /// A bearer token: sent as `Authorization: Bearer <token>` on the upgrade
+        /// request, or in `hello` when ``tokenInHello`` is set.
+        public var token: String?
+        /// Send the token in `hello` instead of the `Authorization` header.
+        public var tokenInHello: Bool
+        /// The client name sent in `hello` (a `hello` is sent only when there is a
+        /// name, `batch`, or a token to put in it).
+        public var clientName: String?
+        /// `batch: true` in `hello`: the server may batch values of every subscription.
+        public var batch: Bool
+        /// How long connecting (TCP, handshake and the server's `welcome`) may take.
+        public var connectTimeout: Duration
+        /// How long an acked call (`send`, `complete`, `fail`, `trigger`, `list`) may
+        /// take, including the wait for a connection or a reconnect.
+        public var requestTimeout: Duration
+        /// What happens after an established connection is lost.
+        public var reconnect: ReconnectPolicy
+        /// The largest message accepted from the server (bytes).
+        public var maximumMessageSize: Int
+        /// Seconds of silence before the transport pings the server (0: never).
+        public var pingInterval: UInt16
+
+        /// A configuration; defaults: no token or hello, 10 s to connect, 30 s per
+        /// call, reconnect with the default ``ReconnectPolicy``, 16 MiB messages,
+        /// ping after 30 s of silence.
+        public init(
+            token: String? = nil, tokenInHello: Bool = false, clientName: String? = nil, batch: Bool = false,
+            connectTimeout: Duration = .seconds(10), requestTimeout: Duration = .seconds(30),
+            reconnect: ReconnectPolicy = ReconnectPolicy(), maximumMessageSize: Int = 16 << 20,
+            pingInterval: UInt16 = 30
+        ) {
+            self.token = token
+            self.tokenInHello = tokenInHello
+            self.clientName = clientName
+            self.batch = batch
+            self.connectTimeout = connectTimeout
+            self.requestTimeout = requestTimeout
+            self.reconnect = reconnect
+            self.maximumMessageSize = maximumMessageSize
+            self.pingInterval = pingInterval
+        }
+    }
+}

@@ -1,0 +1,71 @@
+import HubCore
+
+/// A failure of the Swift client, with a stable machine-readable ``code``.
+///
+/// Errors the server reported (an `error` message carrying a subscription id or
+/// an ack) keep the server's code (``Code/init(_:)``), message and `data`, and
+/// the original ``HubError`` in ``serverError``. The client's own failures
+/// use the codes below.
+public struct HubClientError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// A stable identifier of the kind of failure: one of the client's own codes
+    /// or a server's protocol error code (PROTOCOL.md §6).
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The code as text, stable across releases.
+        public var rawValue: String
+
+        /// Wraps a raw code.
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// The server's code `code` (for example `not_found`).
+        public init(_ code: HubError.Code) { self.rawValue = code.rawValue }
+
+        /// The URL is not a valid `ws://host:port/path` URL; the message names the offending part.
+        public static let invalidURL = Code(rawValue: "invalid_url")
+        /// The connection could not be established (refused, unreachable, failed handshake);
+        /// the message names `host:port`.
+        public static let connectionFailed = Code(rawValue: "connection_failed")
+        /// A connect or a request did not finish within its timeout.
+        public static let timeout = Code(rawValue: "timeout")
+        /// The server sent something that is not protocol v1.
+        public static let protocolError = Code(rawValue: "protocol_error")
+        /// The connection was lost while a subscription or request was live (subscriptions
+        /// are never resumed across a reconnect). ``closeCode`` holds the close code, if any.
+        public static let disconnected = Code(rawValue: "disconnected")
+        /// The client was closed with ``HubClient/close()``.
+        public static let closed = Code(rawValue: "closed")
+
+        /// The raw code.
+        public var description: String { rawValue }
+    }
+
+    /// What kind of failure this is.
+    public var code: Code
+    /// A human-readable explanation that names the offending part.
+    public var message: String
+    /// Details as JSON: the server's `data` (for example `{"line":1,"column":4}` of a
+    /// `pipeline_error`, or the error value of a `failed` stream).
+    public var data: Value?
+    /// The server's error, when the server reported this failure.
+    public var serverError: HubError?
+    /// The WebSocket close code of a ``Code/disconnected`` error, when the peer sent one.
+    public var closeCode: UInt16?
+
+    /// Creates a client error.
+    public init(code: Code, message: String, data: Value? = nil, closeCode: UInt16? = nil) {
+        self.code = code
+        self.message = message
+        self.data = data
+        self.closeCode = closeCode
+    }
+
+    /// Wraps an error the server reported, keeping its code, message and data.
+    public init(server error: HubError) {
+        self.code = Code(error.code)
+        self.message = error.message
+        self.data = error.data
+        self.serverError = error
+    }
+
+    /// `code: message`.
+    public var description: String { "\(code.rawValue): \(message)" }
+}

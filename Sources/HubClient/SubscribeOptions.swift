@@ -1,0 +1,20 @@
+import HubCore
+
+/// The optional fields of a `subscribe` (PROTOCOL.md §3), besides the target
+/// and the initial demand (which comes from the subscriber's first requests).
+public struct SubscribeOptions: Hashable, Sendable {
+    /// `batch`: let the server send several values in one `next` (the client
+    /// unpacks them; demand is unaffected). `nil` leaves the field out.
+    public var batch: Bool?
+    /// `buffer`: the server-side buffer of a hot source while there is no demand.
+    public var buffer: Int?
+    /// `overflow`: what the server does when that buffer is full.
+    public var overflow: OverflowPolicy?
+
+    /// Options; all absent by default (the server's defaults apply).
+    public init(batch: Bool? = nil, buffer: Int? = nil, overflow: OverflowPolicy? = nil) {
+        self.batch = batch
+        self.buffer = buffer
+        self.overflow = overflow
+    }
+}

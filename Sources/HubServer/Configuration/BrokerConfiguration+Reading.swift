@@ -1,0 +1,188 @@
+import HubCore
+import Yams
+
+extension BrokerConfiguration {
+    /// Reads the document `root` into this configuration (which holds the defaults).
+    mutating func read(_ root: Node, _ reader: ConfigurationReader) throws(ConfigurationError) {
+        if case .scalar = root, !reader.isNull(root) {
+            throw reader.error(root, "", "expected a mapping of \(BrokerConfiguration.topLevelKeys.joined(separator: ", ")) (got \(reader.describe(root)))")
+        }
+        let top = try reader.fields(root, "", allowed: BrokerConfiguration.topLevelKeys)
+
+        if let listen = top["listen"] {
+            let fields = try reader.fields(listen.value, listen.path, allowed: BrokerConfiguration.listenKeys)
+            if let host = fields["host"] {
+                let text = try reader.string(host.value, host.path)
+                guard !text.isEmpty else { throw reader.error(host.value, host.path, "expected a host name or address (got an empty string)") }
+                service.host = text
+            }
+            if let port = fields["port"] { service.port = try reader.int(port.value, port.path, in: 0...65535) }
+        }
+        if let autoCreate = top["autoCreate"] {
+            service.hub.autoCreate = try reader.bool(autoCreate.value, autoCreate.path)
+        }
+        if let limits = top["limits"] { try readLimits(limits, reader) }
+        if let auth = top["auth"] { try readAuth(auth, reader) }
+        if let adHoc = top["allowAdHocPipelines"] { try readAdHoc(adHoc, reader) }
+        BrokerConfiguration.apply(adHocPipelines, to: &service.session)
+
+        var names: [String: (kind: String, at: Node)] = [:]
+        func claim(_ name: String, kind: String, at node: Node, _ path: String) throws(ConfigurationError) {
+            if let first = names[name] {
+                throw reader.error(node, path, "'\(name)' is already declared as a \(first.kind) (at \(reader.position(first.at)))")
+            }
+            names[name] = (kind, node)
+        }
+        if let section = top["subjects"] {
+            for entry in try reader.entries(section.value, section.path) {
+                let name = try reader.name(entry.key, at: entry.keyNode, entry.path)
+                try claim(name, kind: "subject", at: entry.keyNode, entry.path)
+                subjects.append(try readSubject(name, entry, reader))
+            }
+        }
+        if let section = top["triggers"] {
+            for item in try reader.items(section.value, section.path) {
+                let name = try reader.name(try reader.string(item.node, item.path), at: item.node, item.path)
+                try claim(name, kind: "trigger", at: item.node, item.path)
+                triggers.append(Trigger(name: name, location: BrokerConfiguration.position(item.node)))
+            }
+        }
+        if let section = top["pipelines"] {
+            for entry in try reader.entries(section.value, section.path) {
+                let name = try reader.name(entry.key, at: entry.keyNode, entry.path)
+                try claim(name, kind: "pipeline", at: entry.keyNode, entry.path)
+                pipelines.append(try readPipeline(name, entry, reader))
+            }
+        }
+    }
+
+    private mutating func readLimits(_ limits: ConfigurationReader.Entry, _ reader: ConfigurationReader) throws(ConfigurationError) {
+        let fields = try reader.fields(limits.value, limits.path, allowed: BrokerConfiguration.limitsKeys)
+        let positive = 1...Int.max
+        if let field = fields["maxMessageBytes"] { service.maxMessageSize = try reader.int(field.value, field.path, in: positive) }
+        if let field = fields["maxConnections"] { service.maxConnections = try reader.int(field.value, field.path, in: positive) }
+        if let field = fields["maxSubscriptionsPerConnection"] {
+            service.session.maxSubscriptions = try reader.int(field.value, field.path, in: positive)
+        }
+        if let field = fields["maxQueuedBytesPerConnection"] {
+            service.session.maxQueuedBytes = try reader.int(field.value, field.path, in: positive)
+        }
+        if let field = fields["maxBuffer"] { service.hub.maxBufferSize = try reader.int(field.value, field.path, in: positive) }
+        if let field = fields["defaultBuffer"] {
+            service.hub.defaultBufferSize = try reader.int(field.value, field.path, in: 1...service.hub.maxBufferSize)
+        } else {
+            service.hub.defaultBufferSize = Swift.min(service.hub.defaultBufferSize, service.hub.maxBufferSize)
+        }
+        if let pipelines = fields["pipelines"] {
+            let fields = try reader.fields(pipelines.value, pipelines.path, allowed: BrokerConfiguration.pipelineLimitsKeys)
+            var bounds = service.hub.limits
+            if let field = fields["maxSourceLength"] { bounds.maxSourceLength = try reader.int(field.value, field.path, in: positive) }
+            if let field = fields["maxStages"] { bounds.maxStages = try reader.int(field.value, field.path, in: positive) }
+            if let field = fields["maxExpressionDepth"] { bounds.maxExpressionDepth = try reader.int(field.value, field.path, in: positive) }
+            if let field = fields["minimumInterval"] { bounds.minimumInterval = try reader.duration(field.value, field.path) }
+            service.hub.limits = bounds
+        }
+    }
+
+    private mutating func readAuth(_ auth: ConfigurationReader.Entry, _ reader: ConfigurationReader) throws(ConfigurationError) {
+        let fields = try reader.fields(auth.value, auth.path, allowed: BrokerConfiguration.authKeys)
+        if let field = fields["tokens"] {
+            var tokens = Set<String>()
+            for item in try reader.items(field.value, field.path) {
+                let token = try reader.string(item.node, item.path)
+                guard !token.isEmpty else { throw reader.error(item.node, item.path, "a token cannot be empty") }
+                guard tokens.insert(token).inserted else { throw reader.error(item.node, item.path, "duplicate token") }
+            }
+            guard !tokens.isEmpty else {
+                throw reader.error(field.value, field.path, "expected at least one token (leave auth out to accept every client)")
+            }
+            service.session.tokens = tokens
+        }
+        if let field = fields["timeout"] {
+            service.session.authenticationTimeout = try reader.duration(field.value, field.path, minimum: .milliseconds(1))
+        }
+    }
+
+    private mutating func readAdHoc(_ adHoc: ConfigurationReader.Entry, _ reader: ConfigurationReader) throws(ConfigurationError) {
+        if case .sequence = adHoc.value {
+            var tokens = Set<String>()
+            for item in try reader.items(adHoc.value, adHoc.path) {
+                let token = try reader.string(item.node, item.path)
+                guard let known = service.session.tokens, known.contains(token) else {
+                    throw reader.error(item.node, item.path, "'\(token)' is not one of auth.tokens")
+                }
+                tokens.insert(token)
+            }
+            adHocPipelines = .tokens(tokens)
+            return
+        }
+        guard case .scalar(let scalar) = adHoc.value, case .bool(let allowed) = reader.resolve(scalar) else {
+            throw reader.error(adHoc.value, adHoc.path, "expected true, false or a sequence of tokens from auth.tokens (got \(reader.describe(adHoc.value)))")
+        }
+        adHocPipelines = allowed ? .allowed : .forbidden
+    }
+
+    private func readSubject(_ name: String, _ entry: ConfigurationReader.Entry, _ reader: ConfigurationReader) throws(ConfigurationError) -> Subject {
+        let fields = try reader.fields(entry.value, entry.path, allowed: BrokerConfiguration.subjectKeys)
+        var initial: Value?
+        if let field = fields["initial"] { initial = try reader.value(field.value, field.path) }
+        var kind: HubSubject.Kind = initial == nil ? .passthrough : .currentValue
+        if let field = fields["kind"] {
+            kind = try reader.choice(field.value, field.path, [HubSubject.Kind.passthrough, .currentValue])
+            if kind == .passthrough, let initialField = fields["initial"] {
+                throw reader.error(initialField.keyNode, initialField.path, "a passthrough subject has no initial value (use kind: currentValue)")
+            }
+        }
+        return Subject(
+            name: name, kind: kind, initial: kind == .currentValue ? (initial ?? .null) : Value?.none,
+            buffer: try buffer(fields, reader), overflow: try overflow(fields, reader),
+            location: BrokerConfiguration.position(entry.keyNode))
+    }
+
+    private func readPipeline(_ name: String, _ entry: ConfigurationReader.Entry, _ reader: ConfigurationReader) throws(ConfigurationError) -> Pipeline {
+        let sourceNode: Node
+        let sourcePath: String
+        var fields: [String: ConfigurationReader.Entry] = [:]
+        if case .scalar = entry.value, !reader.isNull(entry.value) {
+            // The short form: `name: "pipeline text"`.
+            sourceNode = entry.value
+            sourcePath = entry.path
+        } else {
+            fields = try reader.fields(entry.value, entry.path, allowed: BrokerConfiguration.pipelineKeys)
+            guard let source = fields["source"] else {
+                throw reader.error(entry.keyNode, entry.path, "missing key 'source' (the pipeline text)")
+            }
+            sourceNode = source.value
+            sourcePath = source.path
+        }
+        let source = try reader.string(sourceNode, sourcePath)
+        var pipeline = Pipeline(
+            name: name, source: source,
+            shared: try fields["shared"].map { field throws(ConfigurationError) in try reader.bool(field.value, field.path) } ?? true,
+            buffer: try buffer(fields, reader), overflow: try overflow(fields, reader),
+            location: BrokerConfiguration.position(entry.keyNode),
+            sourcePath: sourcePath, sourceSegments: reader.segments(of: sourceNode))
+        if pipeline.sourceSegments.isEmpty { pipeline.sourceSegments = [BrokerConfiguration.position(sourceNode)] }
+        do {
+            _ = try PipelineCompiler.parse(source, limits: service.hub.limits)
+        } catch {
+            throw pipelineError(error, pipeline)
+        }
+        return pipeline
+    }
+
+    private func buffer(_ fields: [String: ConfigurationReader.Entry], _ reader: ConfigurationReader) throws(ConfigurationError) -> Int? {
+        guard let field = fields["buffer"] else { return nil }
+        return try reader.int(field.value, field.path, in: 1...service.hub.maxBufferSize)
+    }
+
+    private func overflow(_ fields: [String: ConfigurationReader.Entry], _ reader: ConfigurationReader) throws(ConfigurationError) -> OverflowPolicy? {
+        guard let field = fields["overflow"] else { return nil }
+        return try reader.choice(field.value, field.path, OverflowPolicy.allCases)
+    }
+
+    /// The position of `node`.
+    static func position(_ node: Node) -> SourceSegment {
+        SourceSegment(line: node.mark?.line ?? 1, column: node.mark?.column ?? 1)
+    }
+}

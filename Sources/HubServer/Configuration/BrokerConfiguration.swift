@@ -1,0 +1,269 @@
+import Foundation
+import HubCore
+import Yams
+
+/// A broker's configuration file (`hubcli serve --config hub.yml`): where it
+/// listens, its limits and authentication, and the subjects, triggers and
+/// named pipelines it declares. `examples/hub.yml` shows every key.
+///
+/// ```yaml
+/// listen: {host: 127.0.0.1, port: 7420}
+/// autoCreate: false
+/// subjects:
+///   prices: {kind: currentValue, initial: {AAPL: 0}, buffer: 100, overflow: latest}
+/// triggers: [refresh]
+/// pipelines:
+///   bigOrders: {source: "orders | filter(.qty > 100)", shared: true}
+/// ```
+///
+/// Parsing checks everything that can be checked without a hub: the YAML,
+/// every key (unknown keys are errors that list the valid ones), types and
+/// ranges, names, duplicate names across subjects, triggers and pipelines, and
+/// the syntax and limits of every pipeline. ``declare(in:)`` then declares the
+/// entries in a hub and compiles every pipeline against it (names it uses,
+/// arguments). Every error is a ``ConfigurationError`` naming the file, line,
+/// column and key path.
+public struct BrokerConfiguration: Sendable {
+    /// A subject the file declares.
+    public struct Subject: Sendable, Hashable {
+        /// Its name.
+        public var name: String
+        /// Passthrough or current-value.
+        public var kind: HubSubject.Kind
+        /// The initial value of a current-value subject (`null` when not given).
+        public var initial: Value?
+        /// The buffer its subscribers get unless they ask for another.
+        public var buffer: Int?
+        /// The overflow policy its subscribers get unless they ask for another.
+        public var overflow: OverflowPolicy?
+        /// Where it is declared (its key).
+        public var location: SourceSegment
+    }
+
+    /// A trigger the file declares.
+    public struct Trigger: Sendable, Hashable {
+        /// Its name.
+        public var name: String
+        /// Where it is declared.
+        public var location: SourceSegment
+    }
+
+    /// A named pipeline the file declares.
+    public struct Pipeline: Sendable, Hashable {
+        /// Its name.
+        public var name: String
+        /// Its pipeline text.
+        public var source: String
+        /// Whether its subscribers share one upstream subscription (default true).
+        public var shared: Bool
+        /// The buffer its subscribers get unless they ask for another.
+        public var buffer: Int?
+        /// The overflow policy its subscribers get unless they ask for another.
+        public var overflow: OverflowPolicy?
+        /// Where it is declared (its key).
+        public var location: SourceSegment
+        /// The key path of its text (`pipelines.NAME.source`, or `pipelines.NAME` in the short form).
+        public var sourcePath: String
+        /// Where the runs of its text lie in the file, to place pipeline errors.
+        public var sourceSegments: [SourceSegment]
+    }
+
+    /// A position in the file; for a run of a pipeline's text, the run that
+    /// starts at character `offset` of the text lies at `line`:`column`.
+    public struct SourceSegment: Sendable, Hashable {
+        /// The offset in the text (characters) where the run starts; 0 for a position.
+        public var offset: Int
+        /// The line in the file (1-based).
+        public var line: Int
+        /// The column in the file (1-based).
+        public var column: Int
+
+        /// A run starting at `offset` that lies at `line`:`column`.
+        public init(offset: Int = 0, line: Int, column: Int) {
+            self.offset = offset
+            self.line = line
+            self.column = column
+        }
+    }
+
+    /// Which clients may subscribe to ad-hoc pipeline text.
+    public enum AdHocPipelines: Sendable, Hashable {
+        /// Every client (the default).
+        case allowed
+        /// No client: `forbidden`.
+        case forbidden
+        /// Only clients authenticated with one of these tokens.
+        case tokens(Set<String>)
+    }
+
+    /// The file name errors carry.
+    public var file: String
+    /// The service's settings: listen address, hub behaviour, session limits and auth.
+    public var service: HubService.Configuration
+    /// Which clients may subscribe to ad-hoc pipelines.
+    public var adHocPipelines: AdHocPipelines
+    /// The subjects, in file order.
+    public var subjects: [Subject]
+    /// The triggers, in file order.
+    public var triggers: [Trigger]
+    /// The named pipelines, in file order.
+    public var pipelines: [Pipeline]
+
+    /// The defaults: what `hubcli serve` runs without a file.
+    public init(file: String = "<defaults>") {
+        self.file = file
+        service = HubService.Configuration()
+        adHocPipelines = .allowed
+        subjects = []
+        triggers = []
+        pipelines = []
+    }
+
+    /// The keys of the top level.
+    public static let topLevelKeys = [
+        "listen", "autoCreate", "limits", "auth", "allowAdHocPipelines", "subjects", "triggers", "pipelines",
+    ]
+    /// The keys of `listen`.
+    public static let listenKeys = ["host", "port"]
+    /// The keys of `limits`.
+    public static let limitsKeys = [
+        "maxMessageBytes", "maxConnections", "maxSubscriptionsPerConnection", "maxQueuedBytesPerConnection",
+        "pipelines", "defaultBuffer", "maxBuffer",
+    ]
+    /// The keys of `limits.pipelines`.
+    public static let pipelineLimitsKeys = ["maxSourceLength", "maxStages", "maxExpressionDepth", "minimumInterval"]
+    /// The keys of `auth`.
+    public static let authKeys = ["tokens", "timeout"]
+    /// The keys of a subject.
+    public static let subjectKeys = ["kind", "initial", "buffer", "overflow"]
+    /// The keys of a pipeline.
+    public static let pipelineKeys = ["source", "shared", "buffer", "overflow"]
+
+    // MARK: Loading
+
+    /// Reads and parses the file at `path`; errors name it `path`.
+    public static func load(contentsOf path: String) throws(ConfigurationError) -> BrokerConfiguration {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ConfigurationError(file: path, line: 1, column: 1, path: "", message: "cannot read the file: \(error.localizedDescription)")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ConfigurationError(file: path, line: 1, column: 1, path: "", message: "the file is not UTF-8 text")
+        }
+        return try parse(yaml: text, file: path)
+    }
+
+    /// Parses `yaml`; errors name it `file`.
+    public static func parse(yaml: String, file: String = "hub.yml") throws(ConfigurationError) -> BrokerConfiguration {
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: yaml)
+        } catch let error as YamlError {
+            throw ConfigurationError(yaml: error, file: file)
+        } catch {
+            throw ConfigurationError(file: file, line: 1, column: 1, path: "", message: "invalid YAML: \(error)")
+        }
+        var configuration = BrokerConfiguration(file: file)
+        guard let root else { return configuration }
+        let reader = ConfigurationReader(file: file, text: yaml)
+        try configuration.read(root, reader)
+        return configuration
+    }
+
+    // MARK: Applying
+
+    /// Declares the subjects, triggers and pipelines in `hub`, then compiles
+    /// every pipeline once against it (without subscribing), so that a name
+    /// it uses that does not resolve, a cycle between pipelines, or an
+    /// argument that does not evaluate is reported at the pipeline's position.
+    /// With `autoCreate`, compiling creates the subjects the pipelines use.
+    public func declare(in hub: Hub) throws(ConfigurationError) {
+        for subject in subjects {
+            do {
+                try hub.declareSubject(
+                    subject.name, initialValue: subject.kind == .currentValue ? (subject.initial ?? .null) : Value?.none,
+                    bufferSize: subject.buffer, overflow: subject.overflow)
+            } catch {
+                throw ConfigurationError(file: file, at: subject.location, path: "subjects.\(subject.name)", message: error.message)
+            }
+        }
+        for trigger in triggers {
+            do {
+                try hub.declareTrigger(trigger.name)
+            } catch {
+                throw ConfigurationError(file: file, at: trigger.location, path: "triggers", message: error.message)
+            }
+        }
+        var declared: [(Pipeline, NamedPipeline)] = []
+        for pipeline in pipelines {
+            do {
+                declared.append((pipeline, try hub.declarePipeline(
+                    pipeline.name, source: pipeline.source, shared: pipeline.shared,
+                    bufferSize: pipeline.buffer, overflow: pipeline.overflow)))
+            } catch {
+                throw pipelineError(error, pipeline)
+            }
+        }
+        for (pipeline, named) in declared {
+            do {
+                try named.check(in: hub)
+            } catch {
+                throw pipelineError(error, pipeline)
+            }
+        }
+    }
+
+    /// Validates everything, as `hubcli serve --check-config` does: declares
+    /// the entries in a scratch hub with this configuration and compiles every pipeline.
+    public func check() throws(ConfigurationError) {
+        try declare(in: Hub(configuration: service.hub, scheduler: ImmediateScheduler.shared))
+    }
+
+    /// Applies ``adHocPipelines`` to session settings.
+    static func apply(_ adHoc: AdHocPipelines, to session: inout SessionConfiguration) {
+        switch adHoc {
+        case .allowed:
+            session.allowsPipelines = true
+            session.pipelineTokens = nil
+        case .forbidden:
+            session.allowsPipelines = false
+            session.pipelineTokens = nil
+        case .tokens(let tokens):
+            session.allowsPipelines = true
+            session.pipelineTokens = tokens
+        }
+    }
+
+    /// A hub error about `pipeline`, placed in the file: at the position the
+    /// error's `line`/`column` data point to in the pipeline's text, or at the text.
+    func pipelineError(_ error: HubError, _ pipeline: Pipeline) -> ConfigurationError {
+        let path = pipeline.sourcePath
+        guard error.code == .pipelineError,
+              let line = error.data?["line"]?.intValue, let column = error.data?["column"]?.intValue else {
+            let at = pipeline.sourceSegments.first ?? pipeline.location
+            return ConfigurationError(file: file, at: at, path: path, message: error.message)
+        }
+        // The message starts with "L:C: " (the position in the text): the file position replaces it.
+        var message = error.message
+        let prefix = "\(line):\(column): "
+        if message.hasPrefix(prefix) { message.removeFirst(prefix.count) }
+        let at = BrokerConfiguration.locate(line: Int(line), column: Int(column), in: pipeline.source, segments: pipeline.sourceSegments)
+            ?? pipeline.location
+        return ConfigurationError(file: file, at: at, path: path, message: "pipeline error: \(message)")
+    }
+
+    /// The file position of `line`:`column` of `text`, whose runs lie at `segments`.
+    static func locate(line: Int, column: Int, in text: String, segments: [SourceSegment]) -> SourceSegment? {
+        guard !segments.isEmpty else { return nil }
+        var offset = 0
+        for (index, textLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            if index + 1 == line { break }
+            offset += textLine.unicodeScalars.count + 1
+        }
+        offset += column - 1
+        guard let segment = segments.last(where: { $0.offset <= offset }) else { return segments.first }
+        return SourceSegment(offset: offset, line: segment.line, column: segment.column + offset - segment.offset)
+    }
+}

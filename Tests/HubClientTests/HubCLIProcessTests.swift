@@ -1,0 +1,204 @@
+import Foundation
+import HubClient
+import HubCore
+import Testing
+
+/// Drives the `hubcli` executable as a process: a broker on port 0 and the client commands.
+@Suite("hubcli process")
+struct HubCLIProcessTests {
+    @Test func serveAndTheClientCommands() async throws {
+        let hubcli = try locateHubCLI()
+        let server = try RunningProcess(hubcli, ["serve", "--port", "0", "--log-level", "warning"])
+        let port = try await server.port()
+        let url = "ws://127.0.0.1:\(port)"
+        let observer = try await HubClient.connect(to: url + "/", configuration: testConfiguration())
+
+        // subscribe --count stops after three values and exits 0.
+        let subscriber = try RunningProcess(hubcli, ["subscribe", "prices", "--count", "3", "--window", "2", "--url", url])
+        try await waitForSubscribers(1, of: "prices", client: observer)
+        let send = try await run(hubcli, ["send", "prices", "1", #"{"a":2}"#, #""x""#, "4", "--url", url])
+        #expect(send.status == 0, "\(send.stderr)")
+        let subscribed = try await subscriber.finish()
+        #expect(subscribed.status == 0, "\(subscribed.stderr)")
+        #expect(subscribed.stdout == "1\n{\"a\":2}\n\"x\"\n")
+        #expect(subscribed.stderr.contains("stopped after 3 values"))
+        try await waitForSubscribers(0, of: "prices", client: observer)
+
+        // send reads JSON lines from standard input, skips blank lines, stops at a bad one.
+        let lines = try await run(hubcli, ["send", "lines", "--url", url], stdin: "5\n\n6\n")
+        #expect(lines.status == 0, "\(lines.stderr)")
+        let bad = try await run(hubcli, ["send", "lines", "--url", url], stdin: "7\n{oops\n8\n")
+        #expect(bad.status == 1)
+        #expect(bad.stderr.contains("line 2: invalid JSON at byte 1"))
+        let badArgument = try await run(hubcli, ["send", "lines", "1", "[1,", "--url", url])
+        #expect(badArgument.status == 1)
+        #expect(badArgument.stderr.contains("argument 2: invalid JSON at byte 3"))
+
+        // complete, fail and trigger; a server error exits 3 with its code.
+        #expect(try await run(hubcli, ["trigger", "refresh", "--key", #"{"k":1}"#, "--url", url]).status == 0)
+        let wrongKind = try await run(hubcli, ["trigger", "prices", "--url", url])
+        #expect(wrongKind.status == 3)
+        #expect(wrongKind.stderr.contains("not_found"))
+        #expect(try await run(hubcli, ["complete", "lines", "--url", url]).status == 0)
+        let afterComplete = try await run(hubcli, ["send", "lines", "9", "--url", url])
+        #expect(afterComplete.status == 3)
+        #expect(afterComplete.stderr.contains("completed"))
+        #expect(try await run(hubcli, ["fail", "doomed", #"{"reason":"x"}"#, "--url", url]).status == 0)
+
+        // list: a table, or the catalog as JSON.
+        let table = try await run(hubcli, ["list", "--url", url])
+        #expect(table.status == 0)
+        let rows = table.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+        #expect(rows.first == ["TYPE", "NAME", "KIND", "SUBSCRIBERS"])
+        #expect(rows.contains(["subject", "prices", "passthrough", "0"]))
+        #expect(rows.contains(["trigger", "refresh", "-", "-"]))
+        let json = try await run(hubcli, ["list", "--json", "--url", url])
+        #expect(json.status == 0)
+        let catalog = try Value.parse(json.stdout)
+        #expect(catalog["triggers"] == [["name": "refresh"]])
+        #expect(catalog["subjects"]?.arrayValue?.compactMap { $0["name"]?.stringValue } == ["doomed", "lines", "prices"])
+
+        // A bad URL names it.
+        let badURL = try await run(hubcli, ["list", "--url", "http://127.0.0.1:\(port)"])
+        #expect(badURL.status == 1)
+        #expect(badURL.stderr.contains("invalid URL 'http://127.0.0.1:\(port)'"))
+
+        // SIGTERM stops the broker promptly with status 0.
+        await observer.close()
+        let clock = ContinuousClock()
+        let start = clock.now
+        server.process.terminate()
+        let served = try await server.finish(timeout: .seconds(10))
+        #expect(served.status == 0, "\(served.stderr)")
+        #expect(clock.now - start < .seconds(5))
+
+        // Nothing listens there any more: a refused connection says so.
+        let refused = try await run(hubcli, ["list", "--url", url])
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("cannot connect to \(url)/: connection refused"))
+    }
+}
+
+/// The finished process's status and output.
+struct ProcessResult: Sendable {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// A child process whose output is collected as it arrives.
+final class RunningProcess: @unchecked Sendable {
+    let process = Process()
+    private let lock = NSLock()
+    private var out = Data()
+    private var err = Data()
+    private let stderrChunks = Events<String>()
+    private let exited = Events<Int32>()
+
+    init(_ executable: URL, _ arguments: [String], stdin: String? = nil) throws {
+        process.executableURL = executable
+        process.arguments = arguments
+        let outPipe = Pipe()
+        let errPipe = Pipe()
+        process.standardOutput = outPipe
+        process.standardError = errPipe
+        if let stdin {
+            let inPipe = Pipe()
+            process.standardInput = inPipe
+            inPipe.fileHandleForWriting.write(Data(stdin.utf8))
+            try inPipe.fileHandleForWriting.close()
+        } else {
+            process.standardInput = FileHandle.nullDevice
+        }
+        outPipe.fileHandleForReading.readabilityHandler = { [self] handle in
+            let data = handle.availableData
+            lock.lock()
+            out.append(data)
+            lock.unlock()
+        }
+        errPipe.fileHandleForReading.readabilityHandler = { [self] handle in
+            let data = handle.availableData
+            lock.lock()
+            err.append(data)
+            lock.unlock()
+            if !data.isEmpty { stderrChunks.push(String(decoding: data, as: UTF8.self)) }
+        }
+        process.terminationHandler = { [self] process in
+            exited.push(process.terminationStatus)
+        }
+        try process.run()
+    }
+
+    /// The port of `hubcli: listening on ws://127.0.0.1:PORT/` on standard error.
+    func port(timeout: Duration = .seconds(20)) async throws -> Int {
+        var seen = ""
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: timeout)
+        while true {
+            if let range = seen.range(of: "hubcli: listening on ws://127.0.0.1:") {
+                let digits = seen[range.upperBound...].prefix { $0.isNumber }
+                if seen[range.upperBound...].dropFirst(digits.count).hasPrefix("/"), let port = Int(digits) {
+                    return port
+                }
+            }
+            let left = clock.now.duration(to: deadline)
+            guard left > .zero else { throw TimedOut(what: "the broker's listening line, got: \(seen)") }
+            seen += try await stderrChunks.next(timeout: left, "the broker's output")
+        }
+    }
+
+    /// Waits for the exit (killing the process after `timeout`) and returns its output.
+    func finish(timeout: Duration = .seconds(20)) async throws -> ProcessResult {
+        let status: Int32
+        do {
+            status = try await exited.next(timeout: timeout, "the process to exit")
+        } catch {
+            process.interrupt()
+            kill(process.processIdentifier, SIGKILL)
+            throw error
+        }
+        // Let the readability handlers see the end of both pipes.
+        (process.standardOutput as? Pipe)?.fileHandleForReading.readabilityHandler = nil
+        (process.standardError as? Pipe)?.fileHandleForReading.readabilityHandler = nil
+        let restOut = (try? (process.standardOutput as? Pipe)?.fileHandleForReading.readToEnd()) ?? nil
+        let restErr = (try? (process.standardError as? Pipe)?.fileHandleForReading.readToEnd()) ?? nil
+        return lock.withLock {
+            out.append(restOut ?? Data())
+            err.append(restErr ?? Data())
+            return ProcessResult(
+                status: status, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
+        }
+    }
+}
+
+/// Runs `hubcli` with `arguments` to completion.
+func run(_ executable: URL, _ arguments: [String], stdin: String? = nil) async throws -> ProcessResult {
+    try await RunningProcess(executable, arguments, stdin: stdin).finish()
+}
+
+/// The `hubcli` executable next to the test bundle (SwiftPM builds it first: the test
+/// target depends on it), or built with `swift build --product hubcli` when missing.
+func locateHubCLI() throws -> URL {
+    var candidates: [URL] = []
+    if let executable = Bundle.main.executableURL {
+        candidates.append(executable.deletingLastPathComponent().appendingPathComponent("hubcli"))
+    }
+    candidates.append(
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("hubcli"))
+    let packageRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let built = packageRoot.appendingPathComponent(".build/debug/hubcli")
+    candidates.append(built)
+    for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate.path) {
+        return candidate
+    }
+    let build = Process()
+    build.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    build.arguments = ["swift", "build", "--product", "hubcli", "--package-path", packageRoot.path]
+    try build.run()
+    build.waitUntilExit()
+    guard build.terminationStatus == 0, FileManager.default.isExecutableFile(atPath: built.path) else {
+        throw TimedOut(what: "hubcli to be built (swift build --product hubcli failed)")
+    }
+    return built
+}

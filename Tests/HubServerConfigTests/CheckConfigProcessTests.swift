@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+
+/// `hubcli serve --check-config` as a process (when the hubcli executable is built beside the tests).
+@Suite("hubcli serve --check-config")
+struct CheckConfigProcessTests {
+    static let packageRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    static let hubcli: URL? = {
+        var candidates: [URL] = []
+        if let executable = Bundle.main.executableURL {
+            candidates.append(executable.deletingLastPathComponent().appendingPathComponent("hubcli"))
+        }
+        candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("hubcli"))
+        candidates.append(packageRoot.appendingPathComponent(".build/debug/hubcli"))
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }()
+
+    struct Outcome {
+        var status: Int32
+        var output: String
+        var errors: String
+    }
+
+    static func run(_ arguments: [String]) throws -> Outcome {
+        let process = Process()
+        guard let executable = Self.hubcli else { throw CocoaError(.fileNoSuchFile) }
+        process.executableURL = executable
+        process.arguments = arguments
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        let err = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Outcome(status: process.terminationStatus, output: String(decoding: out, as: UTF8.self),
+                       errors: String(decoding: err, as: UTF8.self))
+    }
+
+    @Test(.enabled(if: hubcli != nil)) func theExampleIsOk() throws {
+        let path = Self.packageRoot.appendingPathComponent("examples/hub.yml").path
+        let outcome = try Self.run(["serve", "--config", path, "--check-config"])
+        #expect(outcome.status == 0)
+        #expect(outcome.output == "\(path): ok\n")
+    }
+
+    @Test(.enabled(if: hubcli != nil)) func aBadFileIsReportedAndExitsOne() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hub-config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("hub.yml")
+        try "subjects:\n  prices:\n    overflow: fast\n".write(to: file, atomically: true, encoding: .utf8)
+        let outcome = try Self.run(["serve", "--config", file.path, "--check-config"])
+        #expect(outcome.status == 1)
+        #expect(outcome.output.isEmpty)
+        #expect(outcome.errors.contains(
+            "\(file.path):3:15: subjects.prices.overflow: expected one of error, dropOldest, dropNewest, latest (got \"fast\")\n"))
+
+        // Compiling against the hub is part of the check.
+        try "autoCreate: false\npipelines:\n  p: ghost\n".write(to: file, atomically: true, encoding: .utf8)
+        let unresolved = try Self.run(["serve", "--config", file.path, "--check-config"])
+        #expect(unresolved.status == 1)
+        #expect(unresolved.errors.contains("\(file.path):3:6: pipelines.p: no subject named 'ghost'\n"))
+    }
+
+    @Test(.enabled(if: hubcli != nil)) func checkConfigNeedsAFile() throws {
+        let outcome = try Self.run(["serve", "--check-config"])
+        #expect(outcome.status != 0)
+        #expect(outcome.errors.contains("--check-config needs --config FILE"))
+    }
+}

@@ -1,0 +1,206 @@
+import Foundation
+import HubCore
+import HubServer
+import Testing
+
+@Suite("Broker configuration: parsing")
+struct ConfigurationParsingTests {
+    static let full = """
+        listen:
+          host: 0.0.0.0
+          port: 9000
+        autoCreate: false
+        limits:
+          maxMessageBytes: 2048
+          maxConnections: 12
+          maxSubscriptionsPerConnection: 34
+          maxQueuedBytesPerConnection: 5678
+          defaultBuffer: 20
+          maxBuffer: 300
+          pipelines:
+            maxSourceLength: 400
+            maxStages: 9
+            maxExpressionDepth: 7
+            minimumInterval: "250ms"
+        auth:
+          tokens: [alpha, beta]
+          timeout: 3s
+        allowAdHocPipelines: [beta]
+        subjects:
+          orders:
+          prices: {kind: currentValue, initial: {b: 2, a: [1, 2.5, "x", null, true]}, buffer: 50, overflow: latest}
+          quiet: {kind: currentValue}
+          logs: {kind: passthrough, buffer: 7, overflow: dropOldest}
+        triggers: [refresh, rebalance]
+        pipelines:
+          big:
+            source: orders | filter(.qty > 100)
+            buffer: 25
+            overflow: dropNewest
+          each:
+            source: "orders | map(.qty)"
+            shared: false
+          short: big | map(.qty)
+        """
+
+    @Test func everySection() throws {
+        let configuration = try BrokerConfiguration.parse(yaml: Self.full, file: "full.yml")
+        let service = configuration.service
+        #expect(configuration.file == "full.yml")
+        #expect(service.host == "0.0.0.0")
+        #expect(service.port == 9000)
+        #expect(service.hub.autoCreate == false)
+        #expect(service.maxMessageSize == 2048)
+        #expect(service.maxConnections == 12)
+        #expect(service.session.maxSubscriptions == 34)
+        #expect(service.session.maxQueuedBytes == 5678)
+        #expect(service.hub.defaultBufferSize == 20)
+        #expect(service.hub.maxBufferSize == 300)
+        #expect(service.hub.limits == PipelineLimits(
+            maxSourceLength: 400, maxStages: 9, maxExpressionDepth: 7, minimumInterval: .milliseconds(250)))
+        #expect(service.session.tokens == ["alpha", "beta"])
+        #expect(service.session.authenticationTimeout == .seconds(3))
+        #expect(configuration.adHocPipelines == .tokens(["beta"]))
+        #expect(service.session.allowsPipelines)
+        #expect(service.session.pipelineTokens == ["beta"])
+
+        #expect(configuration.subjects.map(\.name) == ["orders", "prices", "quiet", "logs"])
+        let orders = configuration.subjects[0]
+        #expect(orders.kind == .passthrough)
+        #expect(orders.initial == Value?.none)
+        #expect(orders.buffer == nil)
+        #expect(orders.overflow == nil)
+        #expect(orders.location == BrokerConfiguration.SourceSegment(line: 22, column: 3))
+        let prices = configuration.subjects[1]
+        #expect(prices.kind == .currentValue)
+        #expect(prices.initial == ["b": 2, "a": [1, 2.5, "x", nil, true]])
+        #expect(prices.initial?.objectValue?.keys.elementsEqual(["b", "a"]) == true)
+        #expect(prices.buffer == 50 && prices.overflow == .latest)
+        #expect(configuration.subjects[2].kind == .currentValue && configuration.subjects[2].initial == .null)
+        #expect(configuration.subjects[3].kind == .passthrough && configuration.subjects[3].buffer == 7)
+        #expect(configuration.subjects[3].overflow == .dropOldest)
+
+        #expect(configuration.triggers.map(\.name) == ["refresh", "rebalance"])
+        #expect(configuration.triggers[1].location == BrokerConfiguration.SourceSegment(line: 26, column: 21))
+
+        #expect(configuration.pipelines.map(\.name) == ["big", "each", "short"])
+        let big = configuration.pipelines[0]
+        #expect(big.source == "orders | filter(.qty > 100)" && big.shared && big.buffer == 25 && big.overflow == .dropNewest)
+        #expect(big.sourcePath == "pipelines.big.source")
+        #expect(configuration.pipelines[1].shared == false)
+        #expect(configuration.pipelines[1].source == "orders | map(.qty)")
+        let short = configuration.pipelines[2]
+        #expect(short.source == "big | map(.qty)" && short.shared && short.sourcePath == "pipelines.short")
+    }
+
+    @Test func defaultsWithoutAFile() throws {
+        for yaml in ["", "# nothing but a comment\n", "---\n", "subjects:\ntriggers:\npipelines:\nlimits:\n"] {
+            let configuration = try BrokerConfiguration.parse(yaml: yaml)
+            let defaults = HubService.Configuration()
+            #expect(configuration.service.host == defaults.host)
+            #expect(configuration.service.port == defaults.port)
+            #expect(configuration.service.hub.autoCreate)
+            #expect(configuration.service.hub.defaultBufferSize == 1000)
+            #expect(configuration.service.session.tokens == nil)
+            #expect(configuration.adHocPipelines == .allowed)
+            #expect(configuration.subjects.isEmpty && configuration.triggers.isEmpty && configuration.pipelines.isEmpty)
+        }
+    }
+
+    @Test func adHocPipelinesOnOff() throws {
+        let off = try BrokerConfiguration.parse(yaml: "allowAdHocPipelines: false")
+        #expect(off.adHocPipelines == .forbidden && off.service.session.allowsPipelines == false)
+        let on = try BrokerConfiguration.parse(yaml: "allowAdHocPipelines: true")
+        #expect(on.adHocPipelines == .allowed && on.service.session.allowsPipelines)
+        #expect(on.service.session.pipelineTokens == nil)
+    }
+
+    @Test func aSmallerMaxBufferLowersTheDefaultBuffer() throws {
+        let configuration = try BrokerConfiguration.parse(yaml: "limits: {maxBuffer: 10}")
+        #expect(configuration.service.hub.maxBufferSize == 10)
+        #expect(configuration.service.hub.defaultBufferSize == 10)
+    }
+
+    /// YAML scalars map to values by the YAML 1.2 core schema.
+    @Test(arguments: [
+        ("42", Value.int(42)),
+        ("-7", .int(-7)),
+        ("+3", .int(3)),
+        ("0x1F", .int(31)),
+        ("0o17", .int(15)),
+        ("9223372036854775807", .int(.max)),
+        ("-9223372036854775808", .int(.min)),
+        ("1.5", .double(1.5)),
+        ("-2.5e3", .double(-2500)),
+        (".5", .double(0.5)),
+        ("true", .bool(true)),
+        ("False", .bool(false)),
+        ("null", .null),
+        ("~", .null),
+        ("", .null),
+        ("yes", .string("yes")),
+        ("off", .string("off")),
+        ("\"42\"", .string("42")),
+        ("'true'", .string("true")),
+        ("!!str 12", .string("12")),
+        ("hello world", .string("hello world")),
+        ("1.2.3", .string("1.2.3")),
+        ("[1, [2], {a: b}]", .array([1, [2], ["a": "b"]])),
+        ("{z: 1, a: 2, m: 3}", .object(["z": 1, "a": 2, "m": 3])),
+        ("|\n      line one\n      line two\n", .string("line one\nline two\n")),
+    ])
+    func scalarsMapToValues(yaml: String, expected: Value) throws {
+        let configuration = try BrokerConfiguration.parse(yaml: "subjects:\n  s:\n    initial: \(yaml)")
+        let initial = try #require(configuration.subjects.first?.initial)
+        #expect(initial == expected)
+        // Exact kinds: an integer stays an integer, a float a float.
+        switch (initial, expected) {
+        case (.int, .int), (.double, .double), (.string, .string), (.bool, .bool), (.null, .null), (.array, .array):
+            break
+        case (.object(let a), .object(let b)):
+            #expect(Array(a.keys) == Array(b.keys))
+        default:
+            Issue.record("\(initial) is not of the kind of \(expected)")
+        }
+    }
+
+    @Test func durations() throws {
+        let cases: [(String, Duration)] = [
+            ("10ms", .milliseconds(10)), ("5s", .seconds(5)), ("1.5s", .milliseconds(1500)), ("2m", .seconds(120)),
+            ("1h", .seconds(3600)), ("100us", .microseconds(100)), ("250ns", .nanoseconds(250)), ("0ms", .zero),
+        ]
+        for (text, expected) in cases {
+            let configuration = try BrokerConfiguration.parse(yaml: "limits: {pipelines: {minimumInterval: \(text)}}")
+            #expect(configuration.service.hub.limits.minimumInterval == expected, "\(text)")
+        }
+    }
+
+    @Test func theShippedExampleIsValid() throws {
+        let path = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("examples/hub.yml").path
+        let configuration = try BrokerConfiguration.load(contentsOf: path)
+        try configuration.check()
+        #expect(configuration.file == path)
+        // The example uses every section.
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        for key in BrokerConfiguration.topLevelKeys + BrokerConfiguration.limitsKeys
+            + BrokerConfiguration.pipelineLimitsKeys + BrokerConfiguration.authKeys
+            + BrokerConfiguration.subjectKeys + BrokerConfiguration.pipelineKeys + BrokerConfiguration.listenKeys {
+            #expect(text.contains("\(key):"), "examples/hub.yml does not show '\(key)'")
+        }
+        #expect(!configuration.subjects.isEmpty && !configuration.triggers.isEmpty && !configuration.pipelines.isEmpty)
+        #expect(configuration.pipelines.contains { $0.shared } && configuration.pipelines.contains { !$0.shared })
+    }
+
+    @Test func aMissingFileIsAnError() {
+        #expect(throws: ConfigurationError.self) {
+            try BrokerConfiguration.load(contentsOf: "/nonexistent/hub.yml")
+        }
+        do {
+            _ = try BrokerConfiguration.load(contentsOf: "/nonexistent/hub.yml")
+        } catch {
+            #expect(error.description.hasPrefix("/nonexistent/hub.yml:1:1: cannot read the file"))
+        }
+    }
+}
