@@ -7,7 +7,8 @@ enum BenchPacing: Sendable {
     /// carries one, and at most `window` messages are unacknowledged or not yet received
     /// by the slowest subscriber.
     case unbounded(window: Int, ackEvery: Int)
-    /// `perSecond` messages a second, each sent when due by the loop's timer; a message
+    /// `perSecond` messages a second, each sent when due (a ``BenchPacer`` wakes the
+    /// loop at each message's time); a message
     /// due while the slowest subscriber is `window` messages behind is skipped (not
     /// sent later), so the rate is a ceiling and the broker is never overrun.
     case rate(perSecond: Double, window: Int)
@@ -32,7 +33,7 @@ final class BenchPublisher: WebSocketConnectionHandler {
     private var sent = 0
     private var acked = 0
     private var pollScheduled = false
-    private var timer: (any Cancellable)?
+    private var pacer: BenchPacer?
     private var rateStart: Int64 = 0
     private var rateSent = 0
     private static let closingBrace: [UInt8] = [UInt8(ascii: "}")]
@@ -67,10 +68,14 @@ final class BenchPublisher: WebSocketConnectionHandler {
         switch pacing {
         case .unbounded:
             pump()
-        case .rate:
+        case .rate(let perSecond, _):
             rateStart = EventLoop.monotonicNanoseconds()
             rateSent = 0
             tick()
+            let box = LoopBox(self)
+            pacer = BenchPacer(interval: Int64((1e9 / perSecond).rounded()), eventLoop: eventLoop) {
+                box.value.tick()
+            }
         case .manual:
             break
         }
@@ -79,7 +84,7 @@ final class BenchPublisher: WebSocketConnectionHandler {
     /// Stops publishing. Loop only.
     func stop() {
         running = false
-        timer.take()?.cancel()
+        pacer.take()?.stop()
     }
 
     /// Sends one value now (any pacing). Loop only.
@@ -143,7 +148,7 @@ final class BenchPublisher: WebSocketConnectionHandler {
         }
     }
 
-    /// Sends every message due by now at the fixed rate, then sleeps until the next is due.
+    /// Sends every message due by now at the fixed rate.
     private func tick() {
         guard running, case .rate(let perSecond, let window) = pacing else { return }
         let now = EventLoop.monotonicNanoseconds()
@@ -156,9 +161,6 @@ final class BenchPublisher: WebSocketConnectionHandler {
             sendOne()
             rateSent += 1
         }
-        let next = rateStart + Int64((Double(rateSent) * 1e9 / perSecond).rounded(.up))
-        let scheduler = eventLoop.scheduler
-        timer = scheduler.schedule(after: SchedulerTime(nanoseconds: next)) { [weak self] in self?.tick() }
     }
 
     // MARK: WebSocketConnectionHandler
