@@ -276,6 +276,7 @@ struct Bench: AsyncParsableCommand {
                 }
             })
         let serverBefore = await service?.statistics
+        let cpuBefore = try await Bench.cpuTimes(service: service, loops: loop)
         let start = EventLoop.monotonicNanoseconds()
         try await loops[0].eventLoop.submit { box.value.sendOne() }
         try await Bench.wait("\(rounds) large values", run: run, timeout: 120) {
@@ -284,13 +285,15 @@ struct Bench: AsyncParsableCommand {
         let end = EventLoop.monotonicNanoseconds()
         run.measuring.store(false, ordering: .relaxed)
         let serverAfter = await service?.statistics
+        let cpuAfter = try await Bench.cpuTimes(service: service, loops: loop)
         let histogram = try await loops[0].eventLoop.submit { loops[0].histogram }
         await tearDown(run: run, connections: 2, loops: loop)
         return BenchResult(
             mode: "large", subscribers: 1, size: size, batch: batch, targetRate: nil,
             seconds: Double(end - start) / 1e9, published: run.published.load(), delivered: run.totalDelivered,
             latency: histogram, server: Bench.difference(serverBefore, serverAfter),
-            serverCPU: nil, loadCPU: nil, failures: run.failures)
+            serverCPU: cpuBefore.server.flatMap { before in cpuAfter.server.map { Double($0 - before) / 1e9 } },
+            loadCPU: Double(cpuAfter.load - cpuBefore.load) / 1e9, failures: run.failures)
     }
 
     // MARK: Helpers
