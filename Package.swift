@@ -128,6 +128,15 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "ScenarioTests",
+            dependencies: [
+                "HubServer",
+                "HubClient",
+                "HubCore",
+                "HubTransport",
+            ]
+        ),
+        .testTarget(
             name: "HubServerConfigTests",
             dependencies: [
                 "HubServer",

@@ -537,13 +537,19 @@ public final class WebSocketConnection {
         } else {
             outbound[head].written += chunk
         }
+        continueWritingOrReportDrained()
+        return 0
+    }
+
+    /// After a successful write: asks for the next writable callback while frames or a close
+    /// are left, else resets the queued byte count and tells the handler the queue drained.
+    private func continueWritingOrReportDrained() {
         if !outbound.isEmpty || pendingClose != nil {
             requestWritable()
         } else {
             queuedBytes = 0
             handler?.connectionDidDrainOutbound(self)
         }
-        return 0
     }
 
     /// Seals a coalesced message: nothing more is appended once writing starts.
@@ -579,12 +585,7 @@ public final class WebSocketConnection {
         messagesWritten += frame.messageCount
         queuedBytes -= count
         recycle(&frame.storage)
-        if !outbound.isEmpty || pendingClose != nil {
-            requestWritable()
-        } else {
-            queuedBytes = 0
-            handler?.connectionDidDrainOutbound(self)
-        }
+        continueWritingOrReportDrained()
         return 0
     }
 
@@ -635,12 +636,7 @@ public final class WebSocketConnection {
             recycle(&frame.storage)
         }
         queuedBytes -= payloadBytes
-        if !outbound.isEmpty || pendingClose != nil {
-            requestWritable()
-        } else {
-            queuedBytes = 0
-            handler?.connectionDidDrainOutbound(self)
-        }
+        continueWritingOrReportDrained()
         return 0
     }
 

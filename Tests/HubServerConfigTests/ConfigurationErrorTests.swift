@@ -18,7 +18,7 @@ struct ConfigurationErrorTests {
         ("listen: {hots: x}\n", "hub.yml:1:10: listen.hots: unknown key 'hots'; valid keys: host, port"),
         ("auth: {token: [a]}\n", "hub.yml:1:8: auth.token: unknown key 'token'; valid keys: tokens, timeout"),
         ("subjects:\n  prices:\n    bufer: 3\n", "hub.yml:3:5: subjects.prices.bufer: unknown key 'bufer'; valid keys: kind, initial, buffer, overflow"),
-        ("pipelines:\n  p:\n    source: a\n    share: true\n", "hub.yml:4:5: pipelines.p.share: unknown key 'share'; valid keys: source, shared, buffer, overflow"),
+        ("pipelines:\n  p:\n    source: a\n    share: true\n", "hub.yml:4:5: pipelines.p.share: unknown key 'share'; valid keys: source, shared, currentValue, buffer, overflow"),
         ("autoCreate: true\nautoCreate: false\n", "hub.yml:2:1: autoCreate: duplicate key 'autoCreate' (first at 1:1)"),
         ("subjects:\n  a:\n  a:\n", "hub.yml:3:3: subjects.a: duplicate key 'a' (first at 2:3)"),
         ("subjects:\n  [a]: {}\n", "hub.yml:2:3: subjects: a key must be a string (got a sequence)"),

@@ -93,7 +93,7 @@ struct ServerCloseTests {
         let start = clock.now
         await server.service.shutdown()
         let elapsed = start.duration(to: clock.now)
-        #expect(elapsed < .milliseconds(1500), "shutdown took \(elapsed)")
+        #expect(elapsed < .seconds(5), "shutdown took \(elapsed)")  // a hang guard, not a speed test
         for client in clients {
             #expect(try await client.expectClose(timeout: .seconds(5)).code == 1001)
         }

@@ -114,7 +114,7 @@ struct SlowConsumerTests {
         let start = clock.now
         await server.service.shutdown(grace: .milliseconds(500))
         let elapsed = start.duration(to: clock.now)
-        #expect(elapsed < .milliseconds(1500), "shutdown took \(elapsed)")
+        #expect(elapsed < .seconds(5), "shutdown took \(elapsed)")  // a hang guard, not a speed test
         #expect(try await live.expectClose().code == 1001)
         server.clientLoop.shutdown()
     }

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The hub: the registry of named subjects, triggers and pipelines, and the
 /// operations of the protocol on them.
 ///
@@ -6,7 +12,7 @@
 /// ``Configuration/autoCreate`` (the default), unknown names are created on
 /// first use: a passthrough subject for `send`/`complete`/`fail`/`subscribe`,
 /// a trigger for `trigger`. Named pipelines are only declared
-/// (``declarePipeline(_:source:shared:bufferSize:overflow:)``), never created.
+/// (``declarePipeline(_:source:shared:bufferSize:overflow:currentValue:)``), never created.
 public final class Hub: PipelineEnvironment {
     /// How a hub behaves where the protocol leaves a choice.
     public struct Configuration: Sendable {
@@ -77,9 +83,25 @@ public final class Hub: PipelineEnvironment {
     private var compiling: (size: Int, overflow: OverflowPolicy?)?
 
     /// An empty hub.
-    public init(configuration: Configuration = Configuration(), scheduler: any Scheduler) {
+    /// The clock of `now()` in pipelines: nanoseconds since the Unix epoch.
+    public let wallClock: () -> SchedulerTime
+
+    /// An empty hub. `wallClock` is the clock of `now()` in pipelines: the
+    /// system's calendar time unless given (tests pass virtual time).
+    public init(
+        configuration: Configuration = Configuration(), scheduler: any Scheduler,
+        wallClock: (() -> SchedulerTime)? = nil
+    ) {
         self.configuration = configuration
         self.scheduler = scheduler
+        self.wallClock = wallClock ?? Hub.systemWallClock
+    }
+
+    /// The system's calendar time, as nanoseconds since the Unix epoch.
+    public static func systemWallClock() -> SchedulerTime {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return SchedulerTime(nanoseconds: Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec))
     }
 
     /// The limits pipelines are compiled under.
@@ -128,17 +150,24 @@ public final class Hub: PipelineEnvironment {
     /// checked against the limits now, compiled when subscribed (see
     /// ``NamedPipeline`` for shared and per-subscriber pipelines). A name
     /// already in use is refused; text that does not parse is `pipeline_error`.
+    /// `currentValue` (shared pipelines only, else `bad_message`): a
+    /// subscriber joining the open connection first receives its latest value.
     @discardableResult
     public func declarePipeline(
-        _ name: String, source: String, shared: Bool = true, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
+        _ name: String, source: String, shared: Bool = true, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
+        currentValue: Bool = false
     ) throws(HubError) -> NamedPipeline {
         try Hub.check(name)
         guard entries[name] == nil else {
             throw HubError(.badMessage, "'\(name)' is already declared as a \(entries[name]!.kindName)")
         }
         if let bufferSize { _ = try bufferCapacity(bufferSize) }
+        guard shared || !currentValue else {
+            throw HubError(.badMessage, "pipeline '\(name)': currentValue needs a shared pipeline")
+        }
         _ = try PipelineCompiler.parse(source, limits: limits)
-        let pipeline = NamedPipeline(name: name, source: source, shared: shared, bufferSize: bufferSize, overflow: overflow)
+        let pipeline = NamedPipeline(name: name, source: source, shared: shared, bufferSize: bufferSize, overflow: overflow,
+                                     currentValue: currentValue)
         entries[name] = .pipeline(pipeline)
         return pipeline
     }

@@ -18,6 +18,16 @@
 /// has left, the next subscriber opens a new connection: the pipeline compiled
 /// anew, its state from scratch.
 ///
+/// **Current value** (`currentValue: true`, shared pipelines only): the
+/// connection keeps the latest value the pipeline emitted, and a subscriber
+/// that joins an open connection receives that value first (into its own
+/// buffer, before anything the pipeline emits later), as a subscriber of a
+/// ``CurrentValueSubject`` does. The first subscriber, which opens the
+/// connection, receives what the pipeline emits on connecting (for
+/// `input | scan(s, e) | prepend(s)`, the initial state). When the connection
+/// closes (its last subscriber left, or the pipeline ended) the value is
+/// forgotten with the rest of the connection's state.
+///
 /// **Per-subscriber** (`shared: false`): each subscriber gets its own
 /// compilation of the pipeline, with demand end to end exactly as for ad-hoc
 /// pipeline text.
@@ -34,6 +44,8 @@ public final class NamedPipeline {
     public let bufferSize: Int?
     /// The overflow policy its subscribers get unless they ask for another (`nil`: the hub's default).
     public let overflow: OverflowPolicy?
+    /// Whether a subscriber joining an open connection first receives the latest value (shared pipelines only).
+    public let keepsCurrentValue: Bool
     /// The number of live subscribers (those that have neither cancelled nor been completed).
     public private(set) var subscriberCount = 0
 
@@ -42,11 +54,14 @@ public final class NamedPipeline {
     /// Set while the pipeline is being compiled, to refuse a pipeline that refers to itself.
     private var compiling = false
 
-    /// A named pipeline; ``Hub/declarePipeline(_:source:shared:bufferSize:overflow:)`` makes and registers one.
-    public init(name: String, source: String, shared: Bool = true, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil) {
+    /// A named pipeline; ``Hub/declarePipeline(_:source:shared:bufferSize:overflow:currentValue:)`` makes and registers one.
+    /// `currentValue` is only honoured for a shared pipeline.
+    public init(name: String, source: String, shared: Bool = true, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
+                currentValue: Bool = false) {
         self.name = name
         self.source = source
         isShared = shared
+        keepsCurrentValue = shared && currentValue
         self.bufferSize = bufferSize
         self.overflow = overflow
     }
@@ -57,13 +72,31 @@ public final class NamedPipeline {
         return !connection.subject.isCompleted
     }
 
+    /// The latest value of the open connection of a ``keepsCurrentValue`` pipeline (nil otherwise, or before its first value).
+    public var currentValue: Value? {
+        guard keepsCurrentValue, let connection, !connection.subject.isCompleted else { return nil }
+        return connection.latest
+    }
+
     /// The publisher one subscriber of the pipeline receives, with a buffer of
     /// `bufferSize` values and `overflow` (after the fan-out for a shared
     /// pipeline; in front of the hot sources for a per-subscriber one).
     public func publisher(in hub: Hub, bufferSize: Int, overflow: OverflowPolicy) throws(HubError) -> AnyPublisher<Value, HubError> {
         if isShared {
             let connection = try openConnection(in: hub)
-            return Counted(upstream: connection.shared.hotBuffer(capacity: bufferSize, policy: overflow, metrics: hub.metrics),
+            guard keepsCurrentValue else {
+                return Counted(upstream: connection.shared.hotBuffer(capacity: bufferSize, policy: overflow, metrics: hub.metrics),
+                               pipeline: self)
+                    .eraseToAnyPublisher()
+            }
+            // The latest value is read when the subscriber subscribes; the
+            // buffer asks for everything at once, so it goes in first and the
+            // subscription to the fan-out follows with nothing in between.
+            let replaying = Deferred { () -> Publishers.Concatenate<Publishers.Sequence<[Value], HubError>, SharedOutput> in
+                Publishers.Concatenate(prefix: Publishers.Sequence(sequence: connection.latest.map { [$0] } ?? []),
+                                       suffix: connection.shared)
+            }
+            return Counted(upstream: replaying.hotBuffer(capacity: bufferSize, policy: overflow, metrics: hub.metrics),
                            pipeline: self)
                 .eraseToAnyPublisher()
         }
@@ -82,7 +115,7 @@ public final class NamedPipeline {
     private func openConnection(in hub: Hub) throws(HubError) -> Connection {
         if let connection, !connection.subject.isCompleted { return connection }
         let compiled = try compile(in: hub, bufferSize: bufferSize, overflow: overflow)
-        let opened = Connection(upstream: compiled)
+        let opened = Connection(upstream: compiled, keepsLatest: keepsCurrentValue)
         connection = opened
         return opened
     }
@@ -122,15 +155,36 @@ public final class NamedPipeline {
         if subscriberCount == 0 { connection = nil }
     }
 
+    /// What the subscribers of a shared pipeline attach to.
+    private typealias SharedOutput = Publishers.Autoconnect<Publishers.Multicast<AnyPublisher<Value, HubError>, PassthroughSubject<Value, HubError>>>
+
     /// One compiled instance of a shared pipeline, multicast through a subject.
     private final class Connection {
         let subject = PassthroughSubject<Value, HubError>()
-        let shared: Publishers.Autoconnect<Publishers.Multicast<AnyPublisher<Value, HubError>, PassthroughSubject<Value, HubError>>>
+        let shared: SharedOutput
+        private let latestBox = LatestValue()
 
-        init(upstream: AnyPublisher<Value, HubError>) {
+        /// The latest value the pipeline emitted, when the pipeline keeps its current value.
+        var latest: Value? { latestBox.value }
+
+        init(upstream: AnyPublisher<Value, HubError>, keepsLatest: Bool) {
             let subject = self.subject
-            shared = Publishers.Multicast(upstream: upstream, createSubject: { subject }).autoconnect()
+            var source = upstream
+            if keepsLatest {
+                // Recorded before the fan-out, so it is up to date whenever a subscriber joins.
+                let box = latestBox
+                source = upstream.map { value in
+                    box.value = value
+                    return value
+                }.eraseToAnyPublisher()
+            }
+            shared = Publishers.Multicast(upstream: source, createSubject: { subject }).autoconnect()
         }
+    }
+
+    /// The latest value of a connection, written as the pipeline emits.
+    private final class LatestValue {
+        var value: Value?
     }
 
     /// Counts a subscriber from its subscription until it cancels or is completed.

@@ -242,8 +242,7 @@ extension PipelineBuilder {
             if let argument = arguments.first {
                 _ = try singleLabel(stage, ["by"])
                 let e = try expression(argument, of: stage, variables: ["a", "b"])
-                let scheduler = environment.scheduler
-                let now = { scheduler.now }
+                let now = environment.wallClock
                 let by: (Value, Value) throws -> Bool = { a, b in
                     do throws(ExpressionEvaluator.Failure) {
                         let evaluator = ExpressionEvaluator(current: .null, variables: ["$a": a, "$b": b], now: now)

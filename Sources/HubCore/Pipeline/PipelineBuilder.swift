@@ -218,8 +218,7 @@ final class PipelineBuilder {
     /// value of the function is bound to `$variable` (`$acc` in scan and reduce).
     func element(_ argument: ArgumentSyntax, of stage: StageSyntax, variable: String? = nil) throws(HubError) -> ElementFunction {
         let e = try expression(argument, of: stage, variables: variable.map { [$0] } ?? [])
-        let scheduler = environment.scheduler
-        let now = { scheduler.now }
+        let now = environment.wallClock
         let key = "$" + (variable ?? "acc")
         return { value, second throws(HubError) in
             do throws(ExpressionEvaluator.Failure) {

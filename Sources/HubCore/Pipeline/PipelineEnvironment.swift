@@ -20,6 +20,19 @@ public protocol PipelineEnvironment: AnyObject {
 
     /// The limits pipelines are compiled under.
     var limits: PipelineLimits { get }
+
+    /// The clock of `now()`, as nanoseconds since the Unix epoch on a real hub
+    /// (a calendar time, unlike ``scheduler``'s monotonic one). The default is
+    /// the scheduler's clock, which keeps tests in virtual time.
+    var wallClock: () -> SchedulerTime { get }
+}
+
+extension PipelineEnvironment {
+    /// The scheduler's clock.
+    public var wallClock: () -> SchedulerTime {
+        let scheduler = self.scheduler
+        return { scheduler.now }
+    }
 }
 
 /// Bounds on what one pipeline may contain, so that a shared broker stays safe.

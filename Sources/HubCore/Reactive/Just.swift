@@ -10,28 +10,7 @@ public struct Just<Output>: Publisher {
 
     /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Never {
-        subscriber.receive(subscription: Inner(value: output, downstream: subscriber))
-    }
-
-    private final class Inner<Downstream: Subscriber>: Subscription where Downstream.Input == Output, Downstream.Failure == Never {
-        private var value: Output?
-        private var downstream: Downstream?
-
-        init(value: Output, downstream: Downstream) {
-            self.value = value
-            self.downstream = downstream
-        }
-
-        func request(_ demand: Subscribers.Demand) {
-            guard demand > 0, let downstream = downstream.take(), let value = value.take() else { return }
-            _ = downstream.receive(value)
-            downstream.receive(completion: .finished)
-        }
-
-        func cancel() {
-            downstream = nil
-            value = nil
-        }
+        subscriber.receive(subscription: OnceValueSubscription<S>(value: output, downstream: subscriber))
     }
 }
 

@@ -34,30 +34,17 @@ extension ClientMessage {
     /// Decodes one message from the raw bytes of a WebSocket text message.
     /// The bytes are only read during the call.
     public static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> ClientMessage {
-        let value: Value
-        do throws(JSONError) {
-            value = try Value.parse(bytes)
-        } catch {
-            throw WireError(WireFields.bad("not JSON: \(error.message)"))
-        }
-        return try decode(value: value)
+        try WireFields.decodeMessage(bytes, notJSON: "not JSON", decode(value:))
     }
 
     /// Decodes one message from bytes.
     public static func decode(_ bytes: [UInt8]) throws(WireError) -> ClientMessage {
-        let result = bytes.withUnsafeBytes { buffer in
-            Result { () throws(WireError) -> ClientMessage in try decode(buffer) }
-        }
-        return try result.get()
+        try WireFields.decodeMessage(bytes, notJSON: "not JSON", decode(value:))
     }
 
     /// Decodes one message from JSON text.
     public static func decode(_ text: String) throws(WireError) -> ClientMessage {
-        var text = text
-        let result = text.withUTF8 { utf8 in
-            Result { () throws(WireError) -> ClientMessage in try decode(UnsafeRawBufferPointer(utf8)) }
-        }
-        return try result.get()
+        try WireFields.decodeMessage(text, notJSON: "not JSON", decode(value:))
     }
 
     /// Decodes one message from an already parsed JSON value.

@@ -158,30 +158,17 @@ extension ServerMessage {
 extension ServerMessage {
     /// Decodes one server message from the raw bytes of a text message, strictly.
     public static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> ServerMessage {
-        let value: Value
-        do throws(JSONError) {
-            value = try Value.parse(bytes)
-        } catch {
-            throw WireError(WireFields.bad("server message is not JSON: \(error.message)"))
-        }
-        return try decode(value: value)
+        try WireFields.decodeMessage(bytes, notJSON: "server message is not JSON", decode(value:))
     }
 
     /// Decodes one server message from bytes.
     public static func decode(_ bytes: [UInt8]) throws(WireError) -> ServerMessage {
-        let result = bytes.withUnsafeBytes { buffer in
-            Result { () throws(WireError) -> ServerMessage in try decode(buffer) }
-        }
-        return try result.get()
+        try WireFields.decodeMessage(bytes, notJSON: "server message is not JSON", decode(value:))
     }
 
     /// Decodes one server message from JSON text.
     public static func decode(_ text: String) throws(WireError) -> ServerMessage {
-        var text = text
-        let result = text.withUTF8 { utf8 in
-            Result { () throws(WireError) -> ServerMessage in try decode(UnsafeRawBufferPointer(utf8)) }
-        }
-        return try result.get()
+        try WireFields.decodeMessage(text, notJSON: "server message is not JSON", decode(value:))
     }
 
     /// Decodes one server message from a parsed JSON value, strictly: the

@@ -74,4 +74,48 @@ enum WireFields {
         let text = value.jsonString()
         return text.utf8.count <= 40 ? text : typeName(value)
     }
+
+    // MARK: - Message entry points
+
+    /// Parses the JSON of one text message and decodes the parsed value with `decode`; the
+    /// entry point shared by ``ClientMessage`` and ``ServerMessage``. The bytes are only read
+    /// during the call. A parse error is a `bad_message` "`notJSON`: <parser message>".
+    @inline(__always)
+    static func decodeMessage<Message>(
+        _ bytes: UnsafeRawBufferPointer, notJSON: String,
+        _ decode: (Value) throws(WireError) -> Message
+    ) throws(WireError) -> Message {
+        let value: Value
+        do throws(JSONError) {
+            value = try Value.parse(bytes)
+        } catch {
+            throw WireError(bad("\(notJSON): \(error.message)"))
+        }
+        return try decode(value)
+    }
+
+    /// ``decodeMessage(_:notJSON:_:)`` over the bytes of an array.
+    static func decodeMessage<Message>(
+        _ bytes: [UInt8], notJSON: String,
+        _ decode: (Value) throws(WireError) -> Message
+    ) throws(WireError) -> Message {
+        let result = bytes.withUnsafeBytes { buffer in
+            Result { () throws(WireError) -> Message in try decodeMessage(buffer, notJSON: notJSON, decode) }
+        }
+        return try result.get()
+    }
+
+    /// ``decodeMessage(_:notJSON:_:)`` over the UTF-8 of a JSON text.
+    static func decodeMessage<Message>(
+        _ text: String, notJSON: String,
+        _ decode: (Value) throws(WireError) -> Message
+    ) throws(WireError) -> Message {
+        var text = text
+        let result = text.withUTF8 { utf8 in
+            Result { () throws(WireError) -> Message in
+                try decodeMessage(UnsafeRawBufferPointer(utf8), notJSON: notJSON, decode)
+            }
+        }
+        return try result.get()
+    }
 }

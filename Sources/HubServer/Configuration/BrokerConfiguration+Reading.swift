@@ -163,6 +163,12 @@ extension BrokerConfiguration {
             location: BrokerConfiguration.position(entry.keyNode),
             sourcePath: sourcePath, sourceSegments: reader.segments(of: sourceNode))
         if pipeline.sourceSegments.isEmpty { pipeline.sourceSegments = [BrokerConfiguration.position(sourceNode)] }
+        if let field = fields["currentValue"] {
+            pipeline.currentValue = try reader.bool(field.value, field.path)
+            guard !pipeline.currentValue || pipeline.shared else {
+                throw reader.error(field.value, field.path, "currentValue needs a shared pipeline (shared: true)")
+            }
+        }
         do {
             _ = try PipelineCompiler.parse(source, limits: service.hub.limits)
         } catch {

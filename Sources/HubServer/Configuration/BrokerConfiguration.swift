@@ -36,6 +36,8 @@ public struct BrokerConfiguration: Sendable {
         public var buffer: Int?
         /// The overflow policy its subscribers get unless they ask for another.
         public var overflow: OverflowPolicy?
+        /// Whether a subscriber joining the open connection first receives its latest value (shared only; default false).
+        public var currentValue: Bool = false
         /// Where it is declared (its key).
         public var location: SourceSegment
     }
@@ -60,6 +62,8 @@ public struct BrokerConfiguration: Sendable {
         public var buffer: Int?
         /// The overflow policy its subscribers get unless they ask for another.
         public var overflow: OverflowPolicy?
+        /// Whether a subscriber joining the open connection first receives its latest value (shared only; default false).
+        public var currentValue: Bool = false
         /// Where it is declared (its key).
         public var location: SourceSegment
         /// The key path of its text (`pipelines.NAME.source`, or `pipelines.NAME` in the short form).
@@ -137,7 +141,7 @@ public struct BrokerConfiguration: Sendable {
     /// The keys of a subject.
     public static let subjectKeys = ["kind", "initial", "buffer", "overflow"]
     /// The keys of a pipeline.
-    public static let pipelineKeys = ["source", "shared", "buffer", "overflow"]
+    public static let pipelineKeys = ["source", "shared", "currentValue", "buffer", "overflow"]
 
     // MARK: Loading
 
@@ -201,7 +205,7 @@ public struct BrokerConfiguration: Sendable {
             do {
                 declared.append((pipeline, try hub.declarePipeline(
                     pipeline.name, source: pipeline.source, shared: pipeline.shared,
-                    bufferSize: pipeline.buffer, overflow: pipeline.overflow)))
+                    bufferSize: pipeline.buffer, overflow: pipeline.overflow, currentValue: pipeline.currentValue)))
             } catch {
                 throw pipelineError(error, pipeline)
             }

@@ -223,23 +223,9 @@ enum FreshDifferential {
         oc(ocSource).subscribe(ocRecorder)
 
         for step in script {
-            switch step {
-            case .send(let v):
-                hubSource.newest?.send(v)
-                ocSource.newest?.send(v)
-            case .finish:
-                hubSource.newest?.send(completion: .finished)
-                ocSource.newest?.send(completion: .finished)
-            case .fail:
-                hubSource.newest?.send(completion: .failure(.oops))
-                ocSource.newest?.send(completion: .failure(.oops))
-            case .request(let n):
-                hubRecorder.request(Differential.hubDemand(n))
-                ocRecorder.request(Differential.ocDemand(n))
-            case .cancel:
-                hubRecorder.cancel()
-                ocRecorder.cancel()
-            }
+            Differential.apply(
+                step, hubSubject: hubSource.newest, ocSubject: ocSource.newest,
+                hubRecorder: hubRecorder, ocRecorder: ocRecorder)
         }
         return (hubRecorder.events, ocRecorder.events, hubSource.subjects.count, ocSource.subjects.count)
     }
@@ -394,7 +380,7 @@ where Downstream.Input == Int, Downstream.Failure == TestError {
     func receive(completion: HubCore.Subscribers.Completion<any Error>) {
         switch completion {
         case .finished: downstream.receive(completion: .finished)
-        case .failure(let error): downstream.receive(completion: .failure(error as? TestError ?? .other(-1)))
+        case .failure(let error): downstream.receive(completion: .failure(TestError.recorded(error)))
         }
     }
 }
@@ -411,7 +397,7 @@ where Downstream.Input == Int, Downstream.Failure == TestError {
     func receive(completion: OpenCombine.Subscribers.Completion<any Error>) {
         switch completion {
         case .finished: downstream.receive(completion: .finished)
-        case .failure(let error): downstream.receive(completion: .failure(error as? TestError ?? .other(-1)))
+        case .failure(let error): downstream.receive(completion: .failure(TestError.recorded(error)))
         }
     }
 }

@@ -54,25 +54,39 @@ enum Differential {
         oc(ocSubject).subscribe(ocRecorder)
 
         for step in script {
-            switch step {
-            case .send(let v):
-                hubSubject.send(v)
-                ocSubject.send(v)
-            case .finish:
-                hubSubject.send(completion: .finished)
-                ocSubject.send(completion: .finished)
-            case .fail:
-                hubSubject.send(completion: .failure(.oops))
-                ocSubject.send(completion: .failure(.oops))
-            case .request(let n):
-                hubRecorder.request(hubDemand(n))
-                ocRecorder.request(ocDemand(n))
-            case .cancel:
-                hubRecorder.cancel()
-                ocRecorder.cancel()
-            }
+            apply(step, hubSubject: hubSubject, ocSubject: ocSubject, hubRecorder: hubRecorder, ocRecorder: ocRecorder)
         }
         return (hubRecorder.events, ocRecorder.events)
+    }
+
+    /// Plays one step on both sides: the source subjects send or complete, or the recorders
+    /// request or cancel. Shared by ``run(_:initialDemand:demandPerValue:hub:oc:)``, the
+    /// step-by-step comparisons and the higher-order drivers (whose source subject may not
+    /// exist yet: a `nil` subject ignores the step).
+    static func apply<Out: Equatable>(
+        _ step: ScriptStep<Int>,
+        hubSubject: HubCore.PassthroughSubject<Int, TestError>?,
+        ocSubject: OpenCombine.PassthroughSubject<Int, TestError>?,
+        hubRecorder: RecordingSubscriber<Out, TestError>,
+        ocRecorder: OCRecordingSubscriber<Out, TestError>
+    ) {
+        switch step {
+        case .send(let v):
+            hubSubject?.send(v)
+            ocSubject?.send(v)
+        case .finish:
+            hubSubject?.send(completion: .finished)
+            ocSubject?.send(completion: .finished)
+        case .fail:
+            hubSubject?.send(completion: .failure(.oops))
+            ocSubject?.send(completion: .failure(.oops))
+        case .request(let n):
+            hubRecorder.request(hubDemand(n))
+            ocRecorder.request(ocDemand(n))
+        case .cancel:
+            hubRecorder.cancel()
+            ocRecorder.cancel()
+        }
     }
 
     static func hubDemand(_ n: Int?) -> HubCore.Subscribers.Demand { n.map { .max($0) } ?? .unlimited }

@@ -25,47 +25,43 @@ extension TestScheduler {
     }
 }
 
-/// A subscriber that records each event with the virtual time at which it arrived.
-final class TimelineRecorder<Input: Equatable>: Subscriber, Cancellable {
+/// A subscriber that records each event with the virtual time at which it arrived: a
+/// ``RecordingSubscriber`` (history, initial and per-value demand) whose events are stamped
+/// with the scheduler's time on arrival.
+final class TimelineRecorder<Input: Equatable>: Subscriber, Cancellable, RecordingFront {
     typealias Failure = TestError
 
     private let scheduler: TestScheduler
-    private(set) var timeline: [Stamped<Input>] = []
-    private(set) var subscription: (any Subscription)?
-    private let initialDemand: Subscribers.Demand
-    var demandPerValue: Subscribers.Demand
-    /// Called on each value; its result replaces `demandPerValue` when set.
-    var onValue: ((Input) -> Subscribers.Demand)?
+    /// The recorder that keeps the history and grants the demand.
+    let recording: RecordingSubscriber<Input, TestError>
+    /// The arrival time (ms) of each event of `recording`, stamped before it is recorded,
+    /// so that an event delivered reentrantly from `onValue` keeps its place.
+    private var arrivals: [Int64] = []
+
+    /// Every event with its arrival time, in order.
+    var timeline: [Stamped<Input>] { zip(arrivals, recording.events).map { .at($0, $1) } }
 
     init(scheduler: TestScheduler, initialDemand: Subscribers.Demand = .unlimited, demandPerValue: Subscribers.Demand = .none) {
         self.scheduler = scheduler
-        self.initialDemand = initialDemand
-        self.demandPerValue = demandPerValue
+        recording = RecordingSubscriber(initialDemand: initialDemand, demandPerValue: demandPerValue)
     }
 
-    private func record(_ event: RecordedEvent<Input, TestError>) {
-        timeline.append(.at(VirtualTime.inMilliseconds(scheduler.now), event))
+    private func stamp() {
+        arrivals.append(VirtualTime.inMilliseconds(scheduler.now))
     }
 
     func receive(subscription: any Subscription) {
-        self.subscription = subscription
-        record(.subscription)
-        if initialDemand > 0 { subscription.request(initialDemand) }
+        stamp()
+        recording.receive(subscription: subscription)
     }
 
     func receive(_ input: Input) -> Subscribers.Demand {
-        record(.value(input))
-        if let onValue { return onValue(input) }
-        return demandPerValue
+        stamp()
+        return recording.receive(input)
     }
 
     func receive(completion: Subscribers.Completion<TestError>) {
-        switch completion {
-        case .finished: record(.finished)
-        case .failure(let error): record(.failure(error))
-        }
+        stamp()
+        recording.receive(completion: completion)
     }
-
-    func request(_ demand: Subscribers.Demand) { subscription?.request(demand) }
-    func cancel() { subscription?.cancel() }
 }

@@ -1,47 +1,30 @@
 import HubCore
 
 /// A recording subscriber for the try-variants, whose failure is `any Error`: it records the same
-/// ``RecordedEvent`` history as ``RecordingSubscriber``, with the error cast back to ``TestError``
-/// (an error of another type is recorded as `TestError.other(-1)`).
-final class ThrowingRecorder<Input: Equatable>: Subscriber, Cancellable {
-    private(set) var events: [RecordedEvent<Input, TestError>] = []
-    private(set) var subscription: (any Subscription)?
-    private let initialDemand: Subscribers.Demand
-    var demandPerValue: Subscribers.Demand
-    /// Called on each value; its result replaces `demandPerValue` when set.
-    var onValue: ((Input) -> Subscribers.Demand)?
+/// ``RecordedEvent`` history as ``RecordingSubscriber`` (it is one, in front of which the error
+/// is cast back with ``TestError/recorded(_:)``: an error of another type is recorded as
+/// `TestError.other(-1)`).
+final class ThrowingRecorder<Input: Equatable>: Subscriber, Cancellable, RecordingFront {
+    /// The recorder that keeps the history and grants the demand.
+    let recording: RecordingSubscriber<Input, TestError>
+
+    /// The history so far.
+    var events: [RecordedEvent<Input, TestError>] { recording.events }
 
     init(initialDemand: Subscribers.Demand = .unlimited, demandPerValue: Subscribers.Demand = .none) {
-        self.initialDemand = initialDemand
-        self.demandPerValue = demandPerValue
+        recording = RecordingSubscriber(initialDemand: initialDemand, demandPerValue: demandPerValue)
     }
 
     /// The values received, in order.
-    var values: [Input] {
-        events.compactMap { if case .value(let value) = $0 { return value } else { return nil } }
-    }
+    var values: [Input] { recording.values }
 
-    func receive(subscription: any Subscription) {
-        self.subscription = subscription
-        events.append(.subscription)
-        if initialDemand > 0 { subscription.request(initialDemand) }
-    }
+    func receive(subscription: any Subscription) { recording.receive(subscription: subscription) }
 
-    func receive(_ input: Input) -> Subscribers.Demand {
-        events.append(.value(input))
-        if let onValue { return onValue(input) }
-        return demandPerValue
-    }
+    func receive(_ input: Input) -> Subscribers.Demand { recording.receive(input) }
 
     func receive(completion: Subscribers.Completion<any Error>) {
-        switch completion {
-        case .finished: events.append(.finished)
-        case .failure(let error): events.append(.failure((error as? TestError) ?? .other(-1)))
-        }
+        recording.receive(completion: completion.mapError(TestError.recorded))
     }
-
-    func request(_ demand: Subscribers.Demand) { subscription?.request(demand) }
-    func cancel() { subscription?.cancel() }
 }
 
 extension Publisher where Output: Equatable, Failure == any Error {

@@ -15,9 +15,6 @@ private func thrown(_ value: Int) -> TestError { .other(value) }
 /// A compactMap transform that drops `value` (named to keep the type checker fast).
 private func dropping(_ value: Int) -> (Int) -> Int? { { $0 == value ? nil : $0 } }
 
-/// Erases the `any Error` of a try-variant back to `TestError` so that histories compare.
-private func asTestError(_ error: any Error) -> TestError { (error as? TestError) ?? .other(-1) }
-
 /// Runs one random script on a HubCore chain and on its OpenCombine twin and compares the histories
 /// after every step.
 ///
@@ -82,23 +79,7 @@ private func stepwise<Out: Equatable, HP: HubCore.Publisher, OP: OpenCombine.Pub
     oc(ocSubject).subscribe(ocRecorder)
     if let difference = difference(after: "subscribe") { return difference }
     for (index, step) in script.enumerated() {
-        switch step {
-        case .send(let v):
-            hubSubject.send(v)
-            ocSubject.send(v)
-        case .finish:
-            hubSubject.send(completion: .finished)
-            ocSubject.send(completion: .finished)
-        case .fail:
-            hubSubject.send(completion: .failure(.oops))
-            ocSubject.send(completion: .failure(.oops))
-        case .request(let n):
-            hubRecorder.request(Differential.hubDemand(n))
-            ocRecorder.request(Differential.ocDemand(n))
-        case .cancel:
-            hubRecorder.cancel()
-            ocRecorder.cancel()
-        }
+        Differential.apply(step, hubSubject: hubSubject, ocSubject: ocSubject, hubRecorder: hubRecorder, ocRecorder: ocRecorder)
         if let difference = difference(after: "step \(index) \(step)") { return difference }
     }
     return nil
@@ -112,8 +93,8 @@ struct TransformDifferentialTests {
 
     @Test(arguments: seeds) func tryMap(seed: Int) {
         compare(seed: seed,
-                hub: { $0.tryMap { v -> Int in if v == 7 { throw thrown(v) }; return v * 2 }.mapError(asTestError) },
-                oc: { $0.tryMap { v -> Int in if v == 7 { throw thrown(v) }; return v * 2 }.mapError(asTestError) })
+                hub: { $0.tryMap { v -> Int in if v == 7 { throw thrown(v) }; return v * 2 }.mapError(TestError.recorded) },
+                oc: { $0.tryMap { v -> Int in if v == 7 { throw thrown(v) }; return v * 2 }.mapError(TestError.recorded) })
     }
 
     @Test(arguments: seeds) func compactMap(seed: Int) {
@@ -124,20 +105,20 @@ struct TransformDifferentialTests {
 
     @Test(arguments: seeds) func tryCompactMap(seed: Int) {
         compare(seed: seed,
-                hub: { $0.tryCompactMap { v -> Int? in if v == 8 { throw thrown(v) }; return v.isMultiple(of: 2) ? nil : v }.mapError(asTestError) },
-                oc: { $0.tryCompactMap { v -> Int? in if v == 8 { throw thrown(v) }; return v.isMultiple(of: 2) ? nil : v }.mapError(asTestError) })
+                hub: { $0.tryCompactMap { v -> Int? in if v == 8 { throw thrown(v) }; return v.isMultiple(of: 2) ? nil : v }.mapError(TestError.recorded) },
+                oc: { $0.tryCompactMap { v -> Int? in if v == 8 { throw thrown(v) }; return v.isMultiple(of: 2) ? nil : v }.mapError(TestError.recorded) })
     }
 
     @Test(arguments: seeds) func tryFilter(seed: Int) {
         compare(seed: seed,
-                hub: { $0.tryFilter { v in if v == 9 { throw thrown(v) }; return v > 3 }.mapError(asTestError) },
-                oc: { $0.tryFilter { v in if v == 9 { throw thrown(v) }; return v > 3 }.mapError(asTestError) })
+                hub: { $0.tryFilter { v in if v == 9 { throw thrown(v) }; return v > 3 }.mapError(TestError.recorded) },
+                oc: { $0.tryFilter { v in if v == 9 { throw thrown(v) }; return v > 3 }.mapError(TestError.recorded) })
     }
 
     @Test(arguments: seeds) func tryScan(seed: Int) {
         compare(seed: seed,
-                hub: { $0.tryScan(0) { acc, v in if acc > 25 { throw thrown(acc) }; return acc + v }.mapError(asTestError) },
-                oc: { $0.tryScan(0) { acc, v in if acc > 25 { throw thrown(acc) }; return acc + v }.mapError(asTestError) })
+                hub: { $0.tryScan(0) { acc, v in if acc > 25 { throw thrown(acc) }; return acc + v }.mapError(TestError.recorded) },
+                oc: { $0.tryScan(0) { acc, v in if acc > 25 { throw thrown(acc) }; return acc + v }.mapError(TestError.recorded) })
     }
 
     @Test(arguments: seeds) func removeDuplicates(seed: Int) {
@@ -154,8 +135,8 @@ struct TransformDifferentialTests {
 
     @Test(arguments: seeds) func tryRemoveDuplicates(seed: Int) {
         compare(seed: seed, values: 0...4,
-                hub: { $0.tryRemoveDuplicates { a, b in if b == 4 { throw thrown(a) }; return a == b }.mapError(asTestError) },
-                oc: { $0.tryRemoveDuplicates { a, b in if b == 4 { throw thrown(a) }; return a == b }.mapError(asTestError) })
+                hub: { $0.tryRemoveDuplicates { a, b in if b == 4 { throw thrown(a) }; return a == b }.mapError(TestError.recorded) },
+                oc: { $0.tryRemoveDuplicates { a, b in if b == 4 { throw thrown(a) }; return a == b }.mapError(TestError.recorded) })
     }
 
     @Test(arguments: seeds) func replaceNil(seed: Int) {
@@ -205,17 +186,17 @@ struct TransformDifferentialTests {
 
     @Test(arguments: seeds) func fusedChains(seed: Int) {
         compare(seed: seed,
-                hub: { $0.map { $0 + 1 }.tryMap { v -> Int in if v == 5 { throw thrown(v) }; return v }.map { $0 * 3 }.mapError(asTestError) },
-                oc: { $0.map { $0 + 1 }.tryMap { v -> Int in if v == 5 { throw thrown(v) }; return v }.map { $0 * 3 }.mapError(asTestError) })
+                hub: { $0.map { $0 + 1 }.tryMap { v -> Int in if v == 5 { throw thrown(v) }; return v }.map { $0 * 3 }.mapError(TestError.recorded) },
+                oc: { $0.map { $0 + 1 }.tryMap { v -> Int in if v == 5 { throw thrown(v) }; return v }.map { $0 * 3 }.mapError(TestError.recorded) })
         compare(seed: seed,
-                hub: { $0.filter { $0 != 2 }.tryFilter { v in if v == 8 { throw thrown(v) }; return v > 1 }.filter { $0 != 6 }.mapError(asTestError) },
-                oc: { $0.filter { $0 != 2 }.tryFilter { v in if v == 8 { throw thrown(v) }; return v > 1 }.filter { $0 != 6 }.mapError(asTestError) })
+                hub: { $0.filter { $0 != 2 }.tryFilter { v in if v == 8 { throw thrown(v) }; return v > 1 }.filter { $0 != 6 }.mapError(TestError.recorded) },
+                oc: { $0.filter { $0 != 2 }.tryFilter { v in if v == 8 { throw thrown(v) }; return v > 1 }.filter { $0 != 6 }.mapError(TestError.recorded) })
         compare(seed: seed,
                 hub: { $0.compactMap(dropping(3)).compactMap(dropping(4)).map { $0 * 2 } },
                 oc: { $0.compactMap(dropping(3)).compactMap(dropping(4)).map { $0 * 2 } })
         compare(seed: seed,
-                hub: { $0.tryCompactMap { v -> Int? in if v == 9 { throw thrown(v) }; return v == 1 ? nil : v }.compactMap(dropping(2)).mapError(asTestError) },
-                oc: { $0.tryCompactMap { v -> Int? in if v == 9 { throw thrown(v) }; return v == 1 ? nil : v }.compactMap(dropping(2)).mapError(asTestError) })
+                hub: { $0.tryCompactMap { v -> Int? in if v == 9 { throw thrown(v) }; return v == 1 ? nil : v }.compactMap(dropping(2)).mapError(TestError.recorded) },
+                oc: { $0.tryCompactMap { v -> Int? in if v == 9 { throw thrown(v) }; return v == 1 ? nil : v }.compactMap(dropping(2)).mapError(TestError.recorded) })
     }
 
     // MARK: reducing
@@ -226,8 +207,8 @@ struct TransformDifferentialTests {
 
     @Test(arguments: seeds) func tryReduce(seed: Int) {
         compare(seed: seed,
-                hub: { $0.tryReduce(0) { acc, v in if v == 9 { throw thrown(acc) }; return acc + v }.mapError(asTestError) },
-                oc: { $0.tryReduce(0) { acc, v in if v == 9 { throw thrown(acc) }; return acc + v }.mapError(asTestError) })
+                hub: { $0.tryReduce(0) { acc, v in if v == 9 { throw thrown(acc) }; return acc + v }.mapError(TestError.recorded) },
+                oc: { $0.tryReduce(0) { acc, v in if v == 9 { throw thrown(acc) }; return acc + v }.mapError(TestError.recorded) })
     }
 
     @Test(arguments: seeds) func count(seed: Int) {
@@ -252,11 +233,11 @@ struct TransformDifferentialTests {
 
     @Test(arguments: seeds) func tryMinAndTryMax(seed: Int) {
         compare(seed: seed,
-                hub: { $0.tryMin { a, b in if b == 9 { throw thrown(a) }; return a < b }.mapError(asTestError) },
-                oc: { $0.tryMin { a, b in if b == 9 { throw thrown(a) }; return a < b }.mapError(asTestError) })
+                hub: { $0.tryMin { a, b in if b == 9 { throw thrown(a) }; return a < b }.mapError(TestError.recorded) },
+                oc: { $0.tryMin { a, b in if b == 9 { throw thrown(a) }; return a < b }.mapError(TestError.recorded) })
         compare(seed: seed,
-                hub: { $0.tryMax { a, b in if b == 0 { throw thrown(a) }; return a < b }.mapError(asTestError) },
-                oc: { $0.tryMax { a, b in if b == 0 { throw thrown(a) }; return a < b }.mapError(asTestError) })
+                hub: { $0.tryMax { a, b in if b == 0 { throw thrown(a) }; return a < b }.mapError(TestError.recorded) },
+                oc: { $0.tryMax { a, b in if b == 0 { throw thrown(a) }; return a < b }.mapError(TestError.recorded) })
     }
 
     @Test(arguments: seeds) func allSatisfy(seed: Int) {
@@ -265,8 +246,8 @@ struct TransformDifferentialTests {
 
     @Test(arguments: seeds) func tryAllSatisfy(seed: Int) {
         compare(seed: seed,
-                hub: { $0.tryAllSatisfy { v in if v == 9 { throw thrown(v) }; return v != 0 }.mapError(asTestError) },
-                oc: { $0.tryAllSatisfy { v in if v == 9 { throw thrown(v) }; return v != 0 }.mapError(asTestError) })
+                hub: { $0.tryAllSatisfy { v in if v == 9 { throw thrown(v) }; return v != 0 }.mapError(TestError.recorded) },
+                oc: { $0.tryAllSatisfy { v in if v == 9 { throw thrown(v) }; return v != 0 }.mapError(TestError.recorded) })
     }
 
     @Test(arguments: seeds) func contains(seed: Int) {
@@ -276,8 +257,8 @@ struct TransformDifferentialTests {
 
     @Test(arguments: seeds) func tryContains(seed: Int) {
         compare(seed: seed,
-                hub: { $0.tryContains { v in if v == 0 { throw thrown(v) }; return v == 9 }.mapError(asTestError) },
-                oc: { $0.tryContains { v in if v == 0 { throw thrown(v) }; return v == 9 }.mapError(asTestError) })
+                hub: { $0.tryContains { v in if v == 0 { throw thrown(v) }; return v == 9 }.mapError(TestError.recorded) },
+                oc: { $0.tryContains { v in if v == 0 { throw thrown(v) }; return v == 9 }.mapError(TestError.recorded) })
     }
 
     // MARK: a synchronous source with reentrant demand

@@ -21,8 +21,8 @@ extension Publishers {
         /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let predicate = self.predicate
-            upstream.receive(subscriber: DropWhileInner<Output, Failure, S>(
-                downstream: subscriber, predicate: { .success(predicate($0)) }, mapFailure: { $0 }))
+            upstream.receive(subscriber: WhilePredicateSubscription<Output, Failure, S>(
+                mode: .drop, downstream: subscriber, predicate: { .success(predicate($0)) }, mapFailure: { $0 }))
         }
     }
 
@@ -47,78 +47,11 @@ extension Publishers {
         /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let predicate = self.predicate
-            upstream.receive(subscriber: DropWhileInner<Output, Upstream.Failure, S>(
-                downstream: subscriber,
+            upstream.receive(subscriber: WhilePredicateSubscription<Output, Upstream.Failure, S>(
+                mode: .drop, downstream: subscriber,
                 predicate: { value in Result { try predicate(value) } },
                 mapFailure: { $0 }))
         }
-    }
-}
-
-/// The subscription of `drop(while:)` and `tryDrop(while:)`.
-private final class DropWhileInner<Input, UpstreamFailure: Error, Downstream: Subscriber>: Subscriber, Subscription
-where Downstream.Input == Input {
-    typealias Failure = UpstreamFailure
-
-    private var downstream: Downstream?
-    private var upstream: (any Subscription)?
-    private var subscribed = false
-    private var dropping = true
-    private let predicate: (Input) -> Result<Bool, Downstream.Failure>
-    private let mapFailure: (UpstreamFailure) -> Downstream.Failure
-
-    init(
-        downstream: Downstream,
-        predicate: @escaping (Input) -> Result<Bool, Downstream.Failure>,
-        mapFailure: @escaping (UpstreamFailure) -> Downstream.Failure
-    ) {
-        self.downstream = downstream
-        self.predicate = predicate
-        self.mapFailure = mapFailure
-    }
-
-    func receive(subscription: any Subscription) {
-        guard !subscribed, let downstream else {
-            subscription.cancel()
-            return
-        }
-        subscribed = true
-        upstream = subscription
-        downstream.receive(subscription: self)
-    }
-
-    func receive(_ input: Input) -> Subscribers.Demand {
-        guard let downstream else { return .none }
-        if dropping {
-            switch predicate(input) {
-            case .success(true):
-                return .max(1)
-            case .success(false):
-                dropping = false
-            case .failure(let error):
-                self.downstream = nil
-                upstream.take()?.cancel()
-                downstream.receive(completion: .failure(error))
-                return .none
-            }
-        }
-        return downstream.receive(input)
-    }
-
-    func receive(completion: Subscribers.Completion<UpstreamFailure>) {
-        guard let downstream = downstream.take() else { return }
-        upstream = nil
-        downstream.receive(completion: completion.mapError(mapFailure))
-    }
-
-    func request(_ demand: Subscribers.Demand) {
-        guard demand > 0, downstream != nil, let upstream else { return }
-        upstream.request(demand)
-    }
-
-    func cancel() {
-        downstream = nil
-        upstream.take()?.cancel()
     }
 }
 

@@ -22,8 +22,8 @@ extension Publishers {
         /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let predicate = self.predicate
-            upstream.receive(subscriber: PrefixWhileInner<Output, Failure, S>(
-                downstream: subscriber, predicate: { .success(predicate($0)) }, mapFailure: { $0 }))
+            upstream.receive(subscriber: WhilePredicateSubscription<Output, Failure, S>(
+                mode: .prefix, downstream: subscriber, predicate: { .success(predicate($0)) }, mapFailure: { $0 }))
         }
     }
 
@@ -48,76 +48,11 @@ extension Publishers {
         /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let predicate = self.predicate
-            upstream.receive(subscriber: PrefixWhileInner<Output, Upstream.Failure, S>(
-                downstream: subscriber,
+            upstream.receive(subscriber: WhilePredicateSubscription<Output, Upstream.Failure, S>(
+                mode: .prefix, downstream: subscriber,
                 predicate: { value in Result { try predicate(value) } },
                 mapFailure: { $0 }))
         }
-    }
-}
-
-/// The subscription of `prefix(while:)` and `tryPrefix(while:)`.
-private final class PrefixWhileInner<Input, UpstreamFailure: Error, Downstream: Subscriber>: Subscriber, Subscription
-where Downstream.Input == Input {
-    typealias Failure = UpstreamFailure
-
-    private var downstream: Downstream?
-    private var upstream: (any Subscription)?
-    private var subscribed = false
-    private let predicate: (Input) -> Result<Bool, Downstream.Failure>
-    private let mapFailure: (UpstreamFailure) -> Downstream.Failure
-
-    init(
-        downstream: Downstream,
-        predicate: @escaping (Input) -> Result<Bool, Downstream.Failure>,
-        mapFailure: @escaping (UpstreamFailure) -> Downstream.Failure
-    ) {
-        self.downstream = downstream
-        self.predicate = predicate
-        self.mapFailure = mapFailure
-    }
-
-    func receive(subscription: any Subscription) {
-        guard !subscribed, let downstream else {
-            subscription.cancel()
-            return
-        }
-        subscribed = true
-        upstream = subscription
-        downstream.receive(subscription: self)
-    }
-
-    func receive(_ input: Input) -> Subscribers.Demand {
-        guard let downstream else { return .none }
-        switch predicate(input) {
-        case .success(true):
-            return downstream.receive(input)
-        case .success(false):
-            self.downstream = nil
-            upstream.take()?.cancel()
-            downstream.receive(completion: .finished)
-        case .failure(let error):
-            self.downstream = nil
-            upstream.take()?.cancel()
-            downstream.receive(completion: .failure(error))
-        }
-        return .none
-    }
-
-    func receive(completion: Subscribers.Completion<UpstreamFailure>) {
-        guard let downstream = downstream.take() else { return }
-        upstream = nil
-        downstream.receive(completion: completion.mapError(mapFailure))
-    }
-
-    func request(_ demand: Subscribers.Demand) {
-        guard demand > 0, downstream != nil, let upstream else { return }
-        upstream.request(demand)
-    }
-
-    func cancel() {
-        downstream = nil
-        upstream.take()?.cancel()
     }
 }
 
