@@ -94,6 +94,11 @@ public final class HubService: Sendable {
         public var encodingCacheHits: Int
         /// Values encoded for the shared encoding cache.
         public var encodingCacheMisses: Int
+        /// `lws_write` calls on the service's connections since it started (closed ones
+        /// included): fewer than ``messagesWritten`` when small messages share a write.
+        public var writeCalls: Int
+        /// Messages completely handed to the sockets since the service started.
+        public var messagesWritten: Int
     }
 
     /// The current ``Statistics`` (all zero once the loop has stopped).
@@ -102,7 +107,7 @@ public final class HubService: Sendable {
             (try? await eventLoop.submit { [core] in core.value.statistics })
                 ?? Statistics(
                     connections: 0, sessions: 0, subscriptions: 0, queuedBytes: 0, encodingCacheHits: 0,
-                    encodingCacheMisses: 0)
+                    encodingCacheMisses: 0, writeCalls: 0, messagesWritten: 0)
         }
     }
 
@@ -166,15 +171,26 @@ final class ServiceCore: WebSocketServerDelegate {
 
     var openConnections: Int { server?.openConnectionCount ?? 0 }
 
+    /// Write counters of connections that have closed.
+    private var closedWriteCalls = 0
+    private var closedMessagesWritten = 0
+
     var statistics: HubService.Statistics {
         let sessions = handlers.values.compactMap(\.session)
+        var writeCalls = closedWriteCalls
+        var messagesWritten = closedMessagesWritten
+        for handler in handlers.values {
+            writeCalls += handler.writeCalls
+            messagesWritten += handler.messagesWritten
+        }
         return HubService.Statistics(
             connections: openConnections,
             sessions: sessions.count,
             subscriptions: sessions.reduce(0) { $0 + $1.subscriptionCount },
             queuedBytes: server?.openConnections.reduce(0) { $0 + $1.queuedBytes } ?? 0,
             encodingCacheHits: encodingCache.hits,
-            encodingCacheMisses: encodingCache.misses)
+            encodingCacheMisses: encodingCache.misses,
+            writeCalls: writeCalls, messagesWritten: messagesWritten)
     }
 
     func start() throws -> Int {
@@ -210,6 +226,8 @@ final class ServiceCore: WebSocketServerDelegate {
     }
 
     func forget(_ handler: SessionHandler) {
+        closedWriteCalls += handler.writeCalls
+        closedMessagesWritten += handler.messagesWritten
         handlers.removeValue(forKey: ObjectIdentifier(handler))
     }
 
@@ -253,10 +271,19 @@ final class SessionHandler: WebSocketConnectionHandler, SessionConnection {
         core.forget(self)
     }
 
+    /// The connection's raw writes so far.
+    var writeCalls: Int { connection.writeCalls }
+    /// The connection's messages written so far.
+    var messagesWritten: Int { connection.messagesWritten }
+
     // MARK: SessionConnection
 
     func sendMessage(_ build: (inout [UInt8]) -> Void) -> Bool {
         connection.sendFrame(kind: .text, build)
+    }
+
+    func sendMessage(prefix: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, suffix: UnsafeRawBufferPointer) -> Bool {
+        connection.send(prefix: prefix, body: body, suffix: suffix, kind: .text)
     }
 
     func sendBatched(key: UInt64, closing: [UInt8], _ append: (inout [UInt8], Bool) -> Void) -> Bool {

@@ -14,6 +14,8 @@ final class RemoteSubscription: Subscriber {
     let id: UInt64
     /// Whether values go out as the batch form of `next`.
     let batch: Bool
+    /// `{"op":"next","id":<id>,"value":`, the envelope every single `next` starts with.
+    let nextHead: [UInt8]
     private unowned let session: Session
     private var upstream: (any Subscription)?
     private var pendingDemand = Subscribers.Demand.none
@@ -28,6 +30,9 @@ final class RemoteSubscription: Subscriber {
         self.id = id
         self.batch = batch
         self.session = session
+        var head: [UInt8] = []
+        ServerMessage.appendNextHead(id: id, into: &head)
+        nextHead = head
     }
 
     /// Adds the client's demand, as `request` or the initial `demand` of `subscribe`.

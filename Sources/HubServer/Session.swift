@@ -272,10 +272,15 @@ public final class Session {
                 encodingCache.append(value, to: &buffer)
             }
         } else {
-            connection.sendMessage { buffer in
-                ServerMessage.appendNextHead(id: id, into: &buffer)
-                encodingCache.append(value, to: &buffer)
-                buffer.append(UInt8(ascii: "}"))
+            // The value's JSON, encoded once for every subscriber, goes straight into
+            // the connection's queue between the envelope's two parts.
+            let connection = self.connection
+            encodingCache.withEncoded(value) { body in
+                subscription.nextHead.withUnsafeBytes { head in
+                    Session.nextClosing.withUnsafeBytes { closing in
+                        _ = connection.sendMessage(prefix: head, body: body, suffix: closing)
+                    }
+                }
             }
         }
         checkQueue()
@@ -295,6 +300,7 @@ public final class Session {
     }
 
     private static let batchClosing: [UInt8] = Array("]}".utf8)
+    private static let nextClosing: [UInt8] = [UInt8(ascii: "}")]
 
     private func send(_ message: ServerMessage) {
         guard !isClosed else { return }

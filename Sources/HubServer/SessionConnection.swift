@@ -8,6 +8,13 @@ public protocol SessionConnection: AnyObject {
     @discardableResult
     func sendMessage(_ build: (inout [UInt8]) -> Void) -> Bool
 
+    /// Queues one text message made of `prefix`, `body` and `suffix`, copied straight
+    /// into the outbound queue (for example a subscription's `next` envelope around a
+    /// value encoded once for every subscriber), so that no per-message buffer is
+    /// built. Returns `false` when the connection no longer accepts messages.
+    @discardableResult
+    func sendMessage(prefix: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, suffix: UnsafeRawBufferPointer) -> Bool
+
     /// Appends one element to the text message open under `key` at the tail of
     /// the outbound queue, if it has not started to be written, or queues a new
     /// message under `key`. `append` writes the element, preceded by the
@@ -32,4 +39,18 @@ public protocol SessionConnection: AnyObject {
 extension SessionConnection {
     /// By default nothing: a connection that cannot be dropped keeps its pending close.
     public func abort() {}
+}
+
+extension SessionConnection {
+    /// Builds the message with ``sendMessage(_:)``: for connections without a cheaper way.
+    @discardableResult
+    public func sendMessage(
+        prefix: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, suffix: UnsafeRawBufferPointer
+    ) -> Bool {
+        sendMessage { buffer in
+            buffer.append(contentsOf: prefix)
+            buffer.append(contentsOf: body)
+            buffer.append(contentsOf: suffix)
+        }
+    }
 }

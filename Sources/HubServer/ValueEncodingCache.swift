@@ -13,6 +13,7 @@ public final class ValueEncodingCache {
     private var cachedValue: Value = .null
     private var cachedKey: (UnsafeRawPointer, UnsafeRawPointer?, Int)?
     private var cachedBytes: [UInt8] = []
+    private var scratch: [UInt8] = []
     /// Values served from the cache.
     public private(set) var hits = 0
     /// Values encoded.
@@ -38,6 +39,27 @@ public final class ValueEncodingCache {
         cachedValue = value
         cachedKey = key
         buffer.append(contentsOf: cachedBytes)
+    }
+
+    /// Calls `body` with `value`'s JSON: the cached bytes when `value` is the one encoded
+    /// last (or is cacheable and now encoded), else bytes encoded into a reused scratch
+    /// buffer. The bytes are only valid during the call.
+    public func withEncoded<R>(_ value: Value, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        guard let key = ValueEncodingCache.identity(of: value) else {
+            scratch.removeAll(keepingCapacity: true)
+            value.writeJSON(into: &scratch)
+            return scratch.withUnsafeBytes(body)
+        }
+        if let cachedKey, cachedKey == key {
+            hits += 1
+        } else {
+            misses += 1
+            cachedBytes.removeAll(keepingCapacity: true)
+            value.writeJSON(into: &cachedBytes)
+            cachedValue = value
+            cachedKey = key
+        }
+        return cachedBytes.withUnsafeBytes(body)
     }
 
     /// Forgets the cached value (and releases its storage).

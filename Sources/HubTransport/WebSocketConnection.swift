@@ -170,35 +170,50 @@ public final class WebSocketConnection {
         }
         let masked = role == .client
         let headerLength = (length < 126 ? 2 : 4) + (masked ? 4 : 0)
-        let index: Int
-        if let last = outbound.indices.last, outbound[last].isPreframed, outbound[last].written == 0,
-            outbound[last].payloadCount + headerLength + length <= limits.maximumBatchSize
-        {
-            index = last
-            outbound[index].messageCount += 1
-        } else {
-            outbound.append(OutboundFrame(storage: takeBuffer(), kind: kind, isPreframed: true, messageCount: 1))
-            index = outbound.index(before: outbound.endIndex)
-        }
-        WebSocketConnection.appendFrameHeader(to: &outbound[index].storage, kind: kind, length: length, masked: masked)
-        let payloadStart = outbound[index].storage.count
-        if masked {
-            let key = nextMaskingKey()
-            outbound[index].storage.append(UInt8(truncatingIfNeeded: key >> 24))
-            outbound[index].storage.append(UInt8(truncatingIfNeeded: key >> 16))
-            outbound[index].storage.append(UInt8(truncatingIfNeeded: key >> 8))
-            outbound[index].storage.append(UInt8(truncatingIfNeeded: key))
-            outbound[index].storage.append(contentsOf: prefix)
-            outbound[index].storage.append(contentsOf: body)
-            outbound[index].storage.append(contentsOf: suffix)
-            WebSocketConnection.mask(&outbound[index].storage, from: payloadStart + 4, key: key)
-        } else {
-            outbound[index].storage.append(contentsOf: prefix)
-            outbound[index].storage.append(contentsOf: body)
-            outbound[index].storage.append(contentsOf: suffix)
+        let key = masked ? nextMaskingKey() : nil
+        // The tail entry is read and grown in place (one `_modify` access): reading a
+        // queue entry through the subscript's getter would copy it, retaining its buffers,
+        // once per message.
+        let limit = limits.maximumBatchSize
+        let appended = !outbound.isEmpty && WebSocketConnection.appendFrame(
+            to: &outbound[outbound.count - 1], limit: limit, kind: kind, headerLength: headerLength,
+            prefix: prefix, body: body, suffix: suffix, key: key)
+        if !appended {
+            var frame = OutboundFrame(storage: takeBuffer(), kind: kind, isPreframed: true, messageCount: 0)
+            _ = WebSocketConnection.appendFrame(
+                to: &frame, limit: .max, kind: kind, headerLength: headerLength,
+                prefix: prefix, body: body, suffix: suffix, key: key)
+            outbound.append(frame)
         }
         queuedBytes += headerLength + length
         requestWritable()
+        return true
+    }
+
+    /// Appends one complete small frame to `frame` when it is an unwritten preframed entry
+    /// with room for it under `limit`; returns whether it did.
+    @inline(__always)
+    private static func appendFrame(
+        to frame: inout OutboundFrame, limit: Int, kind: WebSocketMessageKind, headerLength: Int,
+        prefix: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, suffix: UnsafeRawBufferPointer, key: UInt32?
+    ) -> Bool {
+        let length = prefix.count + body.count + suffix.count
+        guard frame.isPreframed, frame.written == 0, frame.payloadCount + headerLength + length <= limit else {
+            return false
+        }
+        frame.messageCount += 1
+        appendFrameHeader(to: &frame.storage, kind: kind, length: length, masked: key != nil)
+        let payloadStart = frame.storage.count
+        if let key {
+            frame.storage.append(UInt8(truncatingIfNeeded: key >> 24))
+            frame.storage.append(UInt8(truncatingIfNeeded: key >> 16))
+            frame.storage.append(UInt8(truncatingIfNeeded: key >> 8))
+            frame.storage.append(UInt8(truncatingIfNeeded: key))
+        }
+        frame.storage.append(contentsOf: prefix)
+        frame.storage.append(contentsOf: body)
+        frame.storage.append(contentsOf: suffix)
+        if let key { mask(&frame.storage, from: payloadStart + 4, key: key) }
         return true
     }
 
@@ -253,13 +268,15 @@ public final class WebSocketConnection {
     ) -> Bool {
         eventLoop.preconditionInEventLoop()
         guard acceptsOutbound else { return false }
-        if let last = outbound.indices.last, outbound[last].coalescingKey == key, outbound[last].kind == kind,
-            outbound[last].written == 0, outbound[last].payloadCount < limits.maximumCoalescedFrameSize
-        {
-            let before = outbound[last].storage.count
-            append(&outbound[last].storage, false)
-            queuedBytes += outbound[last].storage.count - before
-            return true
+        // Read and grown in place (one `_modify` access, no copy of the entry).
+        if !outbound.isEmpty {
+            let limit = limits.maximumCoalescedFrameSize
+            let grown = WebSocketConnection.appendElement(
+                to: &outbound[outbound.count - 1], key: key, kind: kind, limit: limit, append)
+            if grown >= 0 {
+                queuedBytes += grown
+                return true
+            }
         }
         var frame = OutboundFrame(storage: takeBuffer(), kind: kind, coalescingKey: key, closing: closing)
         append(&frame.storage, true)
@@ -267,6 +284,21 @@ public final class WebSocketConnection {
         outbound.append(frame)
         requestWritable()
         return true
+    }
+
+    /// Appends one element to `frame` when it is open under `key`; returns the bytes
+    /// added, or -1 when the element needs a new message.
+    @inline(__always)
+    private static func appendElement(
+        to frame: inout OutboundFrame, key: UInt64, kind: WebSocketMessageKind, limit: Int,
+        _ append: (inout [UInt8], _ opensMessage: Bool) -> Void
+    ) -> Int {
+        guard frame.coalescingKey == key, frame.kind == kind, frame.written == 0, frame.payloadCount < limit else {
+            return -1
+        }
+        let before = frame.storage.count
+        append(&frame.storage, false)
+        return frame.storage.count - before
     }
 
     /// XORs `storage[start...]` with the 32-bit masking `key` (RFC 6455 section 5.3),

@@ -20,6 +20,6 @@ struct HubCLI: AsyncParsableCommand {
               hubcli trigger refresh --key '{"user": 7}'
               hubcli list --json
             """,
-        subcommands: [Serve.self, Subscribe.self, Send.self, Complete.self, Fail.self, Trigger.self, List.self]
+        subcommands: [Serve.self, Subscribe.self, Send.self, Complete.self, Fail.self, Trigger.self, List.self, Bench.self]
     )
 }
