@@ -215,7 +215,9 @@ final class ServiceCore: WebSocketServerDelegate {
         stopped = true
         let live = handlers.values
         for handler in live { handler.session?.shutDown() }
-        server?.close(code: .goingAway, reason: "server shutting down")
+        // The sessions' last messages (their subscriptions' shutting_down) go out before
+        // the close frames; shutdown(grace:) bounds how long that may take.
+        server?.close(code: .goingAway, reason: "server shutting down", discardingQueued: false)
         logger.info("stopped")
     }
 

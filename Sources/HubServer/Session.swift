@@ -119,8 +119,14 @@ public final class Session {
     }
 
     /// The server is stopping: subscriptions are cancelled and the connection closed with 1001.
+    /// Each live subscription first ends with `error` code `shutting_down` (in id
+    /// order), so a client knows which streams the shutdown cut.
     public func shutDown() {
         guard !isClosed else { return }
+        let live = subscriptions.keys.sorted()
+        for id in live {
+            sendError(HubError(.shuttingDown, "the server is shutting down"), id: id, ack: nil)
+        }
         isClosed = true
         cancelAll()
         connection.close(code: 1001, reason: "server shutting down", discardingQueued: false)

@@ -135,13 +135,16 @@ public final class WebSocketServer {
         logger.debug("listening", metadata: ["host": "\(configuration.host)", "port": "\(bound)"])
     }
 
-    /// Refuses new connections and closes every open one with `code` (discarding what
-    /// they have queued). The listening socket stays bound until the loop shuts down.
-    public func close(code: WebSocketCloseCode = .goingAway, reason: String = "server shutting down") {
+    /// Refuses new connections and closes every open one with `code`, discarding what
+    /// they have queued unless `discardingQueued` is false (then the close frame follows
+    /// the queued messages). The listening socket stays bound until the loop shuts down.
+    public func close(
+        code: WebSocketCloseCode = .goingAway, reason: String = "server shutting down", discardingQueued: Bool = true
+    ) {
         eventLoop.preconditionInEventLoop()
         isClosed = true
         for connection in connections.values where connection.isCounted {
-            connection.close(code: code, reason: reason, discardingQueued: true)
+            connection.close(code: code, reason: reason, discardingQueued: discardingQueued)
         }
     }
 

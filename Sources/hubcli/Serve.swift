@@ -18,7 +18,8 @@ struct Serve: AsyncParsableCommand {
             --host and --port override the file's listen address. --check-config
             validates the file (pipelines compiled included), prints 'FILE: ok' or
             the error, and exits 0 or 1 without serving. Logs go to standard error.
-            SIGINT or SIGTERM stops the broker cleanly: every subscriber gets close 1001.
+            SIGINT or SIGTERM stops the broker cleanly: every live subscription ends
+            with error shutting_down, then every connection gets close 1001.
             """
     )
 

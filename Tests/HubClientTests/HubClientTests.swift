@@ -289,8 +289,9 @@ struct HubClientTests {
         #expect(subscribers(of: "live", in: try await client.list()) == 1)
         await service.shutdown()
         let error = try #require(try await recorder.events.next().failure)
-        #expect(error.code == .disconnected)
-        #expect(error.closeCode == 1001)
+        // The server ends each live subscription with shutting_down before its close 1001.
+        #expect(error.code == HubClientError.Code(.shuttingDown))
+        #expect(error.serverError?.code == .shuttingDown)
         #expect(error.message.contains("shutting down"))
         await client.close()
     }
@@ -304,7 +305,7 @@ struct HubClientTests {
         client.subscribe(to: "news").subscribe(recorder)
         #expect(subscribers(of: "news", in: try await client.list()) == 1)
         await service.shutdown()
-        #expect(try await recorder.events.next().failure?.code == .disconnected)
+        #expect(try await recorder.events.next().failure?.code == HubClientError.Code(.shuttingDown))
         let (restarted, samePort) = try await startService(port: port)
         #expect(samePort == port)
         // The call waits for the reconnection.

@@ -26,6 +26,22 @@ struct ServerCloseTests {
         }
     }
 
+    @Test func shutdownEndsEachLiveSubscriptionWithShuttingDownThenCloses1001() async throws {
+        try await withServer { server in
+            let client = try await server.connect()
+            try await client.send(
+                json(["op": "subscribe", "id": 2, "to": "a"]),
+                json(["op": "subscribe", "id": 1, "pipeline": "timer(10ms)", "demand": 0]),
+                json(["op": "subscribe", "id": 3, "pipeline": "sequence([1])", "demand": 1]))
+            #expect(try await client.next(5).map { $0["op"] } == ["subscribed", "subscribed", "subscribed", "next", "complete"])
+            await server.service.shutdown()
+            let (code, messages) = try await client.expectClose(timeout: .seconds(5))
+            #expect(code == 1001)
+            #expect(messages.map { $0["id"] } == [1, 2])
+            #expect(messages.allSatisfy { $0["op"] == "error" && $0["code"] == "shutting_down" })
+        }
+    }
+
     @Test func aMessageAtTheLimitIsAcceptedAndOneByteMoreIs1009() async throws {
         let limit = 64 << 10
         try await withServer(serviceConfiguration(maxMessageSize: limit)) { server in
