@@ -358,6 +358,9 @@ public final class EventLoop: @unchecked Sendable {
         if configuration.validatesUTF8 {
             info.options |= cws_option_validate_utf8
         }
+        // lws 4.1.6 initialises OpenSSL, and frees the vhosts' SSL_CTXs at destroy, only
+        // when the context has this option; vhosts still use TLS only when they ask for it.
+        info.options |= cws_option_do_ssl_global_init
         guard let context = lws_create_context(&info) else {
             startError = TransportError(code: .contextCreationFailed, message: "lws_create_context failed")
             shared.withLock { $0.lifecycle = .stopped }

@@ -19,6 +19,10 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
         /// An argument was out of range (for example a port above 65535).
         public static let invalidArgument = Code(rawValue: "invalid_argument")
 
+        /// A TLS file (certificate, private key or CA file) cannot be read or used;
+        /// the message names the file.
+        public static let tlsConfigurationFailed = Code(rawValue: "tls_configuration_failed")
+
         /// The raw code.
         public var description: String { rawValue }
     }

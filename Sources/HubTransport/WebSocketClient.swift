@@ -1,7 +1,7 @@
 import CWebsockets
 import Logging
 
-/// A WebSocket client endpoint: opens `ws://` connections from an ``EventLoop``.
+/// A WebSocket client endpoint: opens `ws://` and `wss://` connections from an ``EventLoop``.
 ///
 /// Confined to the loop thread. The loop keeps the client alive until it shuts down.
 public final class WebSocketClient {
@@ -38,6 +38,9 @@ public final class WebSocketClient {
 
     private let logger = Logger(label: "hub.transport.client")
     private var vhost: OpaquePointer?
+    /// TLS vhosts, one per CA file (`""`: the system's CAs): lws keeps the trusted CAs
+    /// in the vhost's client SSL_CTX.
+    private var tlsVhosts: [String: OpaquePointer] = [:]
     private var protocolName: UnsafeMutablePointer<CChar>?
     private var retryPolicy: UnsafeMutablePointer<lws_retry_bo_t>?
     private var connections: [ObjectIdentifier: WebSocketConnection] = [:]
@@ -49,7 +52,8 @@ public final class WebSocketClient {
         self.configuration = configuration
     }
 
-    /// Starts connecting to `ws://host:port/path`.
+    /// Starts connecting to `ws://host:port/path`, or `wss://host:port/path` when `tls`
+    /// is given.
     ///
     /// The returned connection is `.connecting`; `handler` then receives either
     /// `connectionDidOpen` or `connection(_:didFailToConnect:)` (a ``TransportError`` with
@@ -59,10 +63,12 @@ public final class WebSocketClient {
     /// - Parameters:
     ///   - subprotocol: offered in `Sec-WebSocket-Protocol`; `nil` offers none.
     ///   - authorization: the `Authorization` header value (for example `Bearer t0k`).
+    ///   - tls: connect with TLS, verifying the server as it says; a CA file that cannot
+    ///     be read fails the connection with a message naming it.
     @discardableResult
     public func connect(
         host: String, port: Int, path: String = "/", subprotocol: String? = "hub.v1",
-        authorization: String? = nil, handler: any WebSocketConnectionHandler
+        authorization: String? = nil, tls: ClientTLS? = nil, handler: any WebSocketConnectionHandler
     ) -> WebSocketConnection {
         eventLoop.preconditionInEventLoop()
         let connection = WebSocketConnection(
@@ -77,11 +83,23 @@ public final class WebSocketClient {
             connection.handleConnectionError("the event loop is shutting down")
             return connection
         }
-        guard let vhost = ensureVhost() else {
-            connection.handleConnectionError("cannot create the client vhost")
+        if let caFile = tls?.caFilePath {
+            do {
+                try TLSConfiguration.checkReadable(caFile, role: "CA")
+            } catch {
+                connection.handleConnectionError(error.message)
+                return connection
+            }
+        }
+        let vhost: OpaquePointer?
+        if let tls { vhost = ensureTLSVhost(caFile: tls.caFilePath) } else { vhost = ensureVhost() }
+        guard let vhost else {
+            connection.handleConnectionError(
+                tls == nil ? "cannot create the client vhost" : "cannot create the TLS client vhost")
             return connection
         }
         connections[ObjectIdentifier(connection)] = connection
+        connection.usesTLS = tls != nil
         func own(_ string: String) -> UnsafePointer<CChar> {
             let copy = strdup(string)!
             connection.ownedCStrings.append(copy)
@@ -93,7 +111,11 @@ public final class WebSocketClient {
         info.vhost = vhost
         info.address = own(host)
         info.port = Int32(port)
-        info.ssl_connection = 0
+        if let tls {
+            info.ssl_connection = Int32(cws_lccscf_use_ssl | (tls.allowsSelfSigned ? cws_lccscf_allow_selfsigned : 0))
+        } else {
+            info.ssl_connection = 0
+        }
         info.path = own(path.hasPrefix("/") ? path : "/" + path)
         info.host = own(hostHeader)
         info.origin = own(hostHeader)
@@ -113,7 +135,24 @@ public final class WebSocketClient {
 
     private func ensureVhost() -> OpaquePointer? {
         if let vhost { return vhost }
+        guard let vhost = makeVhost(caFile: nil, tls: false) else { return nil }
+        self.vhost = vhost
+        return vhost
+    }
+
+    private func ensureTLSVhost(caFile: String?) -> OpaquePointer? {
+        let key = caFile ?? ""
+        if let vhost = tlsVhosts[key] { return vhost }
+        guard let vhost = makeVhost(caFile: caFile, tls: true) else { return nil }
+        tlsVhosts[key] = vhost
+        return vhost
+    }
+
+    private func makeVhost(caFile: String?, tls: Bool) -> OpaquePointer? {
         let loop = eventLoop
+        if protocols != nil {
+            return createVhost(caFile: caFile, tls: tls)
+        }
         let name = loop.cString(WebSocketClient.localProtocolName)
         let protocols = loop.allocate(lws_protocols.self, count: 2)
         protocols[0].name = UnsafePointer(name)
@@ -125,18 +164,32 @@ public final class WebSocketClient {
         retry.pointee.secs_since_valid_ping = configuration.pingInterval
         retry.pointee.secs_since_valid_hangup = max(configuration.idleTimeout, configuration.pingInterval)
 
-        var info = lws_context_creation_info()
-        info.port = cws_context_port_no_listen
-        info.vhost_name = UnsafePointer(loop.cString("hub-client-\(ObjectIdentifier(self).hashValue)"))
-        info.protocols = UnsafePointer(protocols)
-        loop.retainUntilShutdown(self)
-        guard let vhost = lws_create_vhost(loop.lwsContext, &info) else {
-            logger.error("cannot create the client vhost")
-            return nil
-        }
-        self.vhost = vhost
         self.protocolName = name
         self.retryPolicy = retry
+        self.protocols = protocols
+        loop.retainUntilShutdown(self)
+        return createVhost(caFile: caFile, tls: tls)
+    }
+
+    private var protocols: UnsafeMutablePointer<lws_protocols>?
+
+    private func createVhost(caFile: String?, tls: Bool) -> OpaquePointer? {
+        let loop = eventLoop
+        var info = lws_context_creation_info()
+        info.port = cws_context_port_no_listen
+        let suffix = tls ? "-tls-\(tlsVhosts.count)" : ""
+        info.vhost_name = UnsafePointer(loop.cString("hub-client-\(ObjectIdentifier(self).hashValue)\(suffix)"))
+        info.protocols = UnsafePointer(protocols)
+        if tls {
+            info.options |= cws_option_do_ssl_global_init
+            if let caFile {
+                info.client_ssl_ca_filepath = UnsafePointer(loop.cString(caFile))
+            }
+        }
+        guard let vhost = lws_create_vhost(loop.lwsContext, &info) else {
+            logger.error("cannot create the client vhost", metadata: ["tls": "\(tls)"])
+            return nil
+        }
         return vhost
     }
 
@@ -189,7 +242,12 @@ private func cwsClientCallback(
         return 0
     case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
         guard let wsi, let connection = clientConnection(wsi, user) else { return 0 }
-        let message = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "connection error"
+        var message = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "connection error"
+        if connection.usesTLS, message.lowercased().contains("ssl") || message.lowercased().contains("tls") {
+            message = "TLS handshake failed (\(message)): the server's certificate is not trusted (self-signed "
+                + "or from an unknown CA: allow self-signed certificates or give a CA file), does not name "
+                + "the host, or the server does not speak TLS"
+        }
         connection.handleConnectionError(message)
         return 0
     case LWS_CALLBACK_WSI_DESTROY:

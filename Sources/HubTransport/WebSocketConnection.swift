@@ -99,6 +99,8 @@ public final class WebSocketConnection {
     var isCounted = false
     /// Refused after accept (too many connections): no events reach a handler.
     var isRefused = false
+    /// Whether a client connection was opened with TLS (for its error messages).
+    var usesTLS = false
     var ownedCStrings: [UnsafeMutablePointer<CChar>] = []
 
     private var outbound = Deque<OutboundFrame>()

@@ -25,14 +25,18 @@ public final class WebSocketServer {
         public var idleTimeout: UInt16
         /// The size of lws's receive chunk (bytes).
         public var receiveBufferSize: Int
+        /// The certificate and key to serve `wss://` with; `nil` serves plain `ws://`.
+        public var tls: TLSConfiguration?
 
         /// Creates a configuration; defaults: `127.0.0.1`, ephemeral port, `hub.v1`, 1 MiB
-        /// messages, 10,000 connections, ping after 30 s, hang up after 60 s.
+        /// messages, 10,000 connections, ping after 30 s, hang up after 60 s, no TLS.
         public init(
             host: String = "127.0.0.1", port: Int = 0, subprotocol: String = "hub.v1",
             limits: WebSocketConnection.Limits = .init(), maximumConnections: Int = 10_000,
-            pingInterval: UInt16 = 30, idleTimeout: UInt16 = 60, receiveBufferSize: Int = 32 << 10
+            pingInterval: UInt16 = 30, idleTimeout: UInt16 = 60, receiveBufferSize: Int = 32 << 10,
+            tls: TLSConfiguration? = nil
         ) {
+            self.tls = tls
             self.host = host
             self.port = port
             self.subprotocol = subprotocol
@@ -79,8 +83,9 @@ public final class WebSocketServer {
 
     /// Starts listening.
     ///
-    /// - Throws: ``TransportError`` `invalid_argument` for a bad port, `listen_failed`
-    ///   when lws cannot create the listening vhost.
+    /// - Throws: ``TransportError`` `invalid_argument` for a bad port,
+    ///   `tls_configuration_failed` naming a TLS file that cannot be read, `listen_failed`
+    ///   when lws cannot create the listening vhost (or cannot load the TLS files).
     public func start() throws {
         eventLoop.preconditionInEventLoop()
         guard vhost == nil else { return }
@@ -93,6 +98,9 @@ public final class WebSocketServer {
         guard configuration.port == 0 || !eventLoop.listeningPorts.contains(configuration.port) else {
             throw TransportError(
                 code: .listenFailed, message: "another server of this event loop listens on \(configuration.port)")
+        }
+        if let tls = configuration.tls {
+            try tls.validate()
         }
         let loop = eventLoop
         let protocols = loop.allocate(lws_protocols.self, count: 2)
@@ -118,11 +126,19 @@ public final class WebSocketServer {
         if !configuration.host.contains(":") {
             info.options |= cws_option_disable_ipv6
         }
+        if let tls = configuration.tls {
+            info.options |= cws_option_do_ssl_global_init
+            info.ssl_cert_filepath = UnsafePointer(loop.cString(tls.certificatePath))
+            info.ssl_private_key_filepath = UnsafePointer(loop.cString(tls.privateKeyPath))
+        }
         // lws holds pointers into this object from now on.
         loop.retainUntilShutdown(self)
         guard let vhost = lws_create_vhost(loop.lwsContext, &info) else {
-            throw TransportError(
-                code: .listenFailed, message: "cannot listen on \(configuration.host):\(configuration.port)")
+            var message = "cannot listen on \(configuration.host):\(configuration.port)"
+            if let tls = configuration.tls {
+                message += " with TLS (is '\(tls.certificatePath)' a PEM certificate and '\(tls.privateKeyPath)' its PEM private key?)"
+            }
+            throw TransportError(code: .listenFailed, message: message)
         }
         let bound = Int(lws_get_vhost_listen_port(vhost))
         guard bound > 0 else {
