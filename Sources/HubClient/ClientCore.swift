@@ -115,7 +115,7 @@ final class ClientCore {
         let handler = ConnectionHandler(core: self, generation: generation)
         connection = transport!.connect(
             host: url.host, port: url.port, path: url.path, subprotocol: "hub.v1",
-            authorization: authorization, handler: handler)
+            authorization: authorization, tls: url.isSecure ? configuration.tls : nil, handler: handler)
         attemptTimer = eventLoop.scheduler.schedule(after: eventLoop.scheduler.now.advanced(by: configuration.connectTimeout)) {
             [weak self] in
             guard let self, self.generation == generation, case .connecting = self.state else { return }

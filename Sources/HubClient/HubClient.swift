@@ -12,7 +12,8 @@ import Synchronization
 /// await client.close()
 /// ```
 ///
-/// - Connection: `ws://host:port/path` with the `hub.v1` subprotocol, an optional
+/// - Connection: `ws://host:port/path` (or `wss://` over TLS, verified as
+///   ``Configuration/tls`` says) with the `hub.v1` subprotocol, an optional
 ///   bearer token (header or `hello`) and an optional `hello` (client name,
 ///   batch). The client connects on ``connect()`` or on the first call that needs
 ///   the connection. A first connection that fails fails that call (code
@@ -40,7 +41,7 @@ public final class HubClient: Sendable {
     private let ownsLoop: Bool
     private let isClosed = Atomic<Bool>(false)
 
-    /// A client for `url` (`ws://host:port/path`); nothing connects until
+    /// A client for `url` (`ws://host:port/path` or `wss://…`); nothing connects until
     /// ``connect()`` or the first call.
     ///
     /// - Parameter eventLoop: the loop to run on; `nil` starts one for this client.

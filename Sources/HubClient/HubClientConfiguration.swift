@@ -24,6 +24,10 @@ extension HubClient {
         public var maximumMessageSize: Int
         /// Seconds of silence before the transport pings the server (0: never).
         public var pingInterval: UInt16
+        /// How a `wss://` URL's server is verified (ignored for `ws://`): by default
+        /// against the system's CAs; a CA file, or accepting self-signed certificates,
+        /// for tests and development.
+        public var tls: ClientTLS
 
         /// A configuration; defaults: no token or hello, 10 s to connect, 30 s per
         /// call, reconnect with the default ``ReconnectPolicy``, 16 MiB messages,
@@ -32,8 +36,9 @@ extension HubClient {
             token: String? = nil, tokenInHello: Bool = false, clientName: String? = nil, batch: Bool = false,
             connectTimeout: Duration = .seconds(10), requestTimeout: Duration = .seconds(30),
             reconnect: ReconnectPolicy = ReconnectPolicy(), maximumMessageSize: Int = 16 << 20,
-            pingInterval: UInt16 = 30
+            pingInterval: UInt16 = 30, tls: ClientTLS = ClientTLS()
         ) {
+            self.tls = tls
             self.token = token
             self.tokenInHello = tokenInHello
             self.clientName = clientName

@@ -19,9 +19,10 @@ public struct HubClientError: Error, Hashable, Sendable, CustomStringConvertible
         /// The server's code `code` (for example `not_found`).
         public init(_ code: HubError.Code) { self.rawValue = code.rawValue }
 
-        /// The URL is not a valid `ws://host:port/path` URL; the message names the offending part.
+        /// The URL is not a valid `ws://` or `wss://host:port/path` URL; the message names the offending part.
         public static let invalidURL = Code(rawValue: "invalid_url")
-        /// The connection could not be established (refused, unreachable, failed handshake);
+        /// The connection could not be established (refused, unreachable, failed WebSocket
+        /// or TLS handshake);
         /// the message names `host:port`.
         public static let connectionFailed = Code(rawValue: "connection_failed")
         /// A connect or a request did not finish within its timeout.

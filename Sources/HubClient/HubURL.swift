@@ -1,10 +1,12 @@
-/// A parsed hub URL: `ws://host[:port][/path]`.
+/// A parsed hub URL: `ws://host[:port][/path]` or `wss://host[:port][/path]`.
 ///
-/// Parsed and validated by hand (no Foundation): the scheme must be `ws`
-/// (`wss` is refused: this client has no TLS), the host a name, an IPv4
-/// address or a bracketed IPv6 address, the port 1...65535 (default 80), the
-/// path (default `/`) free of spaces and fragments. User info is refused.
+/// Parsed and validated by hand (no Foundation): the scheme must be `ws` or
+/// `wss` (TLS), the host a name, an IPv4 address or a bracketed IPv6 address,
+/// the port 1...65535 (default 80 for `ws`, 443 for `wss`), the path (default
+/// `/`) free of spaces and fragments. User info is refused.
 public struct HubURL: Hashable, Sendable, CustomStringConvertible {
+    /// Whether the URL is `wss://` (WebSocket over TLS).
+    public var isSecure: Bool
     /// The host name or address (IPv6 without brackets).
     public var host: String
     /// The TCP port.
@@ -12,8 +14,9 @@ public struct HubURL: Hashable, Sendable, CustomStringConvertible {
     /// The request path, starting with `/` (a query is kept in it).
     public var path: String
 
-    /// A URL from its parts.
-    public init(host: String, port: Int, path: String = "/") {
+    /// A URL from its parts (`wss://` when `isSecure`).
+    public init(host: String, port: Int, path: String = "/", isSecure: Bool = false) {
+        self.isSecure = isSecure
         self.host = host
         self.port = port
         self.path = path.hasPrefix("/") ? path : "/" + path
@@ -28,13 +31,13 @@ public struct HubURL: Hashable, Sendable, CustomStringConvertible {
             HubClientError(code: .invalidURL, message: "invalid URL '\(text)': \(part)")
         }
         guard let schemeEnd = text.range(of: "://") else {
-            throw bad("missing scheme (expected ws://host:port/path)")
+            throw bad("missing scheme (expected ws://host:port/path or wss://host:port/path)")
         }
         let scheme = text[..<schemeEnd.lowerBound].lowercased()
-        guard scheme == "ws" else {
-            if scheme == "wss" { throw bad("scheme 'wss' is not supported (no TLS in this client); use ws://") }
-            throw bad("scheme '\(scheme)' is not supported; use ws://")
+        guard scheme == "ws" || scheme == "wss" else {
+            throw bad("scheme '\(scheme)' is not supported; use ws:// or wss://")
         }
+        let isSecure = scheme == "wss"
         let rest = text[schemeEnd.upperBound...]
         let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
         let authority = rest[..<authorityEnd]
@@ -74,7 +77,7 @@ public struct HubURL: Hashable, Sendable, CustomStringConvertible {
                 throw bad("host '\(host)' is not a valid host name or address")
             }
         }
-        var port = 80
+        var port = isSecure ? 443 : 80
         if let portText {
             guard !portText.isEmpty else { throw bad("empty port after ':'") }
             guard portText.allSatisfy(\.isASCII), portText.allSatisfy(\.isNumber), let number = Int(portText),
@@ -84,6 +87,7 @@ public struct HubURL: Hashable, Sendable, CustomStringConvertible {
             }
             port = number
         }
+        self.isSecure = isSecure
         self.host = String(host)
         self.port = port
         self.path = path
@@ -94,6 +98,6 @@ public struct HubURL: Hashable, Sendable, CustomStringConvertible {
         host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 
-    /// `ws://host:port/path`.
-    public var description: String { "ws://\(hostAndPort)\(path)" }
+    /// `ws://host:port/path` or `wss://host:port/path`.
+    public var description: String { "\(isSecure ? "wss" : "ws")://\(hostAndPort)\(path)" }
 }

@@ -28,14 +28,17 @@ public final class HubService: Sendable {
         public var pingInterval: UInt16
         /// Seconds without an answer to pings before a connection is dropped.
         public var idleTimeout: UInt16
+        /// The certificate and private key to serve `wss://` with; `nil` serves `ws://`.
+        public var tls: TLSConfiguration?
 
-        /// The embedded defaults: 127.0.0.1:7420, 1 MiB messages, 10,000 connections.
+        /// The embedded defaults: 127.0.0.1:7420, 1 MiB messages, 10,000 connections, no TLS.
         public init(
             host: String = "127.0.0.1", port: Int = 7420,
             hub: Hub.Configuration = Hub.Configuration(), session: SessionConfiguration = SessionConfiguration(),
             maxMessageSize: Int = 1 << 20, maxConnections: Int = 10_000,
-            pingInterval: UInt16 = 30, idleTimeout: UInt16 = 60
+            pingInterval: UInt16 = 30, idleTimeout: UInt16 = 60, tls: TLSConfiguration? = nil
         ) {
+            self.tls = tls
             self.host = host
             self.port = port
             self.hub = hub
@@ -201,12 +204,14 @@ final class ServiceCore: WebSocketServerDelegate {
                 host: configuration.host, port: configuration.port, subprotocol: "hub.v1",
                 limits: .init(maximumMessageSize: configuration.maxMessageSize),
                 maximumConnections: configuration.maxConnections,
-                pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout),
+                pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout,
+                tls: configuration.tls),
             delegate: self)
         try server.start()
         self.server = server
         port = server.port
-        logger.info("listening", metadata: ["url": "ws://\(configuration.host):\(server.port)/"])
+        let scheme = configuration.tls == nil ? "ws" : "wss"
+        logger.info("listening", metadata: ["url": "\(scheme)://\(configuration.host):\(server.port)/"])
         return server.port
     }
 

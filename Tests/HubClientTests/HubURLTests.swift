@@ -18,6 +18,18 @@ struct HubURLTests {
         #expect(url.path == "/")
     }
 
+    @Test func parsesWSSWithItsDefaultPort() throws {
+        let explicit = try HubURL(parsing: "wss://127.0.0.1:7443/hub")
+        #expect(explicit.isSecure)
+        #expect(explicit.port == 7443)
+        #expect(explicit.description == "wss://127.0.0.1:7443/hub")
+        let implicit = try HubURL(parsing: "WSS://example.org")
+        #expect(implicit.isSecure)
+        #expect(implicit.port == 443)
+        #expect(implicit.path == "/")
+        #expect(try !HubURL(parsing: "ws://example.org").isSecure)
+    }
+
     @Test func parsesBracketedIPv6() throws {
         let url = try HubURL(parsing: "ws://[::1]:9000/")
         #expect(url.host == "::1")
@@ -27,7 +39,7 @@ struct HubURLTests {
 
     @Test(arguments: [
         ("http://127.0.0.1:7420/", "scheme 'http'"),
-        ("wss://127.0.0.1:7420/", "scheme 'wss'"),
+        ("ftp://127.0.0.1:7420/", "scheme 'ftp'"),
         ("127.0.0.1:7420", "missing scheme"),
         ("ws://:7420/", "missing host"),
         ("ws://127.0.0.1:99999/", "port '99999'"),
