@@ -1,16 +1,23 @@
 import ArgumentParser
 import HubClient
+import HubTransport
 import Logging
 
 /// The options every client command takes: where the hub is and how to authenticate.
 struct ClientOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The hub's WebSocket URL (ws://host:port/path).", valueName: "url"))
+    @Option(help: ArgumentHelp("The hub's WebSocket URL (ws://host:port/path or wss://host:port/path).", valueName: "url"))
     var url = "ws://127.0.0.1:7420"
 
     @Option(help: ArgumentHelp(
         "A bearer token for a hub that requires authentication (sent as 'Authorization: Bearer <token>').",
         valueName: "token"))
     var token: String?
+
+    @Flag(help: "With a wss:// URL, accept a self-signed server certificate (tests and development only).")
+    var insecure = false
+
+    @Option(help: ArgumentHelp("With a wss:// URL, trust the CA certificates of this PEM file instead of the system's.", valueName: "path"))
+    var caFile: String?
 
     @Option(help: ArgumentHelp("Seconds to wait for the connection and for each answer.", valueName: "seconds"))
     var timeout: Double = 10
@@ -26,7 +33,7 @@ struct ClientOptions: ParsableArguments {
         let configuration = HubClient.Configuration(
             token: token, clientName: "hubcli",
             connectTimeout: .milliseconds(Int64(timeout * 1000)), requestTimeout: .milliseconds(Int64(timeout * 1000)),
-            reconnect: .disabled)
+            reconnect: .disabled, tls: ClientTLS(allowsSelfSigned: insecure, caFilePath: caFile))
         // The command reports failures itself: the client's own log stays quiet.
         var logger = Logger(label: "hubcli.client")
         logger.logLevel = .critical

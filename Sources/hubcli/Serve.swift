@@ -15,7 +15,9 @@ struct Serve: AsyncParsableCommand {
             reads a YAML configuration (see examples/hub.yml): listen address, limits,
             auth, subjects, triggers and named pipelines; a mistake in it is reported
             as FILE:LINE:COLUMN: key.path: message and the broker does not start.
-            --host and --port override the file's listen address. --check-config
+            --host and --port override the file's listen address; --tls-certificate
+            and --tls-private-key (given together) serve wss:// and override the
+            file's listen.tls. --check-config
             validates the file (pipelines compiled included), prints 'FILE: ok' or
             the error, and exits 0 or 1 without serving. Logs go to standard error.
             SIGINT or SIGTERM stops the broker cleanly: every live subscription ends
@@ -28,6 +30,12 @@ struct Serve: AsyncParsableCommand {
 
     @Option(help: "The port to listen on; 0 picks a free one and logs it (default: the file's listen.port, or 7420).")
     var port: Int?
+
+    @Option(help: ArgumentHelp("A PEM certificate file: serve wss:// (needs --tls-private-key).", valueName: "path"))
+    var tlsCertificate: String?
+
+    @Option(help: ArgumentHelp("The PEM private key of --tls-certificate.", valueName: "path"))
+    var tlsPrivateKey: String?
 
     @Option(name: .customLong("config"), help: ArgumentHelp("A YAML configuration file (see examples/hub.yml).", valueName: "file"))
     var configPath: String?
@@ -42,6 +50,9 @@ struct Serve: AsyncParsableCommand {
         if let port, !(0...65535).contains(port) {
             throw ValidationError("--port must be between 0 and 65535, got \(port)")
         }
+        if (tlsCertificate == nil) != (tlsPrivateKey == nil) {
+            throw ValidationError("--tls-certificate and --tls-private-key must be given together")
+        }
         if checkConfig, configPath == nil {
             throw ValidationError("--check-config needs --config FILE")
         }
@@ -54,6 +65,9 @@ struct Serve: AsyncParsableCommand {
         } ?? BrokerConfiguration()
         if let host { configuration.service.host = host }
         if let port { configuration.service.port = port }
+        if let tlsCertificate, let tlsPrivateKey {
+            configuration.service.tls = TLSConfiguration(certificatePath: tlsCertificate, privateKeyPath: tlsPrivateKey)
+        }
         return configuration
     }
 
@@ -96,7 +110,8 @@ struct Serve: AsyncParsableCommand {
             await service.shutdown(grace: .zero)
             throw CLIError("cannot start the broker on \(host):\(configuration.port): \(error)")
         }
-        FileHandle.standardError.write(Data("hubcli: listening on ws://\(host):\(bound)/\n".utf8))
+        let scheme = configuration.tls == nil ? "ws" : "wss"
+        FileHandle.standardError.write(Data("hubcli: listening on \(scheme)://\(host):\(bound)/\n".utf8))
         let signal = await SignalWaiter.wait(for: [SIGINT, SIGTERM])
         logger.info("stopping", metadata: ["signal": "\(signal)"])
         await service.shutdown()

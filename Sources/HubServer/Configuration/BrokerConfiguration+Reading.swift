@@ -1,4 +1,6 @@
+import Foundation
 import HubCore
+import HubTransport
 import Yams
 
 extension BrokerConfiguration {
@@ -17,6 +19,7 @@ extension BrokerConfiguration {
                 service.host = text
             }
             if let port = fields["port"] { service.port = try reader.int(port.value, port.path, in: 0...65535) }
+            if let tls = fields["tls"] { try readTLS(tls, reader) }
         }
         if let autoCreate = top["autoCreate"] {
             service.hub.autoCreate = try reader.bool(autoCreate.value, autoCreate.path)
@@ -54,6 +57,39 @@ extension BrokerConfiguration {
                 pipelines.append(try readPipeline(name, entry, reader))
             }
         }
+    }
+
+    /// `listen.tls`: both files required and readable (relative paths are taken from
+    /// the configuration file's directory).
+    private mutating func readTLS(_ tls: ConfigurationReader.Entry, _ reader: ConfigurationReader) throws(ConfigurationError) {
+        let fields = try reader.fields(tls.value, tls.path, allowed: BrokerConfiguration.tlsKeys)
+        func readFile(_ key: String, _ role: String) throws(ConfigurationError) -> String {
+            guard let entry = fields[key] else {
+                throw reader.error(tls.value, tls.path, "missing '\(key)' (the PEM \(role) file)")
+            }
+            let text = try reader.string(entry.value, entry.path)
+            guard !text.isEmpty else {
+                throw reader.error(entry.value, entry.path, "expected the path of the PEM \(role) file (got an empty string)")
+            }
+            let path = BrokerConfiguration.resolve(text, relativeTo: self.file)
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+                throw reader.error(entry.value, entry.path, "the \(role) file '\(path)' does not exist")
+            }
+            guard !isDirectory.boolValue, FileManager.default.isReadableFile(atPath: path) else {
+                throw reader.error(entry.value, entry.path, "the \(role) file '\(path)' is not a readable file")
+            }
+            return path
+        }
+        let certificate = try readFile("certificate", "certificate")
+        let privateKey = try readFile("privateKey", "private key")
+        service.tls = TLSConfiguration(certificatePath: certificate, privateKeyPath: privateKey)
+    }
+
+    /// `path` as is when absolute, else relative to the directory of `configurationFile`.
+    static func resolve(_ path: String, relativeTo configurationFile: String) -> String {
+        guard !path.hasPrefix("/"), let slash = configurationFile.lastIndex(of: "/") else { return path }
+        return String(configurationFile[...slash]) + path
     }
 
     private mutating func readLimits(_ limits: ConfigurationReader.Entry, _ reader: ConfigurationReader) throws(ConfigurationError) {

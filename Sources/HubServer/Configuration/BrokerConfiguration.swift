@@ -128,7 +128,9 @@ public struct BrokerConfiguration: Sendable {
         "listen", "autoCreate", "limits", "auth", "allowAdHocPipelines", "subjects", "triggers", "pipelines",
     ]
     /// The keys of `listen`.
-    public static let listenKeys = ["host", "port"]
+    public static let listenKeys = ["host", "port", "tls"]
+    /// The keys of `listen.tls`.
+    public static let tlsKeys = ["certificate", "privateKey"]
     /// The keys of `limits`.
     public static let limitsKeys = [
         "maxMessageBytes", "maxConnections", "maxSubscriptionsPerConnection", "maxQueuedBytesPerConnection",
