@@ -358,10 +358,7 @@ public final class EventLoop: @unchecked Sendable {
         if configuration.validatesUTF8 {
             info.options |= cws_option_validate_utf8
         }
-        // lws 4.1.6 initialises OpenSSL, and frees the vhosts' SSL_CTXs at destroy, only
-        // when the context has this option; vhosts still use TLS only when they ask for it.
-        info.options |= cws_option_do_ssl_global_init
-        guard let context = lws_create_context(&info) else {
+        guard let context = EventLoop.createContext(&info) else {
             startError = TransportError(code: .contextCreationFailed, message: "lws_create_context failed")
             shared.withLock { $0.lifecycle = .stopped }
             releaseResources()
@@ -412,6 +409,31 @@ public final class EventLoop: @unchecked Sendable {
         releaseResources()
         logger.debug("event loop stopped")
         signalExit()
+    }
+
+    /// Whether a context of this process was created with `DO_SSL_GLOBAL_INIT`
+    /// (guarded by the mutex, which also serialises context creation).
+    private static let sslLibraryInitialised = Mutex(false)
+
+    /// Creates an lws context; the process's first one with `DO_SSL_GLOBAL_INIT`.
+    ///
+    /// lws 4.1.6 keeps the OpenSSL ex-data index through which its verify callbacks find
+    /// a connection in a process-wide variable and allocates a new one on every context
+    /// created with `DO_SSL_GLOBAL_INIT`: a second such context, created while another
+    /// loop's client is in a TLS handshake, makes that handshake fail ("can't get wsi
+    /// from ssl privdata"). So only the first context initialises the library; TLS
+    /// vhosts carry the option in their own creation info, which is what lws checks to
+    /// give them an SSL_CTX. The cost: lws frees TLS vhosts' SSL_CTXs at destroy only in
+    /// a context with the option, so a later loop that used TLS leaks them (a few KB per
+    /// TLS server or CA file) when it shuts down.
+    private static func createContext(_ info: inout lws_context_creation_info) -> OpaquePointer? {
+        let created = sslLibraryInitialised.withLock { initialised -> ContextPointer? in
+            if !initialised { info.options |= cws_option_do_ssl_global_init }
+            guard let raw = lws_create_context(&info) else { return nil }
+            initialised = true
+            return ContextPointer(raw: raw)
+        }
+        return created?.raw
     }
 
     private func releaseResources() {

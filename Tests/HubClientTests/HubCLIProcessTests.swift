@@ -130,13 +130,13 @@ final class RunningProcess: @unchecked Sendable {
         try process.run()
     }
 
-    /// The port of `hubcli: listening on ws://127.0.0.1:PORT/` on standard error.
-    func port(timeout: Duration = .seconds(20)) async throws -> Int {
+    /// The port of `hubcli: listening on ws://127.0.0.1:PORT/` (or `scheme://`) on standard error.
+    func port(scheme: String = "ws", timeout: Duration = .seconds(20)) async throws -> Int {
         var seen = ""
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
         while true {
-            if let range = seen.range(of: "hubcli: listening on ws://127.0.0.1:") {
+            if let range = seen.range(of: "hubcli: listening on \(scheme)://127.0.0.1:") {
                 let digits = seen[range.upperBound...].prefix { $0.isNumber }
                 if seen[range.upperBound...].dropFirst(digits.count).hasPrefix("/"), let port = Int(digits) {
                     return port

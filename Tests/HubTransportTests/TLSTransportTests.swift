@@ -74,6 +74,35 @@ struct TLSTransportTests {
         #expect(try await handler.events.next() == .closed(1000))
     }
 
+    /// lws 4.1.6 re-allocates the process-wide OpenSSL ex-data index its verify callback
+    /// uses on every context created with DO_SSL_GLOBAL_INIT: a loop created during
+    /// another loop's client handshake broke it. The server loop is held until the new
+    /// loops exist, so the client's handshake is in progress while they are created
+    /// (when the client got as far as its ClientHello; the test passes either way with
+    /// the fix, and fails without it whenever it did).
+    @Test func handshakeSurvivesLoopsCreatedMeanwhile() async throws {
+        let certificate = try TestCertificate.get()
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let (_, port) = try await startEchoServer(on: serverLoop, configuration: tlsServerConfiguration(certificate))
+        let held = DispatchSemaphore(value: 0)
+        let holding = EventQueue<Bool>()
+        serverLoop.execute { holding.push(true); held.wait() }
+        #expect(try await holding.next())
+        let (handler, connection) = try await connect(on: clientLoop, port: port, tls: ClientTLS(allowsSelfSigned: true))
+        // A round trip through the client loop: the connect has been serviced once.
+        try await onLoop(clientLoop) {}
+        for _ in 0..<3 {
+            let other = try EventLoop()
+            other.shutdown()
+        }
+        held.signal()
+        #expect(try await handler.events.next() == .open)
+        try await onLoop(clientLoop) { connection.value.send(text: "still verified") }
+        #expect(try await handler.events.next() == .text("still verified"))
+    }
+
     @Test func clientRefusesASelfSignedCertificateWithAClearError() async throws {
         let certificate = try TestCertificate.get()
         let loop = try EventLoop()
