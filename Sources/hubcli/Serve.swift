@@ -83,6 +83,8 @@ struct Serve: AsyncParsableCommand {
             broker = try loadConfiguration()
             if checkConfig {
                 try broker.check()
+                // --tls-certificate/--tls-private-key files too (the file's are checked when parsed).
+                try broker.service.tls?.validate()
                 print("\(broker.file): ok")
                 return
             }

@@ -78,6 +78,18 @@ struct TLSConfigurationTests {
     }
 
     @Test(.enabled(if: CheckConfigProcessTests.hubcli != nil))
+    func checkConfigChecksTheTLSOptionsFiles() throws {
+        let example = CheckConfigProcessTests.packageRoot.appendingPathComponent("examples/hub.yml").path
+        let missing = NSTemporaryDirectory() + "hub-missing-\(UUID().uuidString).pem"
+        let outcome = try CheckConfigProcessTests.run([
+            "serve", "--config", example, "--check-config", "--tls-certificate", missing, "--tls-private-key", missing,
+        ])
+        #expect(outcome.status == 1)
+        #expect(outcome.output.isEmpty)
+        #expect(outcome.errors.contains("tls_configuration_failed: TLS certificate file '\(missing)' does not exist"))
+    }
+
+    @Test(.enabled(if: CheckConfigProcessTests.hubcli != nil))
     func serveNeedsBothTLSOptions() throws {
         let outcome = try CheckConfigProcessTests.run(["serve", "--port", "0", "--tls-certificate", "cert.pem"])
         #expect(outcome.status != 0)
