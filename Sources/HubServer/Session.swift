@@ -29,7 +29,6 @@ public final class Session {
     private var token: String?
     /// Whether the session has ended (connection closed, slow consumer, shutdown).
     public private(set) var isClosed = false
-    private var scratch: [UInt8] = []
 
     /// A session for a new connection. `authorization` is the upgrade request's
     /// `Authorization` header, if any.
