@@ -86,12 +86,3 @@ final class RemoteSubscription: Subscriber {
         session.finish(self, with: completion)
     }
 }
-
-extension Optional {
-    /// Returns the wrapped value and sets `self` to `nil`.
-    fileprivate mutating func take() -> Wrapped? {
-        let value = self
-        self = nil
-        return value
-    }
-}

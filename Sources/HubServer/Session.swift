@@ -159,7 +159,7 @@ public final class Session {
         case .fail(let name, let error, let ack):
             perform(ack: ack) { () throws(HubError) in
                 let subject = try hub.openSubject(named: name)
-                return { subject.send(completion: .failure(.failed(error, message: "subject '\(name)' failed"))) }
+                return { subject.fail(with: error) }
             }
         case .trigger(let name, let key, let ack):
             perform(ack: ack) { () throws(HubError) in
@@ -365,14 +365,5 @@ public final class Session {
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
         let token = parts[1].drop { $0 == " " }
         return token.isEmpty ? nil : String(token)
-    }
-}
-
-extension Optional {
-    /// Returns the wrapped value and sets `self` to `nil`.
-    fileprivate mutating func take() -> Wrapped? {
-        let value = self
-        self = nil
-        return value
     }
 }

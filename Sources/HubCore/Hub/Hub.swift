@@ -229,7 +229,7 @@ public final class Hub: PipelineEnvironment {
 
     /// Fails the subject `name` with the JSON value `error`.
     public func fail(_ name: String, error: Value) throws(HubError) {
-        try openSubject(named: name).send(completion: .failure(.failed(error, message: "subject '\(name)' failed")))
+        try openSubject(named: name).fail(with: error)
     }
 
     /// Activates the trigger `name`, for `key` if given.
@@ -248,25 +248,9 @@ public final class Hub: PipelineEnvironment {
     public func publisher(
         for name: String, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
     ) throws(HubError) -> (entry: Entry, publisher: AnyPublisher<Value, HubError>) {
-        try Hub.check(name)
-        if entries[name] == nil { _ = try subject(named: name) }
-        let entry = entries[name]!
-        switch entry {
-        case .subject(let subject):
-            let size = try bufferCapacity(bufferSize ?? subject.bufferSize)
-            return (entry, subject.publisher
-                .hotBuffer(capacity: size, policy: overflow ?? subject.overflow, metrics: metrics)
-                .eraseToAnyPublisher())
-        case .trigger(let trigger):
-            let size = try bufferCapacity(bufferSize ?? configuration.defaultBufferSize)
-            return (entry, trigger.publisher(key: nil)
-                .hotBuffer(capacity: size, policy: overflow ?? configuration.defaultOverflow, metrics: metrics)
-                .eraseToAnyPublisher())
-        case .pipeline(let pipeline):
-            let size = try bufferCapacity(bufferSize ?? pipeline.bufferSize ?? configuration.defaultBufferSize)
-            return (entry, try pipeline.publisher(
-                in: self, bufferSize: size, overflow: overflow ?? pipeline.overflow ?? configuration.defaultOverflow))
-        }
+        let entry = try resolve(name)
+        let size = try bufferCapacity(bufferSize ?? defaultBufferSize(of: entry))
+        return (entry, try bufferedPublisher(entry, bufferSize: size, overflow: overflow))
     }
 
     /// Compiles `source` for one subscription whose hot sources get `bufferSize` and `overflow`.
@@ -295,36 +279,57 @@ public final class Hub: PipelineEnvironment {
     /// A bare name in a pipeline: the subject (created if the hub auto-creates names) or
     /// trigger of that name, hot-buffered with the subscription's settings.
     public func source(named name: String) throws(HubError) -> AnyPublisher<Value, HubError> {
-        try Hub.check(name)
-        if entries[name] == nil { _ = try subject(named: name) }
-        switch entries[name]! {
-        case .subject(let subject):
-            return subject.publisher
-                .hotBuffer(
-                    capacity: compiling?.size ?? subject.bufferSize,
-                    policy: compiling?.overflow ?? subject.overflow, metrics: metrics)
-                .eraseToAnyPublisher()
-        case .trigger(let trigger):
-            return triggerPublisher(trigger, key: nil)
-        case .pipeline(let pipeline):
-            return try pipeline.publisher(
-                in: self,
-                bufferSize: compiling?.size ?? pipeline.bufferSize ?? configuration.defaultBufferSize,
-                overflow: compiling?.overflow ?? pipeline.overflow ?? configuration.defaultOverflow)
-        }
+        try bufferedPublisher(try resolve(name), bufferSize: compiling?.size, overflow: compiling?.overflow)
     }
 
     /// `trigger(name[, key])` in a pipeline: the trigger's activations (those with an equal
     /// key when `key` is given), hot-buffered with the subscription's settings.
     public func trigger(named name: String, key: Value?) throws(HubError) -> AnyPublisher<Value, HubError> {
-        triggerPublisher(try trigger(named: name), key: key)
+        triggerPublisher(try trigger(named: name), key: key, bufferSize: compiling?.size, overflow: compiling?.overflow)
     }
 
-    private func triggerPublisher(_ trigger: HubTrigger, key: Value?) -> AnyPublisher<Value, HubError> {
+    /// What `name` stands for; an unknown name becomes a subject when the hub auto-creates names.
+    private func resolve(_ name: String) throws(HubError) -> Entry {
+        try Hub.check(name)
+        if let entry = entries[name] { return entry }
+        return .subject(try subject(named: name))
+    }
+
+    /// The buffer size a subscription to `entry` gets when it asks for none.
+    private func defaultBufferSize(of entry: Entry) -> Int {
+        switch entry {
+        case .subject(let subject): return subject.bufferSize
+        case .trigger: return configuration.defaultBufferSize
+        case .pipeline(let pipeline): return pipeline.bufferSize ?? configuration.defaultBufferSize
+        }
+    }
+
+    /// `entry`'s publisher for one subscription, hot-buffered with `bufferSize` and
+    /// `overflow`, or with the entry's own settings (then the hub's) where they are `nil`.
+    private func bufferedPublisher(
+        _ entry: Entry, bufferSize: Int?, overflow: OverflowPolicy?
+    ) throws(HubError) -> AnyPublisher<Value, HubError> {
+        let size = bufferSize ?? defaultBufferSize(of: entry)
+        switch entry {
+        case .subject(let subject):
+            return subject.publisher
+                .hotBuffer(capacity: size, policy: overflow ?? subject.overflow, metrics: metrics)
+                .eraseToAnyPublisher()
+        case .trigger(let trigger):
+            return triggerPublisher(trigger, key: nil, bufferSize: size, overflow: overflow)
+        case .pipeline(let pipeline):
+            return try pipeline.publisher(
+                in: self, bufferSize: size, overflow: overflow ?? pipeline.overflow ?? configuration.defaultOverflow)
+        }
+    }
+
+    private func triggerPublisher(
+        _ trigger: HubTrigger, key: Value?, bufferSize: Int?, overflow: OverflowPolicy?
+    ) -> AnyPublisher<Value, HubError> {
         trigger.publisher(key: key)
             .hotBuffer(
-                capacity: compiling?.size ?? configuration.defaultBufferSize,
-                policy: compiling?.overflow ?? configuration.defaultOverflow, metrics: metrics)
+                capacity: bufferSize ?? configuration.defaultBufferSize,
+                policy: overflow ?? configuration.defaultOverflow, metrics: metrics)
             .eraseToAnyPublisher()
     }
 

@@ -56,6 +56,11 @@ public final class HubSubject {
         if let passthrough { passthrough.send(completion: completion) } else { current!.send(completion: completion) }
     }
 
+    /// Fails the subject with the JSON value `error`: subscribers get code `failed` with it as `data`.
+    public func fail(with error: Value) {
+        send(completion: .failure(.failed(error, message: "subject '\(name)' failed")))
+    }
+
     /// The subject as a publisher, unbuffered (Combine's demand rules: a subscriber
     /// without demand misses values).
     public var publisher: AnyPublisher<Value, HubError> {
