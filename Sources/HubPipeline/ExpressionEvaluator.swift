@@ -1,4 +1,6 @@
 import Foundation
+import HubEngine
+import HubValue
 
 /// Evaluates ``ExpressionSyntax`` over ``Value``s.
 ///

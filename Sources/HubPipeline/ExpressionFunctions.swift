@@ -1,4 +1,5 @@
 import Foundation
+import HubValue
 
 /// The functions of the expression language (`length(.items)`, `upper(.name)`, ...).
 ///

@@ -1,3 +1,7 @@
+import HubEngine
+import HubValue
+import HubWire
+
 extension PipelineBuilder {
     /// Every operator name (for error messages).
     static let operatorNames: Set<String> = [

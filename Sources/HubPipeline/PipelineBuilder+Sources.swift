@@ -1,3 +1,7 @@
+import HubEngine
+import HubValue
+import HubWire
+
 extension PipelineBuilder {
     /// The first stage of a pipeline.
     func source(_ stage: StageSyntax) throws(HubError) -> Build {

@@ -1,3 +1,7 @@
+import HubEngine
+import HubValue
+import HubWire
+
 /// Turns a ``PipelineSyntax`` into publishers: resolves sources and operators,
 /// checks arguments and expressions, and counts stages against the limits.
 ///

@@ -1,3 +1,7 @@
+import HubEngine
+import HubValue
+import HubWire
+
 /// Compiles pipeline source text into a publisher of ``Value``s.
 ///
 /// ```swift

@@ -1,3 +1,7 @@
+import HubEngine
+import HubValue
+import HubWire
+
 /// What a compiled pipeline may reach outside itself: the hub's named sources
 /// and triggers, a scheduler for its timing operators, and the limits that keep
 /// a shared broker safe.

@@ -1,3 +1,5 @@
+import HubWire
+
 /// Splits pipeline source text into tokens, each with its position.
 ///
 /// Numbers follow JSON (integers that fit in 64 bits stay exact); a number

@@ -1,3 +1,5 @@
+import HubWire
+
 /// Parses pipeline source text into a ``PipelineSyntax`` (recursive descent
 /// with a depth bound, so hostile text cannot exhaust the stack).
 ///

@@ -1,3 +1,5 @@
+import HubValue
+
 /// A place in pipeline source text: 1-based line and column (columns count
 /// Unicode scalars), and the 0-based UTF-8 offset.
 public struct SourcePosition: Hashable, Sendable, CustomStringConvertible {

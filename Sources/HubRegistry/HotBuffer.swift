@@ -1,4 +1,6 @@
 import DequeModule
+import HubEngine
+import HubWire
 
 extension Publishers {
     /// The per-subscription buffer in front of a hot source (a subject, a trigger):

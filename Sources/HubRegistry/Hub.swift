@@ -1,3 +1,7 @@
+import HubEngine
+import HubValue
+import HubWire
+import HubPipeline
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

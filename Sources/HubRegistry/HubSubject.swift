@@ -1,3 +1,7 @@
+import HubEngine
+import HubValue
+import HubWire
+
 /// A named subject of the hub: a passthrough or a current-value subject of `Value`,
 /// with the buffer its subscribers get unless they ask for another.
 public final class HubSubject {

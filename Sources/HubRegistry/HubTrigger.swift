@@ -1,3 +1,7 @@
+import HubEngine
+import HubValue
+import HubWire
+
 /// A named trigger of the hub: each activation, with an optional key, reaches
 /// the `trigger(name)` subscribers (all activations) and the `trigger(name, key)`
 /// subscribers (activations with an equal key). Subscribers receive the key, or

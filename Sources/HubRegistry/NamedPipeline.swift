@@ -1,3 +1,7 @@
+import HubEngine
+import HubValue
+import HubWire
+
 /// A pipeline declared under a name (from configuration): subscribing `to` its
 /// name, or using the name as a source in another pipeline, attaches to it.
 ///

@@ -1,6 +1,8 @@
-import HubCore
+import HubEngine
+import HubValue
+import HubWire
 
-/// The end of one remote subscription's pipeline: a HubCore subscriber whose
+/// The end of one remote subscription's pipeline: a HubEngine subscriber whose
 /// demand comes from the client's `request` messages and whose values become
 /// `next` messages.
 ///

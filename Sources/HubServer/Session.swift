@@ -1,4 +1,7 @@
-import HubCore
+import HubEngine
+import HubValue
+import HubWire
+import HubRegistry
 import Logging
 
 /// The protocol state machine of one connection (PROTOCOL.md): it decodes the

@@ -1,4 +1,4 @@
-import HubCore
+import HubValue
 
 /// Encodes a value's JSON once when the same value is delivered to many
 /// subscribers in a row (a subject's fan-out), PROTOCOL's "encode once".

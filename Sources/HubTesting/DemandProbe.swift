@@ -1,25 +1,27 @@
-import HubCore
+import HubEngine
 
-/// A HubCore publisher under the test's control that records the demand its subscriber requests,
+/// A publisher under the test's control that records the demand its subscriber requests,
 /// the cancellations it receives, and lets the test emit values and completions at will.
 ///
 /// Use it as the upstream of an operator to check what demand the operator
 /// propagates, that it cancels upstream, and how it reacts to each event.
-final class DemandProbe<Output, Failure: Error>: Publisher {
+public final class DemandProbe<Output, Failure: Error>: Publisher {
     /// Every `request` call, in order.
-    private(set) var requests: [Subscribers.Demand] = []
+    public private(set) var requests: [Subscribers.Demand] = []
     /// How many times the subscription was cancelled.
-    private(set) var cancellations = 0
+    public private(set) var cancellations = 0
     /// How many subscribers have attached.
-    private(set) var subscriptions = 0
+    public private(set) var subscriptions = 0
     private var downstream: AnySubscriber<Output, Failure>?
 
-    init() {}
+    /// A probe with no subscriber yet.
+    public init() {}
 
     /// The total demand requested so far.
-    var totalDemand: Subscribers.Demand { requests.reduce(.none, +) }
+    public var totalDemand: Subscribers.Demand { requests.reduce(.none, +) }
 
-    func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
+    /// Attaches `subscriber` and hands it the probe's subscription.
+    public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
         subscriptions += 1
         downstream = AnySubscriber(subscriber)
         subscriber.receive(subscription: Link(probe: self))
@@ -27,12 +29,12 @@ final class DemandProbe<Output, Failure: Error>: Publisher {
 
     /// Sends a value downstream (whatever the demand: the test decides) and returns the demand it answered.
     @discardableResult
-    func send(_ value: Output) -> Subscribers.Demand {
+    public func send(_ value: Output) -> Subscribers.Demand {
         downstream?.receive(value) ?? .none
     }
 
     /// Sends a completion downstream.
-    func send(completion: Subscribers.Completion<Failure>) {
+    public func send(completion: Subscribers.Completion<Failure>) {
         downstream?.receive(completion: completion)
     }
 

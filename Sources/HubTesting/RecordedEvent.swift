@@ -1,12 +1,17 @@
 /// One event seen by a recording subscriber, independent of the engine that produced it
-/// (HubCore or OpenCombine), so that histories from both can be compared directly.
-enum RecordedEvent<Value: Equatable, Failure: Equatable>: Equatable, CustomStringConvertible {
+/// (HubEngine or OpenCombine, for instance), so that histories from both can be compared directly.
+public enum RecordedEvent<Value: Equatable, Failure: Equatable>: Equatable, CustomStringConvertible {
+    /// The subscription arrived.
     case subscription
+    /// A value arrived.
     case value(Value)
+    /// The publisher finished.
     case finished
+    /// The publisher failed.
     case failure(Failure)
 
-    var description: String {
+    /// `subscription`, `value(…)`, `finished` or `failure(…)`.
+    public var description: String {
         switch self {
         case .subscription: return "subscription"
         case .value(let value): return "value(\(value))"
@@ -14,21 +19,4 @@ enum RecordedEvent<Value: Equatable, Failure: Equatable>: Equatable, CustomStrin
         case .failure(let error): return "failure(\(error))"
         }
     }
-}
-
-/// The error the tests send and expect.
-enum TestError: Error, Equatable, Hashable, CustomStringConvertible {
-    case oops
-    case other(Int)
-
-    var description: String {
-        switch self {
-        case .oops: return "oops"
-        case .other(let n): return "other(\(n))"
-        }
-    }
-
-    /// How a test records an untyped error (a try-variant's `any Error`): the `TestError`
-    /// itself, or `.other(-1)` for an error of another type.
-    static func recorded(_ error: any Error) -> TestError { (error as? TestError) ?? .other(-1) }
 }

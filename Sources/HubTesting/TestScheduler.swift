@@ -1,3 +1,5 @@
+import HubEngine
+
 /// A scheduler in virtual time for tests: nothing runs until the test advances the clock.
 ///
 /// ``now`` starts at ``SchedulerTime/zero``. Actions wait in a queue ordered by

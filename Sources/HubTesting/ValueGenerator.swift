@@ -1,23 +1,27 @@
-import HubCore
+import HubValue
 
 /// Random JSON values from a seeded generator, for round-trip and cross-check tests.
-struct ValueGenerator {
-    var rng: SeededGenerator
+public struct ValueGenerator {
+    /// The random source.
+    public var rng: SeededGenerator
     /// Whether doubles may be any finite bit pattern (subnormals, huge
     /// exponents) and strings may contain U+FEFF. Off for comparisons with
     /// Foundation, which drops a leading U+FEFF from strings.
-    var wild: Bool
+    public var wild: Bool
 
-    init(seed: UInt64, wild: Bool = true) {
+    /// A generator seeded with `seed`.
+    public init(seed: UInt64, wild: Bool = true) {
         rng = SeededGenerator(seed: seed)
         self.wild = wild
     }
 
-    mutating func document() -> Value {
+    /// An array or object at the top level.
+    public mutating func document() -> Value {
         Bool.random(using: &rng) ? .array(array(depth: 1)) : .object(object(depth: 1))
     }
 
-    mutating func value(depth: Int) -> Value {
+    /// Any value; containers nest at most to depth 5.
+    public mutating func value(depth: Int) -> Value {
         let kinds = depth >= 5 ? 5 : 7
         switch Int.random(in: 0..<kinds, using: &rng) {
         case 0: return .null
@@ -30,11 +34,13 @@ struct ValueGenerator {
         }
     }
 
-    mutating func array(depth: Int) -> [Value] {
+    /// Up to five values.
+    public mutating func array(depth: Int) -> [Value] {
         (0..<Int.random(in: 0..<6, using: &rng)).map { _ in value(depth: depth) }
     }
 
-    mutating func object(depth: Int) -> Value.Object {
+    /// Up to five members.
+    public mutating func object(depth: Int) -> Value.Object {
         var members = Value.Object()
         for _ in 0..<Int.random(in: 0..<6, using: &rng) {
             members[string()] = value(depth: depth)
@@ -42,7 +48,8 @@ struct ValueGenerator {
         return members
     }
 
-    mutating func int() -> Int64 {
+    /// An integer, often at a boundary (Int64 limits, 2^53).
+    public mutating func int() -> Int64 {
         switch Int.random(in: 0..<4, using: &rng) {
         case 0: return [Int64.min, .max, 0, -1, 1, 1 << 53, (1 << 53) + 1, -(1 << 53) - 1].randomElement(using: &rng)!
         case 1: return Int64.random(in: .min ... .max, using: &rng)
@@ -50,7 +57,8 @@ struct ValueGenerator {
         }
     }
 
-    mutating func double() -> Double {
+    /// A finite double, often at a boundary of the shortest round-trip writer.
+    public mutating func double() -> Double {
         switch Int.random(in: 0..<5, using: &rng) {
         case 0:
             return Double.random(in: -1e6...1e6, using: &rng)
@@ -74,7 +82,8 @@ struct ValueGenerator {
         return e < 0 ? 1 / result : result
     }
 
-    mutating func string() -> String {
+    /// A string of up to 11 scalars, rich in characters JSON must escape.
+    public mutating func string() -> String {
         let pool: [Unicode.Scalar] = ["a", "Z", "0", " ", "\"", "\\", "/", "\n", "\r", "\t", "\u{8}", "\u{c}", "\u{0}", "\u{1f}", "\u{7f}", "é", "€", "中", "😀", "\u{10FFFF}", "\u{FEFF}"]
         var scalars = String.UnicodeScalarView()
         for _ in 0..<Int.random(in: 0..<12, using: &rng) {
@@ -95,7 +104,7 @@ struct ValueGenerator {
 
 /// Stricter than `==`: the same cases (an int is not a double), the same key
 /// order, doubles bit for bit.
-func identical(_ a: Value, _ b: Value) -> Bool {
+public func identical(_ a: Value, _ b: Value) -> Bool {
     switch (a, b) {
     case (.null, .null): return true
     case let (.bool(x), .bool(y)): return x == y

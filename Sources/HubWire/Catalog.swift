@@ -1,3 +1,5 @@
+import HubValue
+
 /// The answer to `list` (PROTOCOL.md §4): every subject, named pipeline and
 /// trigger of the hub, with their subscriber counts.
 ///

@@ -1,3 +1,6 @@
+import HubValue
+import HubEngine
+
 /// A message from a client to the server (PROTOCOL.md §3), decoded and checked
 /// by every rule of the protocol, or built by the Swift client and encoded.
 ///

@@ -1,3 +1,5 @@
+import HubEngine
+
 /// The outcome of checking the `n` of a `request` whose `id` is valid.
 ///
 /// An invalid `n` ends that subscription: the session sends

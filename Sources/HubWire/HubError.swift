@@ -1,3 +1,5 @@
+import HubValue
+
 /// A failure in the hub: the error of every hub stream and of every refused request.
 ///
 /// `code` is the stable protocol error code (PROTOCOL.md §6); `message` is for

@@ -1,3 +1,5 @@
+import HubValue
+
 /// A message from the server to a client (PROTOCOL.md §4).
 ///
 /// The server encodes with ``encode(into:)``, which writes JSON bytes directly;

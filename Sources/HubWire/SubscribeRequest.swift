@@ -1,3 +1,5 @@
+import HubEngine
+
 /// A well-formed `subscribe`: what to subscribe to and how.
 ///
 /// Only the wire's own rules are checked here; server limits (the maximum

@@ -1,3 +1,5 @@
+import HubValue
+
 /// Byte-level helpers shared by the wire encoders: append ASCII, integers and
 /// JSON strings to a byte buffer without intermediate `String`s.
 enum WireBytes {

@@ -1,3 +1,6 @@
+import HubValue
+import HubEngine
+
 /// Field readers shared by the client and server message decoders.
 enum WireFields {
     /// 2^53 − 1, the largest id and ack magnitude of the protocol.

@@ -1,5 +1,6 @@
 import Testing
-@testable import HubCore
+@testable import HubEngine
+import HubTesting
 
 @Suite("Demand arithmetic and the basic contract")
 struct CoreContractTests {

@@ -1,9 +1,10 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 import OpenCombine
 
-/// The same chains, scripts and demand on HubCore and OpenCombine must give the same histories.
-@Suite("Differential: HubCore against OpenCombine")
+/// The same chains, scripts and demand on HubEngine and OpenCombine must give the same histories.
+@Suite("Differential: HubEngine against OpenCombine")
 struct DifferentialTests {
     @Test(arguments: 0..<200)
     func mapFilterScanOnRandomScripts(seed: Int) {

@@ -1,5 +1,7 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
+import HubValue
 
 /// The engine carries `Value` exactly as it carries typed outputs.
 @Suite("The engine over Value")

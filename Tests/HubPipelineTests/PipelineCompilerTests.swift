@@ -1,4 +1,8 @@
-import HubCore
+import HubPipeline
+import HubEngine
+import HubValue
+import HubWire
+import HubTesting
 import Testing
 
 @Suite("Pipeline compiler")

@@ -1,4 +1,7 @@
-import HubCore
+import HubEngine
+import HubValue
+import HubWire
+import HubTesting
 import Testing
 
 /// The demand rule over composed pipelines: a compiled pipeline pulls from a cold

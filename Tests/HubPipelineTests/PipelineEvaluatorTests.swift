@@ -1,4 +1,5 @@
-import HubCore
+import HubPipeline
+import HubValue
 import Testing
 
 @Suite("Pipeline expression evaluator")

@@ -1,4 +1,5 @@
-import HubCore
+import HubValue
+import HubWire
 import Testing
 
 @Suite("Pipeline operators beyond the core")

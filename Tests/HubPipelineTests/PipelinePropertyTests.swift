@@ -1,4 +1,8 @@
-import HubCore
+import HubPipeline
+import HubEngine
+import HubValue
+import HubWire
+import HubTesting
 import Testing
 
 /// An environment that creates a subject for any name (as a hub that auto-creates names does).

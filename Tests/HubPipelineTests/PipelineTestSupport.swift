@@ -1,4 +1,8 @@
-import HubCore
+import HubPipeline
+import HubEngine
+import HubValue
+import HubWire
+import HubTesting
 
 /// A Swift sequence that counts how many elements were pulled from it.
 final class PipelineCounter {

@@ -1,4 +1,8 @@
-import HubCore
+import HubRegistry
+import HubEngine
+import HubValue
+import HubWire
+import HubTesting
 import Testing
 
 @Suite("Current-value named pipelines")

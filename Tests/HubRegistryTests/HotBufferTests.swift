@@ -1,5 +1,9 @@
 import Testing
-import HubCore
+import HubRegistry
+import HubEngine
+import HubValue
+import HubWire
+import HubTesting
 
 @Suite("Hot buffer: a hot source's per-subscription buffer")
 struct HotBufferTests {

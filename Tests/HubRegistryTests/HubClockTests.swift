@@ -2,7 +2,11 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
-import HubCore
+import HubRegistry
+import HubEngine
+import HubValue
+import HubWire
+import HubTesting
 
 @Suite("Hub: the clock of now()")
 struct HubClockTests {

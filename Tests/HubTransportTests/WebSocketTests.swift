@@ -1,7 +1,8 @@
-import HubTestSupport
+import NetworkTestSupport
 import Foundation
 @testable import HubTransport
 import Testing
+import HubTransport
 
 /// Real servers and clients over 127.0.0.1, each on its own event loop.
 @Suite("WebSocket", .serialized)

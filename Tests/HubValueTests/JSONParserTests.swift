@@ -1,6 +1,7 @@
 import Foundation
-import HubCore
+import HubValue
 import Testing
+import HubTesting
 
 @Suite("Value JSON parser")
 struct JSONParserTests {

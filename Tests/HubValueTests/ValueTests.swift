@@ -1,5 +1,6 @@
-import HubCore
+import HubValue
 import Testing
+import HubTesting
 
 @Suite("Value")
 struct ValueTests {

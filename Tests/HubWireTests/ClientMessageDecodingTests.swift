@@ -1,4 +1,6 @@
-import HubCore
+import HubWire
+import HubValue
+import HubEngine
 import Testing
 
 @Suite("Wire client message decoding")

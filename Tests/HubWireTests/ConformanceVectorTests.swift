@@ -1,5 +1,5 @@
 import Foundation
-import HubCore
+import HubValue
 import Testing
 
 /// Runs the messages of the conformance vectors (Protocol/conformance/vectors)
@@ -10,7 +10,7 @@ import Testing
 @Suite("Wire conformance vectors")
 struct ConformanceVectorTests {
     static let vectorsDirectory = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Protocol/conformance/vectors")
 
     static let wireCodes: Set<String> = ["bad_message", "unknown_op", "invalid_demand"]

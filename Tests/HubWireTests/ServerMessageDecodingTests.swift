@@ -1,4 +1,5 @@
-import HubCore
+import HubWire
+import HubValue
 import Testing
 
 @Suite("Wire server message decoding")

@@ -1,5 +1,7 @@
-import HubCore
+import HubWire
+import HubEngine
 import Testing
+import HubTesting
 
 @Suite("Wire round trips")
 struct WireRoundTripTests {

@@ -1,4 +1,4 @@
-import HubCore
+import HubWire
 import Testing
 
 /// Decodes `text` and returns the `WireError` it throws, or `nil` when it decodes.

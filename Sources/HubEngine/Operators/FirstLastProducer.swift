@@ -18,7 +18,7 @@ internal enum FirstLastDecision<Failure: Error> {
 ///
 /// A failure is delivered at once, without demand. After `cancel()` nothing is
 /// delivered (OpenCombine still delivers a result that was pending at cancel time;
-/// HubCore does not).
+/// HubEngine does not).
 internal final class FirstLastProducer<Input, UpstreamFailure: Error, Downstream: Subscriber>: Subscriber, Subscription
 where Downstream.Input == Input {
     typealias Failure = UpstreamFailure

@@ -1,7 +1,7 @@
 extension Optional {
     /// A publisher of an optional's value, as Combine's `Optional.Publisher`: a present value is
     /// published once the subscriber asks, then `finished`; `nil` finishes at once.
-    public struct Publisher: HubCore.Publisher {
+    public struct Publisher: HubEngine.Publisher {
         public typealias Output = Wrapped
         public typealias Failure = Never
 

@@ -1,7 +1,7 @@
 extension Result {
     /// A publisher of a result, as Combine's `Result.Publisher`: a success is published once the
     /// subscriber asks, then `finished`; a failure is sent at once, without demand.
-    public struct Publisher: HubCore.Publisher {
+    public struct Publisher: HubEngine.Publisher {
         public typealias Output = Success
 
         /// The result published.

@@ -7,7 +7,7 @@ extension Publishers {
     /// the subscriber has no demand is dropped, as Combine's timer does. Cancelling
     /// the subscription cancels the repeating action. The timer never completes.
     ///
-    /// HubCore has no `ConnectablePublisher` yet, so the timer connects on
+    /// HubEngine has no `ConnectablePublisher` yet, so the timer connects on
     /// subscription (it behaves as Combine's autoconnected timer).
     public struct Timer<Context: Scheduler>: Publisher {
         public typealias Output = SchedulerTime

@@ -11,7 +11,7 @@
 /// Keys are compared with `AnyHashable` equality, so the hub can name triggers with its own
 /// `Hashable` values. The unkeyed ``signal()`` and ``activate()`` use one private default key.
 ///
-/// A trigger is confined to one thread (the hub's event loop), as all HubCore objects are.
+/// A trigger is confined to one thread (the hub's event loop), as all HubEngine objects are.
 /// Activating a key from inside a signal subscriber's `receive(_:)` is delivered at once
 /// (recursively), as a subject send from inside `receive(_:)` is in Combine.
 public final class Trigger {

@@ -1,9 +1,10 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 
 @Suite("CombiningOperators: combineLatest")
 struct CombineLatestTests {
-    typealias Subject = HubCore.PassthroughSubject<Int, TestError>
+    typealias Subject = HubEngine.PassthroughSubject<Int, TestError>
     typealias Probe = DemandProbe<Int, TestError>
 
     // MARK: Event histories (marbles from Combine's documentation)
@@ -68,7 +69,7 @@ struct CombineLatestTests {
 
     @Test func upstreamsThatFinishWhileSubscribingFinishRightAfterTheSubscription() {
         let recorder = RecordingSubscriber<Int, Never>(initialDemand: .max(1))
-        HubCore.Just(1).combineLatest(HubCore.Empty<Int, Never>()) { $0 + $1 }.subscribe(recorder)
+        HubEngine.Just(1).combineLatest(HubEngine.Empty<Int, Never>()) { $0 + $1 }.subscribe(recorder)
         #expect(recorder.events == [.subscription, .finished])
     }
 

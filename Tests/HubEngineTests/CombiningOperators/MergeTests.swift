@@ -1,9 +1,10 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 
 @Suite("CombiningOperators: merge")
 struct MergeTests {
-    typealias Subject = HubCore.PassthroughSubject<Int, TestError>
+    typealias Subject = HubEngine.PassthroughSubject<Int, TestError>
     typealias Probe = DemandProbe<Int, TestError>
 
     // MARK: Event histories (marbles written from Combine's documentation)
@@ -35,14 +36,14 @@ struct MergeTests {
 
     @Test func aFailureWhileSubscribingComesRightAfterTheSubscriptionAndCancelsTheRest() {
         let probe = Probe()
-        let recorder = HubCore.Fail<Int, TestError>(error: .oops).merge(with: probe).record()
+        let recorder = HubEngine.Fail<Int, TestError>(error: .oops).merge(with: probe).record()
         #expect(recorder.events == [.subscription, .failure(.oops)])
         #expect(probe.cancellations == 1)
         #expect(probe.requests.isEmpty)
     }
 
     @Test func everyArityAndMergeManyInterleaveInUpstreamOrder() {
-        func run<P: HubCore.Publisher>(_ publisher: P) -> [RecordedEvent<Int, Never>] where P.Output == Int, P.Failure == Never {
+        func run<P: HubEngine.Publisher>(_ publisher: P) -> [RecordedEvent<Int, Never>] where P.Output == Int, P.Failure == Never {
             let recorder = RecordingSubscriber<Int, Never>(initialDemand: .unlimited)
             publisher.subscribe(recorder)
             return recorder.events

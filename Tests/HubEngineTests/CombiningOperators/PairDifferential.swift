@@ -1,4 +1,5 @@
-import HubCore
+import HubEngine
+import HubTesting
 import OpenCombine
 
 /// One step of a scripted exchange with two sources, `a` and `b`.
@@ -24,20 +25,20 @@ enum PairStep: Equatable, CustomStringConvertible {
     }
 }
 
-/// The two-source twin of `Differential`: runs one script on a HubCore chain and on an
+/// The two-source twin of `Differential`: runs one script on a HubEngine chain and on an
 /// OpenCombine chain, each fed by two `PassthroughSubject<Int, TestError>` of its own library.
 enum PairDifferential {
     typealias History<Out: Equatable> = [RecordedEvent<Out, TestError>]
 
-    static func run<Out: Equatable, HP: HubCore.Publisher, OP: OpenCombine.Publisher>(
+    static func run<Out: Equatable, HP: HubEngine.Publisher, OP: OpenCombine.Publisher>(
         _ script: [PairStep],
         initialDemand: Int? = 0,
         demandPerValue: Int = 0,
-        hub: (HubCore.PassthroughSubject<Int, TestError>, HubCore.PassthroughSubject<Int, TestError>) -> HP,
+        hub: (HubEngine.PassthroughSubject<Int, TestError>, HubEngine.PassthroughSubject<Int, TestError>) -> HP,
         oc: (OpenCombine.PassthroughSubject<Int, TestError>, OpenCombine.PassthroughSubject<Int, TestError>) -> OP
     ) -> (hub: History<Out>, oc: History<Out>)
     where HP.Output == Out, HP.Failure == TestError, OP.Output == Out, OP.Failure == TestError {
-        let (hubA, hubB) = (HubCore.PassthroughSubject<Int, TestError>(), HubCore.PassthroughSubject<Int, TestError>())
+        let (hubA, hubB) = (HubEngine.PassthroughSubject<Int, TestError>(), HubEngine.PassthroughSubject<Int, TestError>())
         let hubRecorder = RecordingSubscriber<Out, TestError>(
             initialDemand: Differential.hubDemand(initialDemand), demandPerValue: .max(demandPerValue))
         hub(hubA, hubB).subscribe(hubRecorder)
@@ -93,8 +94,8 @@ extension Array {
     /// The history up to and including its first terminal event.
     ///
     /// OpenCombine 0.14's `DropUntilOutput` can deliver a second completion (when the
-    /// trigger completes after the upstream did); HubCore never does, so OpenCombine's
-    /// histories are compared up to their first terminal event, and HubCore's are
+    /// trigger completes after the upstream did); HubEngine never does, so OpenCombine's
+    /// histories are compared up to their first terminal event, and HubEngine's are
     /// checked separately to end there.
     func upToFirstTerminal<V, F>() -> [RecordedEvent<V, F>] where Element == RecordedEvent<V, F> {
         guard let end = firstIndex(where: \.isTerminal) else { return self }

@@ -1,10 +1,11 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 import OpenCombine
 
 @Suite("CombiningOperators: drop(untilOutputFrom:) and prefix(untilOutputFrom:)")
 struct UntilOutputTests {
-    typealias Subject = HubCore.PassthroughSubject<Int, TestError>
+    typealias Subject = HubEngine.PassthroughSubject<Int, TestError>
     typealias Probe = DemandProbe<Int, TestError>
 
     // MARK: drop(untilOutputFrom:)
@@ -35,7 +36,7 @@ struct UntilOutputTests {
     }
 
     @Test func dropEndsWithTheTriggersCompletionWhenItNeverEmitted() {
-        let completions: [HubCore.Subscribers.Completion<TestError>] = [.finished, .failure(.oops)]
+        let completions: [HubEngine.Subscribers.Completion<TestError>] = [.finished, .failure(.oops)]
         for completion in completions {
             let (source, trigger) = (Probe(), Probe())
             let recorder = source.drop(untilOutputFrom: trigger).record()
@@ -102,7 +103,7 @@ struct UntilOutputTests {
     }
 
     @Test func prefixIgnoresTheTriggersCompletion() {
-        let (source, trigger) = (Subject(), HubCore.PassthroughSubject<String, Never>())
+        let (source, trigger) = (Subject(), HubEngine.PassthroughSubject<String, Never>())
         let recorder = source.prefix(untilOutputFrom: trigger).record()
         trigger.send(completion: .finished)
         source.send(1)
@@ -121,7 +122,7 @@ struct UntilOutputTests {
 
     @Test func prefixWithATriggerThatFiresAtOnceFinishesRightAfterTheSubscription() {
         let recorder = RecordingSubscriber<Int, Never>(initialDemand: .unlimited)
-        (1...3).publisher.prefix(untilOutputFrom: HubCore.Just(0)).subscribe(recorder)
+        (1...3).publisher.prefix(untilOutputFrom: HubEngine.Just(0)).subscribe(recorder)
         #expect(recorder.events == [.subscription, .finished])
     }
 
@@ -137,7 +138,7 @@ struct UntilOutputTests {
     // MARK: Differential against OpenCombine
 
     /// Runs a random two-source script (seeded) on both libraries.
-    private static func randomRun<HP: HubCore.Publisher, OP: OpenCombine.Publisher>(
+    private static func randomRun<HP: HubEngine.Publisher, OP: OpenCombine.Publisher>(
         seed: Int,
         hub: (Subject, Subject) -> HP,
         oc: (OpenCombine.PassthroughSubject<Int, TestError>, OpenCombine.PassthroughSubject<Int, TestError>) -> OP
@@ -163,7 +164,7 @@ struct UntilOutputTests {
         #expect(run.hub == run.oc, "\(run.about)")
     }
 
-    @Test func openCombineDeliversASecondCompletionWhereHubCoreDoesNot() {
+    @Test func openCombineDeliversASecondCompletionWhereHubEngineDoesNot() {
         // The one place the histories are trimmed: OpenCombine 0.14 keeps the trigger
         // after the upstream finished and forwards its completion too.
         let result = PairDifferential.run([.request(nil), .finishA, .finishB],

@@ -1,10 +1,11 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 import OpenCombine
 
 @Suite("CombiningOperators: zip")
 struct ZipTests {
-    typealias Subject = HubCore.PassthroughSubject<Int, TestError>
+    typealias Subject = HubEngine.PassthroughSubject<Int, TestError>
     typealias Probe = DemandProbe<Int, TestError>
 
     @Test func pairsValuesInOrderAndFinishesWhenAFinishedUpstreamRunsDry() {
@@ -32,7 +33,7 @@ struct ZipTests {
 
     @Test func anUpstreamThatEndsWhileSubscribingEndsTheZipRightAfterTheSubscription() {
         let recorder = RecordingSubscriber<Int, Never>(initialDemand: .unlimited)
-        HubCore.Empty<Int, Never>().zip(HubCore.Just(1)) { $0 + $1 }.subscribe(recorder)
+        HubEngine.Empty<Int, Never>().zip(HubEngine.Just(1)) { $0 + $1 }.subscribe(recorder)
         #expect(recorder.events == [.subscription, .finished])
     }
 
@@ -177,7 +178,7 @@ struct ZipTests {
         let script = PairDifferential.randomScript(length: 24, using: &generator)
         let demands = PairDifferential.randomDemands(using: &generator)
         let result = PairDifferential.run(script, initialDemand: demands.initial, demandPerValue: demands.perValue,
-            hub: { a, b in a.zip(b, HubCore.Publishers.Sequence<Range<Int>, TestError>(sequence: 0..<1000)) { $0 * 10_000 + $1 * 1000 + $2 } },
+            hub: { a, b in a.zip(b, HubEngine.Publishers.Sequence<Range<Int>, TestError>(sequence: 0..<1000)) { $0 * 10_000 + $1 * 1000 + $2 } },
             oc: { a, b in a.zip(b, OpenCombine.Publishers.Sequence<Range<Int>, TestError>(sequence: 0..<1000)) { $0 * 10_000 + $1 * 1000 + $2 } })
         #expect(result.hub == result.oc, "seed \(seed) \(demands): \(script)")
     }

@@ -1,5 +1,6 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 
 @Suite("Higher-order operators: catch, tryCatch, retry")
 struct CatchRetryTests {
@@ -8,10 +9,10 @@ struct CatchRetryTests {
     // MARK: catch
 
     @Test func catchSwitchesToTheHandlersPublisherOnFailure() {
-        let upstream = HubCore.PassthroughSubject<Int, TestError>()
-        let replacement = HubCore.PassthroughSubject<Int, Never>()
+        let upstream = HubEngine.PassthroughSubject<Int, TestError>()
+        let replacement = HubEngine.PassthroughSubject<Int, Never>()
         var caught: [TestError] = []
-        let recorder = upstream.catch { error -> HubCore.PassthroughSubject<Int, Never> in
+        let recorder = upstream.catch { error -> HubEngine.PassthroughSubject<Int, Never> in
             caught.append(error)
             return replacement
         }.record()
@@ -41,7 +42,7 @@ struct CatchRetryTests {
     }
 
     @Test func catchDoesNotCallTheHandlerWhenTheUpstreamFinishes() {
-        let upstream = HubCore.PassthroughSubject<Int, TestError>()
+        let upstream = HubEngine.PassthroughSubject<Int, TestError>()
         var calls = 0
         let recorder = upstream.catch { _ -> Empty<Int, TestError> in
             calls += 1
@@ -76,14 +77,14 @@ struct CatchRetryTests {
     }
 
     @Test func catchDeliversTheReplacementsFailure() {
-        let upstream = HubCore.PassthroughSubject<Int, TestError>()
+        let upstream = HubEngine.PassthroughSubject<Int, TestError>()
         let recorder = upstream.catch { _ in Fail<Int, TestError>(error: .other(2)) }.record()
         upstream.send(completion: .failure(.oops))
         #expect(recorder.events == [.subscription, .failure(.other(2))])
     }
 
     @Test func catchWithAColdReplacementWaitsForDemand() {
-        let upstream = HubCore.PassthroughSubject<Int, TestError>()
+        let upstream = HubEngine.PassthroughSubject<Int, TestError>()
         let recorder = upstream.catch { _ in [7, 8].publisher }.record(initialDemand: .max(1))
         upstream.send(1)
         upstream.send(completion: .failure(.oops))
@@ -97,7 +98,7 @@ struct CatchRetryTests {
     // MARK: tryCatch
 
     @Test func tryCatchDeliversTheErrorTheHandlerThrows() {
-        let upstream = HubCore.PassthroughSubject<Int, TestError>()
+        let upstream = HubEngine.PassthroughSubject<Int, TestError>()
         let recorder = RecordingSubscriber<Int, TestError>(initialDemand: .unlimited)
         HubCastingPublisher(upstream: upstream.tryCatch { error -> Just<Int> in
             throw TestError.other(error == .oops ? 1 : 2)
@@ -110,7 +111,7 @@ struct CatchRetryTests {
 
     @Test func tryCatchSwitchesLikeCatchWhenTheHandlerReturns() {
         let upstream = Probe()
-        let replacement = HubCore.PassthroughSubject<Int, TestError>()
+        let replacement = HubEngine.PassthroughSubject<Int, TestError>()
         let recorder = RecordingSubscriber<Int, TestError>(initialDemand: .max(2))
         HubCastingPublisher(upstream: upstream.tryCatch { _ in replacement }).subscribe(recorder)
         #expect(upstream.requests == [.max(2)])
@@ -123,8 +124,8 @@ struct CatchRetryTests {
     }
 
     @Test func tryCatchFailureTypeIsAnyError() {
-        let publisher: HubCore.Publishers.TryCatch<HubCore.PassthroughSubject<Int, TestError>, Just<Int>>
-            = HubCore.PassthroughSubject<Int, TestError>().tryCatch { _ in Just(0) }
+        let publisher: HubEngine.Publishers.TryCatch<HubEngine.PassthroughSubject<Int, TestError>, Just<Int>>
+            = HubEngine.PassthroughSubject<Int, TestError>().tryCatch { _ in Just(0) }
         #expect(type(of: publisher).Failure.self == (any Error).self)
     }
 
@@ -164,7 +165,7 @@ struct CatchRetryTests {
     @Test func retryWithoutLimitKeepsResubscribing() {
         let source = HubFreshSubjects()
         let recorder = RecordingSubscriber<Int, TestError>(initialDemand: .max(10))
-        HubCore.Publishers.Retry(upstream: source, retries: nil).subscribe(recorder)
+        HubEngine.Publishers.Retry(upstream: source, retries: nil).subscribe(recorder)
         for value in 0..<20 {
             source.newest?.send(value)
             source.newest?.send(completion: .failure(.oops))
@@ -175,12 +176,12 @@ struct CatchRetryTests {
     }
 
     @Test func retryOfZeroFailsAtOnceAndFinishIsPassedOn() {
-        let failing = HubCore.PassthroughSubject<Int, TestError>()
+        let failing = HubEngine.PassthroughSubject<Int, TestError>()
         let failed = failing.retry(0).record()
         failing.send(completion: .failure(.oops))
         #expect(failed.events == [.subscription, .failure(.oops)])
 
-        let finishing = HubCore.PassthroughSubject<Int, TestError>()
+        let finishing = HubEngine.PassthroughSubject<Int, TestError>()
         let finished = finishing.retry(3).record()
         finishing.send(1)
         finishing.send(completion: .finished)

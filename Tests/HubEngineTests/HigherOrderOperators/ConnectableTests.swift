@@ -1,5 +1,6 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 
 @Suite("Higher-order operators: share, multicast, autoconnect, makeConnectable")
 struct ConnectableTests {
@@ -44,7 +45,7 @@ struct ConnectableTests {
     }
 
     @Test func shareIsAClassComparedByIdentity() {
-        let subject = HubCore.PassthroughSubject<Int, Never>()
+        let subject = HubEngine.PassthroughSubject<Int, Never>()
         let shared = subject.share()
         let alias = shared
         #expect(shared == alias)
@@ -65,9 +66,9 @@ struct ConnectableTests {
     @Test func multicastDoesNothingUntilConnectAndDisconnectsOnCancel() {
         let upstream = Probe()
         var created = 0
-        let multicast = upstream.multicast { () -> HubCore.PassthroughSubject<Int, TestError> in
+        let multicast = upstream.multicast { () -> HubEngine.PassthroughSubject<Int, TestError> in
             created += 1
-            return HubCore.PassthroughSubject()
+            return HubEngine.PassthroughSubject()
         }
         let recorder = multicast.record(initialDemand: .max(1))
         let other = multicast.record(initialDemand: .max(5))
@@ -86,8 +87,8 @@ struct ConnectableTests {
     }
 
     @Test func multicastSubjectReceivesTheUpstreamThroughTheGivenSubject() {
-        let upstream = HubCore.PassthroughSubject<Int, TestError>()
-        let subject = HubCore.CurrentValueSubject<Int, TestError>(0)
+        let upstream = HubEngine.PassthroughSubject<Int, TestError>()
+        let subject = HubEngine.CurrentValueSubject<Int, TestError>(0)
         let multicast = upstream.multicast(subject: subject)
         let recorder = multicast.record()
         #expect(recorder.values == [0])
@@ -101,8 +102,8 @@ struct ConnectableTests {
     }
 
     @Test func multicastSubscriberCancelStopsOnlyThatSubscriber() {
-        let upstream = HubCore.PassthroughSubject<Int, TestError>()
-        let multicast = upstream.multicast { HubCore.PassthroughSubject<Int, TestError>() }
+        let upstream = HubEngine.PassthroughSubject<Int, TestError>()
+        let multicast = upstream.multicast { HubEngine.PassthroughSubject<Int, TestError>() }
         let leaving = multicast.record()
         let staying = multicast.record(initialDemand: .none, demandPerValue: .max(1))
         staying.request(.max(1))
@@ -121,7 +122,7 @@ struct ConnectableTests {
 
     @Test func autoconnectConnectsOnFirstSubscriptionAndCountsSubscribers() {
         let upstream = Probe()
-        let auto = upstream.multicast { HubCore.PassthroughSubject<Int, TestError>() }.autoconnect()
+        let auto = upstream.multicast { HubEngine.PassthroughSubject<Int, TestError>() }.autoconnect()
         #expect(upstream.subscriptions == 0)
         let first = auto.record()
         #expect(upstream.subscriptions == 1)
@@ -135,7 +136,7 @@ struct ConnectableTests {
     }
 
     @Test func autoconnectPassesDemandAndCompletionThrough() {
-        let subject = HubCore.PassthroughSubject<Int, Never>()
+        let subject = HubEngine.PassthroughSubject<Int, Never>()
         let auto = subject.makeConnectable().autoconnect()
         let recorder = RecordingSubscriber<Int, Never>(initialDemand: .max(1))
         auto.subscribe(recorder)
@@ -158,10 +159,10 @@ struct ConnectableTests {
     }
 
     @Test func connectablePublisherIsUsableGenerically() {
-        func connectAll<C: HubCore.ConnectablePublisher>(_ publishers: [C]) -> [any HubCore.Cancellable] {
+        func connectAll<C: HubEngine.ConnectablePublisher>(_ publishers: [C]) -> [any HubEngine.Cancellable] {
             publishers.map { $0.connect() }
         }
-        let subject = HubCore.PassthroughSubject<Int, Never>()
+        let subject = HubEngine.PassthroughSubject<Int, Never>()
         let connectables = [subject.makeConnectable(), subject.makeConnectable()]
         let recorders = connectables.map { $0.record() }
         let connections = connectAll(connectables)

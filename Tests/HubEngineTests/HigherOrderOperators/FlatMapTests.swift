@@ -1,5 +1,6 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 import OpenCombine
 
 @Suite("Higher-order operators: flatMap")
@@ -7,8 +8,8 @@ struct FlatMapTests {
     typealias Probe = DemandProbe<Int, TestError>
 
     @Test func mergesInnerValuesAndFinishesAfterUpstreamAndEveryInner() {
-        let outer = HubCore.PassthroughSubject<Int, TestError>()
-        let inners = (0..<2).map { _ in HubCore.PassthroughSubject<Int, TestError>() }
+        let outer = HubEngine.PassthroughSubject<Int, TestError>()
+        let inners = (0..<2).map { _ in HubEngine.PassthroughSubject<Int, TestError>() }
         let recorder = outer.flatMap { inners[$0] }.record()
         outer.send(0)
         outer.send(1)
@@ -80,8 +81,8 @@ struct FlatMapTests {
     }
 
     @Test func bufferedValuesAreDeliveredInArrivalOrderAndCompletionWaitsForThem() {
-        let outer = HubCore.PassthroughSubject<Int, TestError>()
-        let inners = (0..<2).map { _ in HubCore.PassthroughSubject<Int, TestError>() }
+        let outer = HubEngine.PassthroughSubject<Int, TestError>()
+        let inners = (0..<2).map { _ in HubEngine.PassthroughSubject<Int, TestError>() }
         let recorder = outer.flatMap { inners[$0] }.record(initialDemand: .none)
         outer.send(0)
         outer.send(1)
@@ -164,8 +165,8 @@ struct FlatMapTests {
     }
 
     @Test func requestOfNoneIsHarmlessAndReentrantRequestsAreHonoured() {
-        let outer = HubCore.PassthroughSubject<Int, TestError>()
-        let inner = HubCore.PassthroughSubject<Int, TestError>()
+        let outer = HubEngine.PassthroughSubject<Int, TestError>()
+        let inner = HubEngine.PassthroughSubject<Int, TestError>()
         let recorder = outer.flatMap { _ in inner }.record(initialDemand: .none)
         recorder.request(.none)
         recorder.onValue = { [unowned recorder] _ in
@@ -181,18 +182,18 @@ struct FlatMapTests {
     }
 
     @Test func setFailureTypeOverloadsPickCombinesTypes() {
-        let neverOuter = HubCore.PassthroughSubject<Int, Never>()
-        let failingInner = HubCore.PassthroughSubject<Int, TestError>()
-        let neverInner = HubCore.PassthroughSubject<Int, Never>()
-        let failingOuter = HubCore.PassthroughSubject<Int, TestError>()
+        let neverOuter = HubEngine.PassthroughSubject<Int, Never>()
+        let failingInner = HubEngine.PassthroughSubject<Int, TestError>()
+        let neverInner = HubEngine.PassthroughSubject<Int, Never>()
+        let failingOuter = HubEngine.PassthroughSubject<Int, TestError>()
 
-        let a: HubCore.Publishers.FlatMap<HubCore.PassthroughSubject<Int, TestError>,
-                                          HubCore.Publishers.SetFailureType<HubCore.PassthroughSubject<Int, Never>, TestError>>
+        let a: HubEngine.Publishers.FlatMap<HubEngine.PassthroughSubject<Int, TestError>,
+                                          HubEngine.Publishers.SetFailureType<HubEngine.PassthroughSubject<Int, Never>, TestError>>
             = neverOuter.flatMap { _ in failingInner }
-        let b: HubCore.Publishers.FlatMap<HubCore.PassthroughSubject<Int, Never>, HubCore.PassthroughSubject<Int, Never>>
+        let b: HubEngine.Publishers.FlatMap<HubEngine.PassthroughSubject<Int, Never>, HubEngine.PassthroughSubject<Int, Never>>
             = neverOuter.flatMap { _ in neverInner }
-        let c: HubCore.Publishers.FlatMap<HubCore.Publishers.SetFailureType<HubCore.PassthroughSubject<Int, Never>, TestError>,
-                                          HubCore.PassthroughSubject<Int, TestError>>
+        let c: HubEngine.Publishers.FlatMap<HubEngine.Publishers.SetFailureType<HubEngine.PassthroughSubject<Int, Never>, TestError>,
+                                          HubEngine.PassthroughSubject<Int, TestError>>
             = failingOuter.flatMap(maxPublishers: .max(1)) { _ in neverInner }
 
         let recordA = a.record()

@@ -1,9 +1,10 @@
 import Testing
-import HubCore
+import HubEngine
 import OpenCombine
+import HubTesting
 
 /// Higher-order operators run on the same random scripts (outer, inner publishers, demand,
-/// cancel) on HubCore and OpenCombine 0.14.0 must give the same histories.
+/// cancel) on HubEngine and OpenCombine 0.14.0 must give the same histories.
 @Suite("Higher-order operators: differential against OpenCombine")
 struct HigherOrderDifferentialTests {
     static let innerCount = 6
@@ -29,7 +30,7 @@ struct HigherOrderDifferentialTests {
     ///
     /// A later `request(.unlimited)` is replaced by `request(3)`: OpenCombine then asks its live
     /// inners for `.unlimited` in Dictionary order, which changes from run to run, and cold
-    /// inners emit at once, so its order is not reproducible (HubCore uses creation order).
+    /// inners emit at once, so its order is not reproducible (HubEngine uses creation order).
     @Test(arguments: 0..<100)
     func flatMapOverSequencesOnRandomScripts(seed: Int) {
         var generator = SeededGenerator(seed: UInt64(seed))
@@ -42,7 +43,7 @@ struct HigherOrderDifferentialTests {
             script, initialDemand: initial, demandPerValue: perValue,
             hub: { source in
                 source.flatMap(maxPublishers: Differential.hubDemand(max)) { n in
-                    HubCore.Publishers.Sequence<[Int], TestError>(sequence: (0..<n).map { 10 * n + $0 })
+                    HubEngine.Publishers.Sequence<[Int], TestError>(sequence: (0..<n).map { 10 * n + $0 })
                 }
             },
             oc: { source in
@@ -105,7 +106,7 @@ struct HigherOrderDifferentialTests {
         let result = Differential.run(
             script, initialDemand: initial, demandPerValue: perValue,
             hub: { source in
-                source.map { n in HubCore.Publishers.Sequence<[Int], TestError>(sequence: (0..<n).map { 10 * n + $0 }) }
+                source.map { n in HubEngine.Publishers.Sequence<[Int], TestError>(sequence: (0..<n).map { 10 * n + $0 }) }
                     .switchToLatest()
             },
             oc: { source in
@@ -203,7 +204,7 @@ struct HigherOrderDifferentialTests {
         let perValue = Int.random(in: 0...1, using: &generator)
         let result = SharedDifferential.run(
             script, demandPerValue: perValue,
-            hub: { $0.multicast { HubCore.PassthroughSubject<Int, TestError>() } },
+            hub: { $0.multicast { HubEngine.PassthroughSubject<Int, TestError>() } },
             hubConnect: { $0.connect() },
             oc: { $0.multicast { OpenCombine.PassthroughSubject<Int, TestError>() } },
             ocConnect: { $0.connect() })
@@ -218,7 +219,7 @@ struct HigherOrderDifferentialTests {
         let script = SharedDifferential.randomScript(length: 30, connections: true, using: &generator)
         let result = SharedDifferential.run(
             script,
-            hub: { $0.multicast(subject: HubCore.CurrentValueSubject<Int, TestError>(-1)) },
+            hub: { $0.multicast(subject: HubEngine.CurrentValueSubject<Int, TestError>(-1)) },
             hubConnect: { $0.connect() },
             oc: { $0.multicast(subject: OpenCombine.CurrentValueSubject<Int, TestError>(-1)) },
             ocConnect: { $0.connect() })
@@ -233,7 +234,7 @@ struct HigherOrderDifferentialTests {
         let perValue = Int.random(in: 0...1, using: &generator)
         let result = SharedDifferential.run(
             script, demandPerValue: perValue,
-            hub: { $0.multicast { HubCore.PassthroughSubject<Int, TestError>() }.autoconnect() },
+            hub: { $0.multicast { HubEngine.PassthroughSubject<Int, TestError>() }.autoconnect() },
             oc: { $0.multicast { OpenCombine.PassthroughSubject<Int, TestError>() }.autoconnect() })
         #expect(result.hub == result.oc, "seed \(seed): \(script)")
         #expect(result.hubSubscriptions == result.ocSubscriptions, "seed \(seed): \(script)")

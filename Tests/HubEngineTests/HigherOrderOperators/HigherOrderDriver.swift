@@ -1,4 +1,5 @@
-import HubCore
+import HubEngine
+import HubTesting
 import OpenCombine
 
 // Drivers for differential tests of higher-order operators: the script controls not only the
@@ -41,12 +42,12 @@ enum NestedDifferential {
     final class Counter { var emitted = 0 }
 
     typealias History = [RecordedEvent<Int, TestError>]
-    typealias HubSubject = HubCore.PassthroughSubject<Int, TestError>
+    typealias HubSubject = HubEngine.PassthroughSubject<Int, TestError>
     typealias OCSubject = OpenCombine.PassthroughSubject<Int, TestError>
 
     /// Runs `script` on both engines. The outer subject emits inner numbers (0, 1, 2, …);
     /// the chain builders map a number to `inners[number]`, a subject the script drives.
-    static func run<HP: HubCore.Publisher, OP: OpenCombine.Publisher>(
+    static func run<HP: HubEngine.Publisher, OP: OpenCombine.Publisher>(
         _ script: [NestedStep],
         innerCount: Int,
         initialDemand: Int? = 0,
@@ -169,17 +170,17 @@ enum NestedDifferential {
 
 // MARK: - A source that gives each subscription a fresh subject
 
-/// A HubCore publisher that, for each subscriber, makes a new subject and subscribes the
+/// A HubEngine publisher that, for each subscriber, makes a new subject and subscribes the
 /// subscriber to it; the script drives the newest subject. Retry and Catch resubscribe to it.
-final class HubFreshSubjects: HubCore.Publisher {
+final class HubFreshSubjects: HubEngine.Publisher {
     typealias Output = Int
     typealias Failure = TestError
-    private(set) var subjects: [HubCore.PassthroughSubject<Int, TestError>] = []
+    private(set) var subjects: [HubEngine.PassthroughSubject<Int, TestError>] = []
 
-    var newest: HubCore.PassthroughSubject<Int, TestError>? { subjects.last }
+    var newest: HubEngine.PassthroughSubject<Int, TestError>? { subjects.last }
 
-    func receive<S: HubCore.Subscriber>(subscriber: S) where S.Input == Int, S.Failure == TestError {
-        let subject = HubCore.PassthroughSubject<Int, TestError>()
+    func receive<S: HubEngine.Subscriber>(subscriber: S) where S.Input == Int, S.Failure == TestError {
+        let subject = HubEngine.PassthroughSubject<Int, TestError>()
         subjects.append(subject)
         subject.subscribe(subscriber)
     }
@@ -205,7 +206,7 @@ enum FreshDifferential {
 
     /// Runs `script` on both engines; sends, finishes and failures go to the newest subject of the
     /// source. Also returns how many subscriptions each source saw.
-    static func run<HP: HubCore.Publisher, OP: OpenCombine.Publisher>(
+    static func run<HP: HubEngine.Publisher, OP: OpenCombine.Publisher>(
         _ script: [ScriptStep<Int>],
         initialDemand: Int? = 0,
         demandPerValue: Int = 0,
@@ -269,11 +270,11 @@ enum SharedDifferential {
     /// Runs `script` on both engines, with the chain built once over each engine's source, which
     /// makes a fresh subject per connection (sends go to the newest, so a disconnection shows);
     /// returns each subscriber's history in order of subscription and the connection counts.
-    static func run<HP: HubCore.Publisher, OP: OpenCombine.Publisher>(
+    static func run<HP: HubEngine.Publisher, OP: OpenCombine.Publisher>(
         _ script: [SharedStep],
         demandPerValue: Int = 0,
         hub: (HubFreshSubjects) -> HP,
-        hubConnect: (HP) -> any HubCore.Cancellable = { _ in HubCore.AnyCancellable {} },
+        hubConnect: (HP) -> any HubEngine.Cancellable = { _ in HubEngine.AnyCancellable {} },
         oc: (OCFreshSubjects) -> OP,
         ocConnect: (OP) -> any OpenCombine.Cancellable = { _ in OpenCombine.AnyCancellable {} }
     ) -> (hub: [History], oc: [History], hubSubscriptions: Int, ocSubscriptions: Int)
@@ -281,7 +282,7 @@ enum SharedDifferential {
         let hubSource = HubFreshSubjects()
         let hubShared = hub(hubSource)
         var hubRecorders: [RecordingSubscriber<Int, TestError>] = []
-        var hubConnections: [any HubCore.Cancellable] = []
+        var hubConnections: [any HubEngine.Cancellable] = []
         let ocSource = OCFreshSubjects()
         let ocShared = oc(ocSource)
         var ocRecorders: [OCRecordingSubscriber<Int, TestError>] = []
@@ -367,17 +368,17 @@ enum SharedDifferential {
 
 // MARK: - Error casting for try-operators
 
-/// Forwards a HubCore chain whose failure is `any Error` to a recorder of `TestError`s
+/// Forwards a HubEngine chain whose failure is `any Error` to a recorder of `TestError`s
 /// (an error that is not a `TestError` is recorded as `.other(-1)`).
-struct HubErrorCast<Downstream: HubCore.Subscriber>: HubCore.Subscriber
+struct HubErrorCast<Downstream: HubEngine.Subscriber>: HubEngine.Subscriber
 where Downstream.Input == Int, Downstream.Failure == TestError {
     typealias Input = Int
     typealias Failure = any Error
     let downstream: Downstream
-    let combineIdentifier = HubCore.CombineIdentifier()
-    func receive(subscription: any HubCore.Subscription) { downstream.receive(subscription: subscription) }
-    func receive(_ input: Int) -> HubCore.Subscribers.Demand { downstream.receive(input) }
-    func receive(completion: HubCore.Subscribers.Completion<any Error>) {
+    let combineIdentifier = HubEngine.CombineIdentifier()
+    func receive(subscription: any HubEngine.Subscription) { downstream.receive(subscription: subscription) }
+    func receive(_ input: Int) -> HubEngine.Subscribers.Demand { downstream.receive(input) }
+    func receive(completion: HubEngine.Subscribers.Completion<any Error>) {
         switch completion {
         case .finished: downstream.receive(completion: .finished)
         case .failure(let error): downstream.receive(completion: .failure(TestError.recorded(error)))
@@ -402,13 +403,13 @@ where Downstream.Input == Int, Downstream.Failure == TestError {
     }
 }
 
-/// A HubCore publisher of `any Error` seen as a publisher of `TestError`, for the drivers above.
-struct HubCastingPublisher<Upstream: HubCore.Publisher>: HubCore.Publisher
+/// A HubEngine publisher of `any Error` seen as a publisher of `TestError`, for the drivers above.
+struct HubCastingPublisher<Upstream: HubEngine.Publisher>: HubEngine.Publisher
 where Upstream.Output == Int, Upstream.Failure == any Error {
     typealias Output = Int
     typealias Failure = TestError
     let upstream: Upstream
-    func receive<S: HubCore.Subscriber>(subscriber: S) where S.Input == Int, S.Failure == TestError {
+    func receive<S: HubEngine.Subscriber>(subscriber: S) where S.Input == Int, S.Failure == TestError {
         upstream.subscribe(HubErrorCast(downstream: subscriber))
     }
 }

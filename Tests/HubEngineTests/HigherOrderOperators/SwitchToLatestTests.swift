@@ -1,13 +1,14 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 
 @Suite("Higher-order operators: switchToLatest")
 struct SwitchToLatestTests {
     typealias Probe = DemandProbe<Int, TestError>
 
     @Test func followsTheNewestInnerAndIgnoresOlderOnes() {
-        let outer = HubCore.PassthroughSubject<Int, TestError>()
-        let inners = (0..<2).map { _ in HubCore.PassthroughSubject<Int, TestError>() }
+        let outer = HubEngine.PassthroughSubject<Int, TestError>()
+        let inners = (0..<2).map { _ in HubEngine.PassthroughSubject<Int, TestError>() }
         let recorder = outer.map { inners[$0] }.switchToLatest().record()
         outer.send(0)
         inners[0].send(1)
@@ -53,8 +54,8 @@ struct SwitchToLatestTests {
     }
 
     @Test func finishesOnlyWhenUpstreamAndCurrentInnerHaveFinished() {
-        let outer = HubCore.PassthroughSubject<Int, TestError>()
-        let inners = (0..<2).map { _ in HubCore.PassthroughSubject<Int, TestError>() }
+        let outer = HubEngine.PassthroughSubject<Int, TestError>()
+        let inners = (0..<2).map { _ in HubEngine.PassthroughSubject<Int, TestError>() }
         let recorder = outer.map { inners[$0] }.switchToLatest().record()
         outer.send(0)
         inners[0].send(completion: .finished)
@@ -66,7 +67,7 @@ struct SwitchToLatestTests {
         inners[1].send(completion: .finished)
         #expect(recorder.events == [.subscription, .value(4), .finished])
 
-        let idle = HubCore.PassthroughSubject<HubCore.PassthroughSubject<Int, TestError>, TestError>()
+        let idle = HubEngine.PassthroughSubject<HubEngine.PassthroughSubject<Int, TestError>, TestError>()
         let idleRecorder = idle.switchToLatest().record()
         idle.send(completion: .finished)
         #expect(idleRecorder.events == [.subscription, .finished])
@@ -122,19 +123,19 @@ struct SwitchToLatestTests {
     }
 
     @Test func setFailureTypeOverloadsPickCombinesTypes() {
-        typealias NeverSubject = HubCore.PassthroughSubject<Int, Never>
-        typealias FailingSubject = HubCore.PassthroughSubject<Int, TestError>
-        let neverOfFailing = HubCore.PassthroughSubject<FailingSubject, Never>()
-        let neverOfNever = HubCore.PassthroughSubject<NeverSubject, Never>()
-        let failingOfNever = HubCore.PassthroughSubject<NeverSubject, TestError>()
+        typealias NeverSubject = HubEngine.PassthroughSubject<Int, Never>
+        typealias FailingSubject = HubEngine.PassthroughSubject<Int, TestError>
+        let neverOfFailing = HubEngine.PassthroughSubject<FailingSubject, Never>()
+        let neverOfNever = HubEngine.PassthroughSubject<NeverSubject, Never>()
+        let failingOfNever = HubEngine.PassthroughSubject<NeverSubject, TestError>()
 
-        let a: HubCore.Publishers.SwitchToLatest<FailingSubject, HubCore.Publishers.SetFailureType<HubCore.PassthroughSubject<FailingSubject, Never>, TestError>>
+        let a: HubEngine.Publishers.SwitchToLatest<FailingSubject, HubEngine.Publishers.SetFailureType<HubEngine.PassthroughSubject<FailingSubject, Never>, TestError>>
             = neverOfFailing.switchToLatest()
-        let b: HubCore.Publishers.SwitchToLatest<NeverSubject, HubCore.PassthroughSubject<NeverSubject, Never>>
+        let b: HubEngine.Publishers.SwitchToLatest<NeverSubject, HubEngine.PassthroughSubject<NeverSubject, Never>>
             = neverOfNever.switchToLatest()
-        let c: HubCore.Publishers.SwitchToLatest<
-            HubCore.Publishers.SetFailureType<NeverSubject, TestError>,
-            HubCore.Publishers.Map<HubCore.PassthroughSubject<NeverSubject, TestError>, HubCore.Publishers.SetFailureType<NeverSubject, TestError>>
+        let c: HubEngine.Publishers.SwitchToLatest<
+            HubEngine.Publishers.SetFailureType<NeverSubject, TestError>,
+            HubEngine.Publishers.Map<HubEngine.PassthroughSubject<NeverSubject, TestError>, HubEngine.Publishers.SetFailureType<NeverSubject, TestError>>
         > = failingOfNever.switchToLatest()
 
         let recordA = a.record()

@@ -1,5 +1,6 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 
 @Suite("Seeds: Publishers.AccumulateLatestMany")
 struct AccumulateLatestManyTests {

@@ -1,5 +1,6 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 
 /// Makes a new `DemandProbe` for each run of a pipeline and keeps them for inspection.
 private final class ProbeFactory {

@@ -1,5 +1,6 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 
 /// Random scripts on `reduceLatest` over three well-behaved upstreams (they only send what was
 /// requested from them), checked against a small reference model of the documented rules.

@@ -1,5 +1,6 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 
 /// The article's `(Int?, Character?, Bool?)`, made `Equatable` for the recordings.
 private struct Triple: Equatable, CustomStringConvertible {

@@ -1,5 +1,6 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 import OpenCombine
 
 /// The seeds against the article's own operator-chain definitions, run on OpenCombine:
@@ -8,16 +9,16 @@ import OpenCombine
 struct SeedsDifferentialTests {
     typealias History = [RecordedEvent<Int, TestError>]
 
-    static func run<HP: HubCore.Publisher, OP: OpenCombine.Publisher>(
+    static func run<HP: HubEngine.Publisher, OP: OpenCombine.Publisher>(
         _ script: [SeedScriptStep],
         initialDemand: Int?,
         demandPerValue: Int,
-        hub: (HubCore.PassthroughSubject<Int, TestError>, HubCore.PassthroughSubject<Void, Never>) -> HP,
+        hub: (HubEngine.PassthroughSubject<Int, TestError>, HubEngine.PassthroughSubject<Void, Never>) -> HP,
         oc: (OpenCombine.PassthroughSubject<Int, TestError>, OpenCombine.PassthroughSubject<Void, Never>) -> OP
     ) -> (hub: History, oc: History)
     where HP.Output == Int, HP.Failure == TestError, OP.Output == Int, OP.Failure == TestError {
-        let hubSource = HubCore.PassthroughSubject<Int, TestError>()
-        let hubSignal = HubCore.PassthroughSubject<Void, Never>()
+        let hubSource = HubEngine.PassthroughSubject<Int, TestError>()
+        let hubSignal = HubEngine.PassthroughSubject<Void, Never>()
         let hubRecorder = RecordingSubscriber<Int, TestError>(
             initialDemand: Differential.hubDemand(initialDemand), demandPerValue: .max(demandPerValue))
         hub(hubSource, hubSignal).subscribe(hubRecorder)
@@ -85,7 +86,7 @@ struct SeedsDifferentialTests {
         let result = Self.run(
             script, initialDemand: initial, demandPerValue: perValue,
             hub: { source, signal in
-                HubCore.Publishers.publish(onOutputFrom: signal) { () -> HubCore.Publishers.Map<HubCore.PassthroughSubject<Int, TestError>, Int> in
+                HubEngine.Publishers.publish(onOutputFrom: signal) { () -> HubEngine.Publishers.Map<HubEngine.PassthroughSubject<Int, TestError>, Int> in
                     hubRuns += 1
                     let run = hubRuns
                     return source.map { $0 + 100 * run }
@@ -112,7 +113,7 @@ struct SeedsDifferentialTests {
         let result = Self.run(
             script, initialDemand: initial, demandPerValue: perValue,
             hub: { source, signal in
-                HubCore.Publishers.publishAndRepeat(onOutputFrom: signal) { () -> HubCore.Publishers.Map<HubCore.PassthroughSubject<Int, TestError>, Int> in
+                HubEngine.Publishers.publishAndRepeat(onOutputFrom: signal) { () -> HubEngine.Publishers.Map<HubEngine.PassthroughSubject<Int, TestError>, Int> in
                     hubRuns += 1
                     let run = hubRuns
                     return source.map { $0 + 100 * run }

@@ -1,4 +1,4 @@
-import HubCore
+import HubEngine
 
 /// A page of the fake paged source used by the pagination examples.
 struct SeedPage: Equatable, CustomStringConvertible {

@@ -1,5 +1,6 @@
 import Testing
-@testable import HubCore
+@testable import HubEngine
+import HubTesting
 
 /// The article's trigger identifiers.
 private enum TriggerId: Hashable {

@@ -1,5 +1,6 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 
 /// `Publishers.Concatenate` behind `prepend` and `append`: order, demand hand-over, failure, cancel.
 @Suite("SequenceOperators: concatenate, prepend, append")

@@ -1,5 +1,6 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 
 /// `dropFirst`, `drop(while:)`, `tryDrop(while:)`, `prefix(_:)`, `prefix(while:)`,
 /// `tryPrefix(while:)`, `output(at:)`, `output(in:)`.

@@ -1,5 +1,6 @@
+import HubEngine
 import Testing
-import HubCore
+import HubTesting
 
 /// `first`, `first(where:)`, `tryFirst(where:)`, `last`, `last(where:)`, `tryLast(where:)`.
 @Suite("SequenceOperators: first and last")

@@ -1,5 +1,7 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
+import HubValue
 import Logging
 
 /// `handleEvents` and `print(_:to:)`.

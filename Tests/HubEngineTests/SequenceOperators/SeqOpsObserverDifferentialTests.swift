@@ -1,9 +1,10 @@
+import HubEngine
 import Testing
-import HubCore
 import OpenCombine
 import Logging
+import HubTesting
 
-/// What `handleEvents` observes and what `print` logs, HubCore against OpenCombine 0.14.0,
+/// What `handleEvents` observes and what `print` logs, HubEngine against OpenCombine 0.14.0,
 /// on random scripts.
 @Suite("SequenceOperators: handleEvents and print against OpenCombine")
 struct SeqOpsObserverDifferentialTests {

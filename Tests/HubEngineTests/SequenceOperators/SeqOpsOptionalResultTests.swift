@@ -1,5 +1,5 @@
 import Testing
-import HubCore
+import HubEngine
 
 /// `Optional.Publisher` and `Result.Publisher`.
 @Suite("SequenceOperators: Optional and Result publishers")

@@ -1,15 +1,16 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 import OpenCombine
 
-/// `Future` and `Record` on random scenarios, HubCore against OpenCombine 0.14.0.
+/// `Future` and `Record` on random scenarios, HubEngine against OpenCombine 0.14.0.
 @Suite("SequenceOperators: Future and Record against OpenCombine")
 struct SeqOpsPublishersDifferentialTests {
     @Test(arguments: 0..<100)
     func futureWithSeveralSubscribers(seed: Int) {
         var generator = SeededGenerator(seed: UInt64(seed))
-        var hubPromise: HubCore.Future<Int, TestError>.Promise?
-        let hubFuture = HubCore.Future<Int, TestError> { hubPromise = $0 }
+        var hubPromise: HubEngine.Future<Int, TestError>.Promise?
+        let hubFuture = HubEngine.Future<Int, TestError> { hubPromise = $0 }
         var ocPromise: OpenCombine.Future<Int, TestError>.Promise?
         let ocFuture = OpenCombine.Future<Int, TestError> { ocPromise = $0 }
         var hubs: [RecordingSubscriber<Int, TestError>] = []
@@ -61,7 +62,7 @@ struct SeqOpsPublishersDifferentialTests {
         let initial = Int.random(in: 0...2, using: &generator)
         let perValue = Int.random(in: 0...1, using: &generator)
         let hub = RecordingSubscriber<Int, TestError>(initialDemand: .max(initial), demandPerValue: .max(perValue))
-        HubCore.Record<Int, TestError>(output: output, completion: fails ? .failure(.oops) : .finished).subscribe(hub)
+        HubEngine.Record<Int, TestError>(output: output, completion: fails ? .failure(.oops) : .finished).subscribe(hub)
         let oc = OCRecordingSubscriber<Int, TestError>(initialDemand: .max(initial), demandPerValue: .max(perValue))
         OpenCombine.Record<Int, TestError>(output: output, completion: fails ? .failure(.oops) : .finished).subscribe(oc)
         var steps: [String] = []
@@ -84,7 +85,7 @@ struct SeqOpsPublishersDifferentialTests {
     func deferredFutureFirst(seed: Int) {
         // A chain mixing the new publishers and operators: Deferred + Record + prepend + last.
         Diff.check(seed: seed,
-                   hub: { subject in HubCore.Deferred { subject }.prepend(HubCore.Record(output: [40, 41], completion: .finished)).output(in: 1...4) },
+                   hub: { subject in HubEngine.Deferred { subject }.prepend(HubEngine.Record(output: [40, 41], completion: .finished)).output(in: 1...4) },
                    oc: { subject in OpenCombine.Deferred { subject }.prepend(OpenCombine.Record(output: [40, 41], completion: .finished)).output(in: 1...4) })
     }
 

@@ -1,5 +1,6 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 
 /// `Future`, `Deferred` and `Record`.
 @Suite("SequenceOperators: Future, Deferred, Record")

@@ -1,8 +1,9 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 import OpenCombine
 
-/// The sequence operators on random scripts, HubCore against OpenCombine 0.14.0.
+/// The sequence operators on random scripts, HubEngine against OpenCombine 0.14.0.
 @Suite("SequenceOperators: differential against OpenCombine")
 struct SequenceOperatorsDifferentialTests {
     typealias Diff = SeqOpsDifferential
@@ -110,7 +111,7 @@ struct SequenceOperatorsDifferentialTests {
     @Test(arguments: 0..<80)
     func prependPublisherChain(seed: Int) {
         Diff.check(seed: seed,
-                   hub: { $0.prepend(HubCore.Just(50).setFailureTypeForTest()).prefix(5) },
+                   hub: { $0.prepend(HubEngine.Just(50).setFailureTypeForTest()).prefix(5) },
                    oc: { $0.prepend(OpenCombine.Just(50).setFailureType(to: TestError.self)).prefix(5) })
     }
 
@@ -131,8 +132,8 @@ struct SequenceOperatorsDifferentialTests {
         let initial = Int.random(in: 0...3, using: &generator)
         let perValue = Int.random(in: 0...1, using: &generator)
 
-        let hubPrefix = HubCore.PassthroughSubject<Int, TestError>()
-        let hubSuffix = HubCore.PassthroughSubject<Int, TestError>()
+        let hubPrefix = HubEngine.PassthroughSubject<Int, TestError>()
+        let hubSuffix = HubEngine.PassthroughSubject<Int, TestError>()
         let hub = RecordingSubscriber<Int, TestError>(initialDemand: .max(initial), demandPerValue: .max(perValue))
         hubPrefix.append(hubSuffix).subscribe(hub)
         let ocPrefix = OpenCombine.PassthroughSubject<Int, TestError>()
@@ -141,7 +142,7 @@ struct SequenceOperatorsDifferentialTests {
         ocPrefix.append(ocSuffix).subscribe(oc)
 
         var cancelled = false
-        func drive(_ script: [ScriptStep<Int>], hubSubject: HubCore.PassthroughSubject<Int, TestError>,
+        func drive(_ script: [ScriptStep<Int>], hubSubject: HubEngine.PassthroughSubject<Int, TestError>,
                    ocSubject: OpenCombine.PassthroughSubject<Int, TestError>) {
             for step in script {
                 switch step {
@@ -163,11 +164,11 @@ struct SequenceOperatorsDifferentialTests {
     }
 }
 
-extension HubCore.Just {
-    /// `Just` with `TestError` as its failure, built from a `Record` since HubCore's
+extension HubEngine.Just {
+    /// `Just` with `TestError` as its failure, built from a `Record` since HubEngine's
     /// `setFailureType` belongs to another area.
-    func setFailureTypeForTest() -> HubCore.Record<Output, TestError> {
-        HubCore.Record(output: [output], completion: .finished)
+    func setFailureTypeForTest() -> HubEngine.Record<Output, TestError> {
+        HubEngine.Record(output: [output], completion: .finished)
     }
 }
 
@@ -175,8 +176,8 @@ extension HubCore.Just {
 /// downstream's own `request` and whose demand is topped up from inside `receive(_:)`.
 @Suite("SequenceOperators: synchronous sources against OpenCombine")
 struct SeqOpsSynchronousSourceTests {
-    private static func compare<HP: HubCore.Publisher, OP: OpenCombine.Publisher>(
-        seed: Int, hub: (HubCore.Publishers.Sequence<Range<Int>, Never>) -> HP,
+    private static func compare<HP: HubEngine.Publisher, OP: OpenCombine.Publisher>(
+        seed: Int, hub: (HubEngine.Publishers.Sequence<Range<Int>, Never>) -> HP,
         oc: (OpenCombine.Publishers.Sequence<Range<Int>, Never>) -> OP,
         sourceLocation: SourceLocation = #_sourceLocation
     ) where HP.Output == Int, HP.Failure == Never, OP.Output == Int, OP.Failure == Never {
@@ -186,7 +187,7 @@ struct SeqOpsSynchronousSourceTests {
         let perValue = Int.random(in: 0...2, using: &generator)
         let later = Int.random(in: 1...4, using: &generator)
         let hubRecorder = RecordingSubscriber<Int, Never>(initialDemand: .max(initial), demandPerValue: .max(perValue))
-        hub(HubCore.Publishers.Sequence(sequence: 0..<count)).subscribe(hubRecorder)
+        hub(HubEngine.Publishers.Sequence(sequence: 0..<count)).subscribe(hubRecorder)
         let ocRecorder = OCRecordingSubscriber<Int, Never>(initialDemand: .max(initial), demandPerValue: .max(perValue))
         oc(OpenCombine.Publishers.Sequence(sequence: 0..<count)).subscribe(ocRecorder)
         hubRecorder.request(.max(later))
@@ -207,9 +208,9 @@ struct SeqOpsSynchronousSourceTests {
         Self.compare(seed: seed, hub: { $0.output(in: 2...4) }, oc: { $0.output(in: 2...4) })
         Self.compare(seed: seed, hub: { $0.append(10, 11) }, oc: { $0.append(10, 11) })
         Self.compare(seed: seed, hub: { $0.prepend(20, 21).append([30, 31]) }, oc: { $0.prepend(20, 21).append([30, 31]) })
-        Self.compare(seed: seed, hub: { $0.append(HubCore.Just(9)).dropFirst().prefix(4) },
+        Self.compare(seed: seed, hub: { $0.append(HubEngine.Just(9)).dropFirst().prefix(4) },
                      oc: { $0.append(OpenCombine.Just(9)).dropFirst().prefix(4) })
-        Self.compare(seed: seed, hub: { source in HubCore.Deferred { source }.handleEvents().output(at: 1) },
+        Self.compare(seed: seed, hub: { source in HubEngine.Deferred { source }.handleEvents().output(at: 1) },
                      oc: { source in OpenCombine.Deferred { source }.handleEvents().output(at: 1) })
     }
 }

@@ -1,33 +1,34 @@
-import HubCore
+import HubEngine
 import OpenCombine
 import Testing
+import HubTesting
 
-/// A test-only `mapError { $0 as! TestError }` for HubCore, so that the try-operators
+/// A test-only `mapError { $0 as! TestError }` for HubEngine, so that the try-operators
 /// (whose failure is `any Error`) can be recorded and compared with OpenCombine.
-struct SeqOpsCastFailure<Upstream: HubCore.Publisher>: HubCore.Publisher where Upstream.Failure == any Error {
+struct SeqOpsCastFailure<Upstream: HubEngine.Publisher>: HubEngine.Publisher where Upstream.Failure == any Error {
     typealias Output = Upstream.Output
     typealias Failure = TestError
 
     let upstream: Upstream
 
-    func receive<S: HubCore.Subscriber>(subscriber: S) where S.Input == Output, S.Failure == TestError {
+    func receive<S: HubEngine.Subscriber>(subscriber: S) where S.Input == Output, S.Failure == TestError {
         upstream.subscribe(Inner(downstream: subscriber))
     }
 
-    private struct Inner<D: HubCore.Subscriber>: HubCore.Subscriber where D.Input == Output, D.Failure == TestError {
+    private struct Inner<D: HubEngine.Subscriber>: HubEngine.Subscriber where D.Input == Output, D.Failure == TestError {
         typealias Input = Output
         typealias Failure = any Error
         let downstream: D
-        let combineIdentifier = HubCore.CombineIdentifier()
-        func receive(subscription: any HubCore.Subscription) { downstream.receive(subscription: subscription) }
-        func receive(_ input: Input) -> HubCore.Subscribers.Demand { downstream.receive(input) }
-        func receive(completion: HubCore.Subscribers.Completion<any Error>) {
+        let combineIdentifier = HubEngine.CombineIdentifier()
+        func receive(subscription: any HubEngine.Subscription) { downstream.receive(subscription: subscription) }
+        func receive(_ input: Input) -> HubEngine.Subscribers.Demand { downstream.receive(input) }
+        func receive(completion: HubEngine.Subscribers.Completion<any Error>) {
             downstream.receive(completion: completion.mapError { $0 as! TestError })
         }
     }
 }
 
-extension HubCore.Publisher where Failure == any Error {
+extension HubEngine.Publisher where Failure == any Error {
     /// Casts the failure back to ``TestError`` (the tests' predicates only throw that).
     func castToTestError() -> SeqOpsCastFailure<Self> { SeqOpsCastFailure(upstream: self) }
 }
@@ -40,18 +41,18 @@ enum SeqOpsPredicates {
     }
 }
 
-/// Runs random differential scripts with HubCore's stricter cancellation rule in mind.
+/// Runs random differential scripts with HubEngine's stricter cancellation rule in mind.
 enum SeqOpsDifferential {
     /// Runs a random script (from `seed`) on both engines and expects the same history.
     ///
     /// OpenCombine sometimes still delivers after a downstream `cancel()` (e.g. a `first()`
-    /// result that was waiting for demand); HubCore never does. So HubCore's history for the
+    /// result that was waiting for demand); HubEngine never does. So HubEngine's history for the
     /// whole script is compared with OpenCombine's history for the script cut just after its
-    /// first `cancel`, and HubCore must not change its history after that cancel either.
-    static func check<Out: Equatable, HP: HubCore.Publisher, OP: OpenCombine.Publisher>(
+    /// first `cancel`, and HubEngine must not change its history after that cancel either.
+    static func check<Out: Equatable, HP: HubEngine.Publisher, OP: OpenCombine.Publisher>(
         seed: Int,
         length: Int = 16,
-        hub: (HubCore.PassthroughSubject<Int, TestError>) -> HP,
+        hub: (HubEngine.PassthroughSubject<Int, TestError>) -> HP,
         oc: (OpenCombine.PassthroughSubject<Int, TestError>) -> OP,
         sourceLocation: SourceLocation = #_sourceLocation
     ) where HP.Output == Out, HP.Failure == TestError, OP.Output == Out, OP.Failure == TestError {
@@ -65,6 +66,6 @@ enum SeqOpsDifferential {
         #expect(full.hub == truncated.oc,
                 "seed \(seed), initial \(String(describing: initial)), perValue \(perValue): \(script)",
                 sourceLocation: sourceLocation)
-        #expect(full.hub == truncated.hub, "seed \(seed): HubCore delivered after cancel", sourceLocation: sourceLocation)
+        #expect(full.hub == truncated.hub, "seed \(seed): HubEngine delivered after cancel", sourceLocation: sourceLocation)
     }
 }

@@ -1,4 +1,6 @@
-import HubCore
+import HubEngine
+import HubTesting
+import HubValue
 import OpenCombine
 
 /// One step of a scripted exchange: what the source sends and what the downstream does.
@@ -25,7 +27,7 @@ enum ScriptStep<Value: Equatable>: Equatable, CustomStringConvertible {
     }
 }
 
-/// Runs the same scripted exchange on a HubCore chain and on an OpenCombine chain, each fed by a
+/// Runs the same scripted exchange on a HubEngine chain and on an OpenCombine chain, each fed by a
 /// `PassthroughSubject<Int, TestError>` of its own library, and returns both histories.
 ///
 /// `hub` and `oc` build the chain under test from the source subject. The
@@ -34,16 +36,16 @@ enum ScriptStep<Value: Equatable>: Equatable, CustomStringConvertible {
 enum Differential {
     typealias History<Out: Equatable> = [RecordedEvent<Out, TestError>]
 
-    static func run<Out: Equatable, HP: HubCore.Publisher, OP: OpenCombine.Publisher>(
+    static func run<Out: Equatable, HP: HubEngine.Publisher, OP: OpenCombine.Publisher>(
         _ script: [ScriptStep<Int>],
         initialDemand: Int? = 0,
         demandPerValue: Int = 0,
-        hub: (HubCore.PassthroughSubject<Int, TestError>) -> HP,
+        hub: (HubEngine.PassthroughSubject<Int, TestError>) -> HP,
         oc: (OpenCombine.PassthroughSubject<Int, TestError>) -> OP
     ) -> (hub: History<Out>, oc: History<Out>)
     where HP.Output == Out, HP.Failure == TestError, OP.Output == Out, OP.Failure == TestError {
-        // HubCore side.
-        let hubSubject = HubCore.PassthroughSubject<Int, TestError>()
+        // HubEngine side.
+        let hubSubject = HubEngine.PassthroughSubject<Int, TestError>()
         let hubRecorder = RecordingSubscriber<Out, TestError>(
             initialDemand: hubDemand(initialDemand), demandPerValue: .max(demandPerValue))
         hub(hubSubject).subscribe(hubRecorder)
@@ -65,7 +67,7 @@ enum Differential {
     /// exist yet: a `nil` subject ignores the step).
     static func apply<Out: Equatable>(
         _ step: ScriptStep<Int>,
-        hubSubject: HubCore.PassthroughSubject<Int, TestError>?,
+        hubSubject: HubEngine.PassthroughSubject<Int, TestError>?,
         ocSubject: OpenCombine.PassthroughSubject<Int, TestError>?,
         hubRecorder: RecordingSubscriber<Out, TestError>,
         ocRecorder: OCRecordingSubscriber<Out, TestError>
@@ -89,7 +91,7 @@ enum Differential {
         }
     }
 
-    static func hubDemand(_ n: Int?) -> HubCore.Subscribers.Demand { n.map { .max($0) } ?? .unlimited }
+    static func hubDemand(_ n: Int?) -> HubEngine.Subscribers.Demand { n.map { .max($0) } ?? .unlimited }
     static func ocDemand(_ n: Int?) -> OpenCombine.Subscribers.Demand { n.map { .max($0) } ?? .unlimited }
 
     /// A random valid script: values in `values`, requests of 1...3 or unlimited, at most one
@@ -109,19 +111,6 @@ enum Differential {
             }
         }
         return steps
-    }
-}
-
-/// A deterministic generator (SplitMix64) so that a failing random script can be replayed by seed.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

@@ -1,5 +1,6 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 
 @Suite("Timing: buffer")
 struct TimingBufferTests {
@@ -31,7 +32,7 @@ struct TimingBufferTests {
 
     @Test func dropNewestAndDropOldest() {
         for (strategy, expected) in [(Publishers.BufferingStrategy<TestError>.dropNewest, [1, 2]), (.dropOldest, [3, 4])] {
-            let source = HubCore.PassthroughSubject<Int, TestError>()
+            let source = HubEngine.PassthroughSubject<Int, TestError>()
             let out = RecordingSubscriber<Int, TestError>(initialDemand: .none)
             source.buffer(size: 2, prefetch: .byRequest, whenFull: strategy).subscribe(out)
             for value in 1...4 { source.send(value) }
@@ -54,7 +55,7 @@ struct TimingBufferTests {
     }
 
     @Test func finishedWaitsBehindTheBufferAndForDemand() {
-        let source = HubCore.PassthroughSubject<Int, TestError>()
+        let source = HubEngine.PassthroughSubject<Int, TestError>()
         let out = RecordingSubscriber<Int, TestError>(initialDemand: .none)
         source.buffer(size: 4, prefetch: .byRequest, whenFull: .dropNewest).subscribe(out)
         source.send(1)
@@ -67,7 +68,7 @@ struct TimingBufferTests {
     }
 
     @Test func failureOvertakesTheBufferWithoutDemand() {
-        let source = HubCore.PassthroughSubject<Int, TestError>()
+        let source = HubEngine.PassthroughSubject<Int, TestError>()
         let out = RecordingSubscriber<Int, TestError>(initialDemand: .none)
         source.buffer(size: 4, prefetch: .byRequest, whenFull: .dropNewest).subscribe(out)
         source.send(1)
@@ -89,7 +90,7 @@ struct TimingBufferTests {
     }
 
     @Test func cancelFromInsideReceiveStopsDelivery() {
-        let source = HubCore.PassthroughSubject<Int, TestError>()
+        let source = HubEngine.PassthroughSubject<Int, TestError>()
         let out = RecordingSubscriber<Int, TestError>(initialDemand: .none)
         out.onValue = { _ in out.cancel(); return .none }
         source.buffer(size: 4, prefetch: .byRequest, whenFull: .dropNewest).subscribe(out)

@@ -1,5 +1,6 @@
+import HubEngine
 import Testing
-import HubCore
+import HubTesting
 
 // OpenCombine 0.14 has no CollectByTime: these timelines follow Apple's documentation
 // (periodic groups; `.max(count × n)` upstream for `.byTimeOrCount`; a failure is forwarded

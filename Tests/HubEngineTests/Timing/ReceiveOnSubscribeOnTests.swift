@@ -1,5 +1,6 @@
+import HubEngine
 import Testing
-import HubCore
+import HubTesting
 
 @Suite("Timing: receive(on:) and subscribe(on:)")
 struct TimingReceiveOnSubscribeOnTests {

@@ -1,13 +1,14 @@
 import Testing
-import HubCore
+import HubEngine
 import OpenCombine
+import HubTesting
 
-/// HubCore's timing operators against OpenCombine's, each driven by an immediate scheduler
+/// HubEngine's timing operators against OpenCombine's, each driven by an immediate scheduler
 /// (OpenCombine's virtual-time scheduler lives in its own test target only). With an immediate
 /// scheduler every hop and timer runs at once, so the histories must match event for event.
 @Suite("Timing: differential against OpenCombine")
 struct TimingDifferentialTests {
-    private static var hubNow: HubCore.ImmediateScheduler { HubCore.ImmediateScheduler() }
+    private static var hubNow: HubEngine.ImmediateScheduler { HubEngine.ImmediateScheduler() }
     private static var ocNow: OpenCombine.ImmediateScheduler { OpenCombine.ImmediateScheduler.shared }
 
     private func randomSetup(_ seed: Int) -> (script: [ScriptStep<Int>], initial: Int?, perValue: Int, generator: SeededGenerator) {
@@ -26,8 +27,8 @@ struct TimingDifferentialTests {
         let strategy = Int.random(in: 0..<3, using: &generator)
         let result = Differential.run(
             script, initialDemand: initial, demandPerValue: perValue,
-            hub: { subject -> HubCore.Publishers.Buffer<HubCore.PassthroughSubject<Int, TestError>> in
-                let whenFull: HubCore.Publishers.BufferingStrategy<TestError> =
+            hub: { subject -> HubEngine.Publishers.Buffer<HubEngine.PassthroughSubject<Int, TestError>> in
+                let whenFull: HubEngine.Publishers.BufferingStrategy<TestError> =
                     strategy == 0 ? .dropNewest : strategy == 1 ? .dropOldest : .customError({ .other(7) })
                 return subject.buffer(size: size, prefetch: keepFull ? .keepFull : .byRequest, whenFull: whenFull)
             },

@@ -1,5 +1,6 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 
 /// Random marble scripts in virtual time, checked against small reference models of the
 /// documented behaviour (delay shifts every event; debounce keeps a value only if the next
@@ -135,7 +136,7 @@ struct TimingReentrancyTests {
 
     @Test func receiveOnSubjectSendFromInsideReceiveIsQueuedBehind() {
         let scheduler = TestScheduler()
-        let subject = HubCore.PassthroughSubject<Int, TestError>()
+        let subject = HubEngine.PassthroughSubject<Int, TestError>()
         let out = TimelineRecorder<Int>(scheduler: scheduler)
         out.onValue = { value in if value == 1 { subject.send(10) }; return .none }
         subject.receive(on: scheduler).subscribe(out)

@@ -1,4 +1,6 @@
-import HubCore
+import HubEngine
+import HubTesting
+import HubValue
 
 /// Virtual-time helpers for the timing tests: times are written in milliseconds.
 enum VirtualTime {

@@ -1,5 +1,6 @@
+import HubEngine
 import Testing
-import HubCore
+import HubTesting
 
 /// collect(_:): downstream demand n becomes n × count upstream, as Combine's CollectByCount.
 @Suite("TransformOperators: collect by count")

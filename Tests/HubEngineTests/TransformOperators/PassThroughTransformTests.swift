@@ -1,5 +1,6 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 
 private struct Point: Equatable {
     var x: Int

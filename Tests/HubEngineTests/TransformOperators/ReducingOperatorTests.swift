@@ -1,5 +1,6 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 
 /// A subscriber that never asks for anything by itself and counts what it is given, whatever the
 /// operator's output and failure types; the test drives its demand.

@@ -1,5 +1,6 @@
+import HubEngine
 import Testing
-import HubCore
+import HubTesting
 
 /// replaceEmpty(with:) and replaceError(with:): the replacement value waits for demand.
 @Suite("TransformOperators: replaceEmpty and replaceError")

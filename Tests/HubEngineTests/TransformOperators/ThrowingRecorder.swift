@@ -1,4 +1,5 @@
-import HubCore
+import HubEngine
+import HubTesting
 
 /// A recording subscriber for the try-variants, whose failure is `any Error`: it records the same
 /// ``RecordedEvent`` history as ``RecordingSubscriber`` (it is one, in front of which the error

@@ -1,5 +1,6 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 import OpenCombine
 
 /// A value with three fields, for the key-path `map`s.
@@ -15,19 +16,19 @@ private func thrown(_ value: Int) -> TestError { .other(value) }
 /// A compactMap transform that drops `value` (named to keep the type checker fast).
 private func dropping(_ value: Int) -> (Int) -> Int? { { $0 == value ? nil : $0 } }
 
-/// Runs one random script on a HubCore chain and on its OpenCombine twin and compares the histories
+/// Runs one random script on a HubEngine chain and on its OpenCombine twin and compares the histories
 /// after every step.
 ///
-/// Two normalisations, both about OpenCombine breaking the contract HubCore keeps:
+/// Two normalisations, both about OpenCombine breaking the contract HubEngine keeps:
 /// - requests after a `cancel` are dropped from the script: OpenCombine's `ReduceProducer`,
 ///   `ReplaceEmpty` and `ReplaceError` still deliver a held result on a request made after the
-///   downstream cancelled (HubCore delivers nothing after cancel; unit tests check that);
+///   downstream cancelled (HubEngine delivers nothing after cancel; unit tests check that);
 /// - OpenCombine's history is cut after its first completion: its `ReplaceEmpty`/`ReplaceError`
-///   deliver the held value and `.finished` again on every later request. HubCore's history is
-///   not cut, so anything HubCore sends after a completion still fails the comparison.
-private func compare<Out: Equatable, HP: HubCore.Publisher, OP: OpenCombine.Publisher>(
+///   deliver the held value and `.finished` again on every later request. HubEngine's history is
+///   not cut, so anything HubEngine sends after a completion still fails the comparison.
+private func compare<Out: Equatable, HP: HubEngine.Publisher, OP: OpenCombine.Publisher>(
     seed: Int, values: ClosedRange<Int> = 0...9, length: Int = 20,
-    hub: (HubCore.PassthroughSubject<Int, TestError>) -> HP,
+    hub: (HubEngine.PassthroughSubject<Int, TestError>) -> HP,
     oc: (OpenCombine.PassthroughSubject<Int, TestError>) -> OP,
     sourceLocation: SourceLocation = #_sourceLocation
 ) where HP.Output == Out, HP.Failure == TestError, OP.Output == Out, OP.Failure == TestError {
@@ -54,12 +55,12 @@ private func compare<Out: Equatable, HP: HubCore.Publisher, OP: OpenCombine.Publ
 /// Like `Differential.run`, but compares the two histories after every step, so that an event
 /// delivered at the wrong moment (a held result sent before its demand) is caught too.
 /// Returns a description of the first difference, or `nil`.
-private func stepwise<Out: Equatable, HP: HubCore.Publisher, OP: OpenCombine.Publisher>(
+private func stepwise<Out: Equatable, HP: HubEngine.Publisher, OP: OpenCombine.Publisher>(
     _ script: [ScriptStep<Int>], initialDemand: Int?, demandPerValue: Int,
-    hub: (HubCore.PassthroughSubject<Int, TestError>) -> HP,
+    hub: (HubEngine.PassthroughSubject<Int, TestError>) -> HP,
     oc: (OpenCombine.PassthroughSubject<Int, TestError>) -> OP
 ) -> String? where HP.Output == Out, HP.Failure == TestError, OP.Output == Out, OP.Failure == TestError {
-    let hubSubject = HubCore.PassthroughSubject<Int, TestError>()
+    let hubSubject = HubEngine.PassthroughSubject<Int, TestError>()
     let hubRecorder = RecordingSubscriber<Out, TestError>(
         initialDemand: Differential.hubDemand(initialDemand), demandPerValue: .max(demandPerValue))
     let ocSubject = OpenCombine.PassthroughSubject<Int, TestError>()
@@ -72,7 +73,7 @@ private func stepwise<Out: Equatable, HP: HubCore.Publisher, OP: OpenCombine.Pub
             expected = Array(expected[...end])
         }
         guard hubRecorder.events != expected else { return nil }
-        return "after \(step): HubCore \(hubRecorder.events), OpenCombine \(expected)"
+        return "after \(step): HubEngine \(hubRecorder.events), OpenCombine \(expected)"
     }
 
     hub(hubSubject).subscribe(hubRecorder)

@@ -1,5 +1,6 @@
 import Testing
-import HubCore
+import HubEngine
+import HubTesting
 
 /// The one-for-one try-variants: a thrown error cancels upstream, fails downstream with that
 /// error (as `any Error`), and nothing follows.
