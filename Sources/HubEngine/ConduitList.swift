@@ -8,9 +8,9 @@
 /// do not receive the value being delivered, as with Combine's snapshot.
 @usableFromInline
 internal final class ConduitList<Output, Failure: Error> {
-    @usableFromInline internal var items: ContiguousArray<SubjectConduit<Output, Failure>> = []
-    @usableFromInline internal var sending = 0
-    @usableFromInline internal var needsCompaction = false
+    @exclusivity(unchecked) @usableFromInline internal var items: ContiguousArray<SubjectConduit<Output, Failure>> = []
+    @exclusivity(unchecked) @usableFromInline internal var sending = 0
+    @exclusivity(unchecked) @usableFromInline internal var needsCompaction = false
 
     @inlinable
     internal init() {}

@@ -5,9 +5,9 @@
 /// value pending, delivered on its next request.
 public final class CurrentValueSubject<Output, Failure: Error>: Subject {
     @usableFromInline internal let conduits = ConduitList<Output, Failure>()
-    @usableFromInline internal var completion: Subscribers.Completion<Failure>?
+    @exclusivity(unchecked) @usableFromInline internal var completion: Subscribers.Completion<Failure>?
     @usableFromInline internal var upstreams: [any Subscription] = []
-    @usableFromInline internal var current: Output
+    @exclusivity(unchecked) @usableFromInline internal var current: Output
 
     /// A subject whose current value is `value`.
     public init(_ value: Output) {

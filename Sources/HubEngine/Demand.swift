@@ -15,14 +15,19 @@ extension Subscribers {
             self.rawValue = Swift.min(Demand.unlimitedRaw, rawValue)
         }
 
-        @usableFromInline
-        internal static let unlimitedRaw = UInt(Int.max) + 1
+        // Computed and inlinable rather than `static let`: a global constant read
+        // from another module goes through a lazy-initialisation addressor on
+        // every use, and these are read on every value delivered.
+        @inlinable
+        internal static var unlimitedRaw: UInt { UInt(Int.max) + 1 }
 
         /// A demand for as many values as the publisher can produce.
-        public static let unlimited = Demand(rawValue: .max)
+        @inlinable
+        public static var unlimited: Demand { Demand(rawValue: .max) }
 
         /// A demand for no values.
-        public static let none = Demand(rawValue: 0)
+        @inlinable
+        public static var none: Demand { Demand(rawValue: 0) }
 
         /// A demand for at most `value` values. `value` must not be negative.
         @inlinable @inline(__always)

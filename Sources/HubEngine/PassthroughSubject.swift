@@ -8,7 +8,7 @@
 /// typed chains are specialised in the modules that use them.
 public final class PassthroughSubject<Output, Failure: Error>: Subject {
     @usableFromInline internal let conduits = ConduitList<Output, Failure>()
-    @usableFromInline internal var completion: Subscribers.Completion<Failure>?
+    @exclusivity(unchecked) @usableFromInline internal var completion: Subscribers.Completion<Failure>?
     @usableFromInline internal var upstreams: [any Subscription] = []
 
     /// A subject with no subscribers.

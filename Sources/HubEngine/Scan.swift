@@ -32,7 +32,7 @@ extension Publishers {
             @usableFromInline typealias Failure = Upstream.Failure
 
             @usableFromInline let downstream: Downstream
-            @usableFromInline var result: Output
+            @exclusivity(unchecked) @usableFromInline var result: Output
             @usableFromInline let next: (Output, Upstream.Output) -> Output
 
             @inlinable init(downstream: Downstream, result: Output, next: @escaping (Output, Upstream.Output) -> Output) {

@@ -33,11 +33,11 @@ extension Publishers {
         @usableFromInline
         internal final class Inner<Downstream: Subscriber>: Subscription
         where Downstream.Input == Output, Downstream.Failure == Failure {
-            @usableFromInline var iterator: Elements.Iterator
-            @usableFromInline var next: Output?
-            @usableFromInline var downstream: Downstream?
-            @usableFromInline var demand = Subscribers.Demand.none
-            @usableFromInline var emitting = false
+            @exclusivity(unchecked) @usableFromInline var iterator: Elements.Iterator
+            @exclusivity(unchecked) @usableFromInline var next: Output?
+            @exclusivity(unchecked) @usableFromInline var downstream: Downstream?
+            @exclusivity(unchecked) @usableFromInline var demand = Subscribers.Demand.none
+            @exclusivity(unchecked) @usableFromInline var emitting = false
 
             @inlinable init(iterator: Elements.Iterator, next: Output, downstream: Downstream) {
                 self.iterator = iterator
@@ -45,7 +45,7 @@ extension Publishers {
                 self.downstream = downstream
             }
 
-            @usableFromInline var drainEntry: ((Inner) -> Void)?
+            @exclusivity(unchecked) @usableFromInline var drainEntry: ((Inner) -> Void)?
 
             @inlinable func request(_ demand: Subscribers.Demand) {
                 guard downstream != nil else { return }

@@ -5,8 +5,8 @@ extension Subscribers {
         public let receiveValue: (Input) -> Void
         /// Called with the completion.
         public let receiveCompletion: (Subscribers.Completion<Failure>) -> Void
-        @usableFromInline internal var subscription: (any Subscription)?
-        @usableFromInline internal var finished = false
+        @exclusivity(unchecked) @usableFromInline internal var subscription: (any Subscription)?
+        @exclusivity(unchecked) @usableFromInline internal var finished = false
 
         /// A sink calling `receiveCompletion` and `receiveValue`.
         @inlinable
