@@ -45,15 +45,18 @@ extension Publishers {
             typealias Input = Upstream.Output
             typealias Failure = HubError
 
-            private var downstream: Downstream?
-            private var upstream: (any Subscription)?
+            // @exclusivity(unchecked) on the hot fields below: this object is confined to its
+            // event loop and nothing re-enters it while one of these accesses is open, so the dynamic
+            // check (a runtime call per access, the release builds once skipped it by a flag) only costs.
+            @exclusivity(unchecked) private var downstream: Downstream?
+            @exclusivity(unchecked) private var upstream: (any Subscription)?
             private let capacity: Int
             private let policy: OverflowPolicy
             private let metrics: HubMetrics?
-            private var buffer = Deque<Input>()
-            private var demand = Subscribers.Demand.none
-            private var pendingCompletion: Subscribers.Completion<HubError>?
-            private var draining = false
+            @exclusivity(unchecked) private var buffer = Deque<Input>()
+            @exclusivity(unchecked) private var demand = Subscribers.Demand.none
+            @exclusivity(unchecked) private var pendingCompletion: Subscribers.Completion<HubError>?
+            @exclusivity(unchecked) private var draining = false
 
             init(downstream: Downstream, capacity: Int, policy: OverflowPolicy, metrics: HubMetrics?) {
                 self.downstream = downstream

@@ -70,17 +70,20 @@ public final class EventLoop: @unchecked Sendable {
     private var context: OpaquePointer?
     /// Set while the context is being destroyed: no new timers, listeners or connections.
     private(set) var isDestroying = false
-    private var localWork = Deque<() -> Void>()
+    // @exclusivity(unchecked) on the hot fields below: this object is confined to its
+    // event loop and nothing re-enters it while one of these accesses is open, so the dynamic
+    // check (a runtime call per access, the release builds once skipped it by a flag) only costs.
+    @exclusivity(unchecked) private var localWork = Deque<() -> Void>()
     private var drained: [RemoteWork] = []
     private var timers = TimerQueue()
     private var timerHandle: UnsafeMutablePointer<cws_timer_t>?
     private var armedDeadline: Int64?
     private var retainedEndpoints: [AnyObject] = []
-    private var writeScratch: [UInt8] = []
+    @exclusivity(unchecked) private var writeScratch: [UInt8] = []
     /// Ports the loop's servers listen on (lws would silently share a listener between
     /// vhosts of one context on the same port).
     var listeningPorts: Set<Int> = []
-    private var spareBuffers: [[UInt8]] = []
+    @exclusivity(unchecked) private var spareBuffers: [[UInt8]] = []
     private static let spareBufferLimit = 256
     private static let spareBufferMaximumCapacity = 128 << 10
     private var ownedCStrings: [UnsafeMutablePointer<CChar>] = []

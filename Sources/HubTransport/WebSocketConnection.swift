@@ -79,22 +79,25 @@ public final class WebSocketConnection {
     /// Receives the connection's events. Held strongly until the close event.
     public var handler: (any WebSocketConnectionHandler)?
     /// Where the connection is in its life.
-    public private(set) var state: State
+    // @exclusivity(unchecked) on the hot fields below: this object is confined to its
+    // event loop and nothing re-enters it while one of these accesses is open, so the dynamic
+    // check (a runtime call per access, the release builds once skipped it by a flag) only costs.
+    @exclusivity(unchecked) public private(set) var state: State
     /// Bytes queued and not yet handed to the socket (payloads, plus the frame headers of
     /// small server-side messages, which are framed when queued). The server bounds this.
-    public private(set) var queuedBytes = 0
+    @exclusivity(unchecked) public private(set) var queuedBytes = 0
     /// Whether reading is paused with ``pauseReading()``.
-    public private(set) var isReadingPaused = false
+    @exclusivity(unchecked) public private(set) var isReadingPaused = false
 
     /// Messages completely handed to the socket so far.
-    public private(set) var messagesWritten = 0
+    @exclusivity(unchecked) public private(set) var messagesWritten = 0
     /// `lws_write` calls made so far (fewer than messages when small ones are batched).
-    public private(set) var writeCalls = 0
+    @exclusivity(unchecked) public private(set) var writeCalls = 0
 
     /// The number of frames waiting in the outbound queue.
     public var queuedFrameCount: Int { outbound.count }
 
-    var wsi: OpaquePointer?
+    @exclusivity(unchecked) var wsi: OpaquePointer?
     /// Counted in its server's open connections.
     var isCounted = false
     /// Refused after accept (too many connections): no events reach a handler.
@@ -103,18 +106,18 @@ public final class WebSocketConnection {
     var usesTLS = false
     var ownedCStrings: [UnsafeMutablePointer<CChar>] = []
 
-    private var outbound = Deque<OutboundFrame>()
-    private var receiveBuffer: [UInt8] = []
-    private var receivingMessage = false
-    private var receiveKind = WebSocketMessageKind.text
+    @exclusivity(unchecked) private var outbound = Deque<OutboundFrame>()
+    @exclusivity(unchecked) private var receiveBuffer: [UInt8] = []
+    @exclusivity(unchecked) private var receivingMessage = false
+    @exclusivity(unchecked) private var receiveKind = WebSocketMessageKind.text
     private var pendingClose: (code: WebSocketCloseCode, reason: String, discard: Bool)?
     private var closeCode: WebSocketCloseCode?
     private var closeReason = ""
-    private var writableRequested = false
+    @exclusivity(unchecked) private var writableRequested = false
     private var isAborting = false
     private var maskingKeys = [UInt32](repeating: 0, count: 64)
     private var maskingKeysLeft = 0
-    private var finished = false
+    @exclusivity(unchecked) private var finished = false
 
     init(eventLoop: EventLoop, role: Role, requestPath: String, authorization: String?, limits: Limits) {
         self.eventLoop = eventLoop
