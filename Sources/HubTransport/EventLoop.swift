@@ -41,6 +41,9 @@ public final class EventLoop: @unchecked Sendable {
     var ports = PortRegistry()
     /// Service passes (`lws_service` calls) so far, for tests of how the loop waits.
     private(set) var servicePasses = 0
+    /// Events handled so far (connection and endpoint callbacks, handed-in work, timers):
+    /// a pass that changed it was busy, and more may be ready at once.
+    private var activity: UInt64 = 0
 
     /// Starts the loop thread and creates its libwebsockets context.
     ///
@@ -123,8 +126,15 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
+    /// Notes that the current service pass handled an event.
+    @inline(__always)
+    func noteActivity() {
+        activity &+= 1
+    }
+
     /// Runs the queued work; called on `LWS_CALLBACK_EVENT_WAIT_CANCELLED`.
     func drainWork() {
+        noteActivity()
         remoteWork.takePending(into: &drained)
         for work in drained { work.run() }
         drained.removeAll(keepingCapacity: true)
@@ -178,6 +188,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs the due timers; called by the lws sorted-usec-list callback.
     func fireTimers() {
+        noteActivity()
         timer.fired()
         let now = EventLoop.monotonicNanoseconds()
         let mark = timers.sequenceMark
@@ -240,9 +251,20 @@ public final class EventLoop: @unchecked Sendable {
         thread.signalReady()
         logger.debug("event loop started")
 
+        var lastPassWasBusy = true
         while !stopRequested.load(ordering: .acquiring) {
+            // lws polls in whole milliseconds: when idle, sleep through a timer's last
+            // fraction of one rather than polling with a zero timeout until it is due
+            // (while busy, keep servicing: more I/O may be ready).
+            if case .sleep(let nanoseconds) = timer.wait(
+                now: EventLoop.monotonicNanoseconds(), hasPendingWork: lastPassWasBusy || remoteWork.isWakePending)
+            {
+                EventLoop.sleep(nanoseconds: nanoseconds)
+            }
+            let before = activity
             servicePasses &+= 1
             if lws_service(context, 0) < 0 { break }
+            lastPassWasBusy = activity != before
         }
 
         // Run what was handed in before the stop, then refuse more and destroy.

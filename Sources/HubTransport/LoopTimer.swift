@@ -5,8 +5,9 @@
 /// lws's `poll` timeout is in whole milliseconds, rounded down: with 2.4 ms to go it
 /// sleeps 2 ms, then, with 0.4 ms to go, polls with a zero timeout again and again until
 /// the timer is due. ``wait(now:hasPendingWork:)`` tells the loop to sleep through that
-/// last fraction instead (unless work is waiting), and only then poll; I/O that arrives
-/// meanwhile waits less than a millisecond.
+/// last fraction instead, and only then poll, unless work may be waiting (the loop's
+/// last pass handled events, or work was handed in): I/O that arrives while the loop
+/// sleeps waits less than a millisecond.
 struct LoopTimer {
     /// What to do with the lws timer.
     enum Command: Equatable {
@@ -54,7 +55,7 @@ struct LoopTimer {
     }
 
     /// How to enter the next service pass at `now`: sleep through the sub-millisecond
-    /// remainder before the armed deadline unless work is already waiting.
+    /// remainder before the armed deadline unless work may be waiting.
     /// (Evaluated only while a timer is armed: the clock and the check for work cost
     /// nothing on the passes of a loop without timers.)
     func wait(now: @autoclosure () -> Int64, hasPendingWork: @autoclosure () -> Bool) -> Wait {

@@ -33,14 +33,17 @@ enum WebSocketCallbackDispatcher {
         switch reason {
         case LWS_CALLBACK_RECEIVE, LWS_CALLBACK_CLIENT_RECEIVE:
             guard let wsi, let connection = connection(wsi, user) else { return -1 }
+            connection.eventLoop.noteActivity()
             return connection.handleReceive(wsi, input, length)
         case LWS_CALLBACK_SERVER_WRITEABLE, LWS_CALLBACK_CLIENT_WRITEABLE:
             guard let wsi, let connection = connection(wsi, user) else { return -1 }
+            connection.eventLoop.noteActivity()
             return connection.handleWritable()
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
             return 0
         case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
             guard let wsi, let user, let endpoint = endpoint(wsi) else { return 1 }
+            endpoint.eventLoop.noteActivity()
             return endpoint.filter(wsi, slot: user)
         case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER:
             guard let wsi, let input, let connection = connection(wsi, user) else { return 0 }
@@ -53,6 +56,7 @@ enum WebSocketCallbackDispatcher {
             return 0
         case LWS_CALLBACK_ESTABLISHED, LWS_CALLBACK_CLIENT_ESTABLISHED:
             guard let wsi, let endpoint = endpoint(wsi), let connection = connection(wsi, user) else { return -1 }
+            connection.eventLoop.noteActivity()
             endpoint.established(connection, wsi: wsi)
             return 0
         case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
@@ -60,6 +64,7 @@ enum WebSocketCallbackDispatcher {
             return 0
         case LWS_CALLBACK_CLOSED, LWS_CALLBACK_CLIENT_CLOSED:
             guard let wsi, let connection = connection(wsi, user) else { return 0 }
+            connection.eventLoop.noteActivity()
             if let endpoint = endpoint(wsi) {
                 endpoint.closed(connection)
             } else {
@@ -68,6 +73,7 @@ enum WebSocketCallbackDispatcher {
             return 0
         case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
             guard let wsi, let connection = connection(wsi, user) else { return 0 }
+            connection.eventLoop.noteActivity()
             let message = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "connection error"
             connection.handleConnectionError(lwsMessage: message)
             return 0

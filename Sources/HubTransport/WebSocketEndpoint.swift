@@ -1,6 +1,9 @@
 /// A server or a client, as the one libwebsockets callback dispatcher sees it: the events
 /// that concern the endpoint as well as the connection. Loop thread only.
 protocol WebSocketEndpoint: AnyObject {
+    /// The loop the endpoint runs on.
+    var eventLoop: EventLoop { get }
+
     /// An upgrade request arrived (servers): create its connection and store it in `slot`,
     /// the per-session data; return nonzero to refuse the handshake.
     func filter(_ wsi: OpaquePointer, slot: UnsafeMutableRawPointer) -> Int32
