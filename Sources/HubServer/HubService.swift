@@ -203,7 +203,7 @@ final class ServiceCore: WebSocketServerDelegate {
             configuration: .init(
                 host: configuration.host, port: configuration.port, subprotocol: "hub.v1",
                 limits: .init(maximumMessageSize: configuration.maxMessageSize),
-                maximumConnections: configuration.maxConnections,
+                maximumConnections: configuration.maxConnections, connectionLimitCloseCode: WebSocketCloseCode(4429),
                 pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout,
                 tls: configuration.tls),
             delegate: self)

@@ -14,97 +14,55 @@ import Synchronization
 /// Call ``shutdown()`` when done: the loop keeps itself (and every endpoint started on
 /// it) alive until then.
 public final class EventLoop: @unchecked Sendable {
-    /// How the loop's libwebsockets context is created.
-    public struct Configuration: Sendable {
-        /// The service thread's name (for debuggers and logs).
-        public var name: String
-        /// The size of lws's per-thread descriptor table; `0` uses the process's
-        /// `RLIMIT_NOFILE` capped at 65,536.
-        public var maximumFileDescriptors: Int
-        /// Whether lws checks that inbound text messages are valid UTF-8 and closes with
-        /// 1007 when they are not (an lws context option, so it holds for every endpoint).
-        public var validatesUTF8: Bool
-
-        /// Creates a configuration.
-        public init(name: String = "hub-event-loop", maximumFileDescriptors: Int = 0, validatesUTF8: Bool = true) {
-            self.name = name
-            self.maximumFileDescriptors = maximumFileDescriptors
-            self.validatesUTF8 = validatesUTF8
-        }
-    }
-
-    /// Work handed in from any thread, with what to do if the loop is gone before it runs.
-    private struct RemoteWork {
-        var run: @Sendable () -> Void
-        var drop: (@Sendable () -> Void)?
-    }
-
-    /// The lws context pointer, shareable so that other threads can `lws_cancel_service` it.
-    private struct ContextPointer: @unchecked Sendable {
-        let raw: OpaquePointer
-    }
-
-    private enum Lifecycle {
-        case starting, running, stopped
-    }
-
-    /// State shared between threads (guarded by the mutex).
-    private struct Shared {
-        var lifecycle = Lifecycle.starting
-        var context: ContextPointer?
-        var pending: [RemoteWork] = []
-        var wakeRequested = false
-    }
-
     /// The loop's configuration.
     public let configuration: Configuration
-    private let logger: Logger
-    private let shared = LockedState(Shared())
+    /// The logger the loop, and by default its servers, clients and connections, log to.
+    public let logger: Logger
+
+    private let thread = ServiceThread()
+    private let remoteWork = WorkQueue()
     private let stopRequested = Atomic<Bool>(false)
-    private let exitCondition = NSCondition()
-    private var hasExited = false  // guarded by exitCondition
     private var startError: TransportError?  // written before the ready signal
 
     // Loop-confined state.
-    private var loopThread: pthread_t = pthread_t()
     private var context: OpaquePointer?
     /// Set while the context is being destroyed: no new timers, listeners or connections.
     private(set) var isDestroying = false
     private var localWork = Deque<() -> Void>()
-    private var drained: [RemoteWork] = []
+    private var drained: [WorkQueue.Work] = []
     private var timers = TimerQueue()
+    private var timer = LoopTimer()
     private var timerHandle: UnsafeMutablePointer<cws_timer_t>?
-    private var armedDeadline: Int64?
-    private var retainedEndpoints: [AnyObject] = []
-    private var writeScratch: [UInt8] = []
-    /// Ports the loop's servers listen on (lws would silently share a listener between
-    /// vhosts of one context on the same port).
-    var listeningPorts: Set<Int> = []
-    private var spareBuffers: [[UInt8]] = []
-    private static let spareBufferLimit = 256
-    private static let spareBufferMaximumCapacity = 128 << 10
-    private var ownedCStrings: [UnsafeMutablePointer<CChar>] = []
-    private var ownedAllocations: [UnsafeMutableRawPointer] = []
-    private var loopProtocols: UnsafeMutablePointer<lws_protocols>?
+    /// What lws points at for the context's life (protocol tables, names, endpoints).
+    let arena = ContextArena()
+    /// Buffers recycled across the loop's connections.
+    var buffers = BufferPool()
+    /// The ports the loop's servers listen on.
+    var ports = PortRegistry()
+    /// Service passes (`lws_service` calls) so far, for tests of how the loop waits.
+    private(set) var servicePasses = 0
+    /// Events handled so far (connection and endpoint callbacks, handed-in work, timers):
+    /// a pass that changed it was busy, and more may be ready at once.
+    private var activity: UInt64 = 0
 
     /// Starts the loop thread and creates its libwebsockets context.
     ///
+    /// - Parameters:
+    ///   - configuration: how the context is created.
+    ///   - logger: where the loop logs (with the loop's name as `loop` metadata); its
+    ///     servers and clients log there too unless given their own.
     /// - Throws: ``TransportError`` with code `context_creation_failed` when lws refuses.
-    public init(configuration: Configuration = Configuration()) throws {
+    public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "hub.transport")) throws {
         _ = LibWebSocketsLogging.installDefault
         self.configuration = configuration
-        var logger = Logger(label: "hub.transport.loop")
+        var logger = logger
         logger[metadataKey: "loop"] = "\(configuration.name)"
         self.logger = logger
-        let ready = DispatchSemaphore(value: 0)
-        let thread = Thread { [self] in
-            self.run(ready: ready)
+        thread.start(name: configuration.name) { [self] in
+            self.run()
         }
-        thread.name = configuration.name
-        thread.start()
-        ready.wait()
         if let startError {
-            waitForExit()
+            thread.waitForExit()
             throw startError
         }
     }
@@ -113,7 +71,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Whether the caller runs on this loop's service thread.
     public var inEventLoop: Bool {
-        pthread_equal(pthread_self(), loopThread) != 0
+        thread.isCurrent
     }
 
     /// Traps unless called on the loop thread.
@@ -132,7 +90,7 @@ public final class EventLoop: @unchecked Sendable {
     ///
     /// Work handed in after ``shutdown()`` has finished the loop is dropped.
     public func execute(_ work: @Sendable @escaping () -> Void) {
-        enqueue(RemoteWork(run: work, drop: nil))
+        enqueue(WorkQueue.Work(run: work, drop: nil))
     }
 
     /// Runs `body` on the loop thread and returns its result.
@@ -142,7 +100,7 @@ public final class EventLoop: @unchecked Sendable {
     @discardableResult
     public func submit<T: Sendable>(_ body: @Sendable @escaping () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            enqueue(RemoteWork(
+            enqueue(WorkQueue.Work(
                 run: { continuation.resume(with: Result { try body() }) },
                 drop: {
                     continuation.resume(throwing: TransportError(
@@ -158,49 +116,39 @@ public final class EventLoop: @unchecked Sendable {
         let wasEmpty = localWork.isEmpty
         localWork.append(work)
         // A non-empty queue already has a wake pending (drainWork re-wakes for leftovers).
-        if wasEmpty { wake() }
+        if wasEmpty { remoteWork.wake() }
     }
 
-    private func enqueue(_ work: RemoteWork) {
-        let accepted: Bool = shared.withLock { shared in
-            guard shared.lifecycle != .stopped else { return false }
-            shared.pending.append(work)
-            if !shared.wakeRequested, let context = shared.context {
-                shared.wakeRequested = true
-                lws_cancel_service(context.raw)
-            }
-            return true
-        }
-        if !accepted {
+    private func enqueue(_ work: WorkQueue.Work) {
+        if !remoteWork.enqueue(work) {
             logger.debug("work handed to a stopped event loop was dropped")
             work.drop?()
         }
     }
 
-    /// Wakes the service thread (the only lws call allowed from other threads).
-    private func wake() {
-        shared.withLock { shared in
-            if let context = shared.context {
-                shared.wakeRequested = true
-                lws_cancel_service(context.raw)
-            }
-        }
+    /// Notes that the current service pass handled an event.
+    @inline(__always)
+    func noteActivity() {
+        activity &+= 1
     }
 
     /// Runs the queued work; called on `LWS_CALLBACK_EVENT_WAIT_CANCELLED`.
     func drainWork() {
-        shared.withLock { shared in
-            shared.wakeRequested = false
-            swap(&shared.pending, &drained)
-        }
+        noteActivity()
+        remoteWork.takePending(into: &drained)
         for work in drained { work.run() }
         drained.removeAll(keepingCapacity: true)
+        runLocalWork()
+        if !localWork.isEmpty { remoteWork.wake() }
+    }
+
+    /// Runs the local work queued before this pass (work it queues waits for the next).
+    private func runLocalWork() {
         var budget = localWork.count
         while budget > 0, let work = localWork.popFirst() {
             budget -= 1
             work()
         }
-        if !localWork.isEmpty { wake() }
     }
 
     // MARK: - Timers
@@ -228,63 +176,26 @@ public final class EventLoop: @unchecked Sendable {
 
     private func armTimer() {
         guard !isDestroying, let context, let timerHandle else { return }
-        guard let next = timers.nextDeadline else {
-            if armedDeadline != nil {
-                cws_timer_cancel(timerHandle)
-                armedDeadline = nil
-            }
-            return
+        switch timer.update(nextDeadline: timers.nextDeadline, now: EventLoop.monotonicNanoseconds()) {
+        case .keep:
+            break
+        case .cancel:
+            cws_timer_cancel(timerHandle)
+        case .arm(let microseconds):
+            cws_timer_schedule(context, timerHandle, cwsTimerFired, lws_usec_t(microseconds))
         }
-        if armedDeadline == next { return }
-        armedDeadline = next
-        let delay = next - EventLoop.monotonicNanoseconds()
-        let microseconds = delay <= 0 ? 0 : (delay + 999) / 1000
-        cws_timer_schedule(context, timerHandle, cwsTimerFired, lws_usec_t(microseconds))
     }
 
     /// Runs the due timers; called by the lws sorted-usec-list callback.
     func fireTimers() {
-        armedDeadline = nil
+        noteActivity()
+        timer.fired()
         let now = EventLoop.monotonicNanoseconds()
         let mark = timers.sequenceMark
         while let action = timers.popDue(now: now, before: mark) {
             action()
         }
         armTimer()
-    }
-
-    // MARK: - Shared scratch space
-
-    /// An empty buffer for assembling one write (reused across connections: a write is
-    /// complete, or copied by lws, when `lws_write` returns). Loop thread only.
-    func takeWriteScratch() -> [UInt8] {
-        var buffer: [UInt8] = []
-        swap(&buffer, &writeScratch)
-        buffer.removeAll(keepingCapacity: true)
-        return buffer
-    }
-
-    /// An empty byte buffer for an outbound queue entry, recycled across the loop's
-    /// connections so that queueing does not allocate in the steady state.
-    func takeBuffer() -> [UInt8] {
-        spareBuffers.popLast() ?? []
-    }
-
-    /// Returns a buffer taken with ``takeBuffer()`` once its bytes are written. The pool
-    /// is bounded (count and capacity), so memory stays bounded per loop.
-    func recycleBuffer(_ buffer: inout [UInt8]) {
-        guard spareBuffers.count < EventLoop.spareBufferLimit,
-            buffer.capacity <= EventLoop.spareBufferMaximumCapacity
-        else { return }
-        buffer.removeAll(keepingCapacity: true)
-        var taken: [UInt8] = []
-        swap(&taken, &buffer)
-        spareBuffers.append(taken)
-    }
-
-    /// Gives the scratch buffer back for the next write.
-    func returnWriteScratch(_ buffer: inout [UInt8]) {
-        if buffer.capacity <= 256 << 10 { swap(&buffer, &writeScratch) }
     }
 
     // MARK: - Resources kept for the context's life
@@ -297,23 +208,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Keeps `object` alive until the context is destroyed (lws holds pointers to it).
     func retainUntilShutdown(_ object: AnyObject) {
-        retainedEndpoints.append(object)
-    }
-
-    /// A C copy of `string` that lives as long as the context.
-    func cString(_ string: String) -> UnsafeMutablePointer<CChar> {
-        let copy = strdup(string)!
-        ownedCStrings.append(copy)
-        return copy
-    }
-
-    /// Zeroed memory for `count` values of `T` that lives as long as the context.
-    func allocate<T>(_ type: T.Type, count: Int) -> UnsafeMutablePointer<T> {
-        let raw = UnsafeMutableRawPointer.allocate(
-            byteCount: MemoryLayout<T>.stride * count, alignment: MemoryLayout<T>.alignment)
-        raw.initializeMemory(as: UInt8.self, repeating: 0, count: MemoryLayout<T>.stride * count)
-        ownedAllocations.append(raw)
-        return raw.bindMemory(to: T.self, capacity: count)
+        arena.retain(object)
     }
 
     // MARK: - Shutdown
@@ -323,137 +218,85 @@ public final class EventLoop: @unchecked Sendable {
     /// Called on the loop thread itself, it only requests the stop and returns.
     public func shutdown() {
         stopRequested.store(true, ordering: .releasing)
-        wake()
+        remoteWork.wake()
         if inEventLoop { return }
-        waitForExit()
-    }
-
-    private func waitForExit() {
-        exitCondition.lock()
-        while !hasExited { exitCondition.wait() }
-        exitCondition.unlock()
-    }
-
-    private func signalExit() {
-        exitCondition.lock()
-        hasExited = true
-        exitCondition.broadcast()
-        exitCondition.unlock()
+        thread.waitForExit()
     }
 
     // MARK: - The service thread
 
-    private func run(ready: DispatchSemaphore) {
-        loopThread = pthread_self()
-        let protocols = allocate(lws_protocols.self, count: 2)
-        protocols[0].name = UnsafePointer(cString("hub-event-loop"))
-        protocols[0].callback = cwsLoopCallback
-        loopProtocols = protocols
-
+    private func run() {
         var info = lws_context_creation_info()
         info.port = cws_context_port_no_listen
-        info.protocols = UnsafePointer(protocols)
+        info.protocols = UnsafePointer(arena.protocolTable(name: "hub-event-loop", callback: cwsLoopCallback))
         info.user = Unmanaged.passUnretained(self).toOpaque()
-        info.fd_limit_per_thread = UInt32(EventLoop.descriptorLimit(configuration.maximumFileDescriptors))
+        info.fd_limit_per_thread = UInt32(configuration.descriptorLimit)
         if configuration.validatesUTF8 {
             info.options |= cws_option_validate_utf8
         }
-        guard let context = EventLoop.createContext(&info) else {
+        guard let context = TLSContextSetup.createContext(&info) else {
             startError = TransportError(code: .contextCreationFailed, message: "lws_create_context failed")
-            shared.withLock { $0.lifecycle = .stopped }
-            releaseResources()
-            ready.signal()
-            signalExit()
+            _ = remoteWork.close()
+            arena.releaseAll()
+            thread.signalReady()
+            thread.signalExit()
             return
         }
         self.context = context
-        let timerHandle = allocate(cws_timer_t.self, count: 1)
+        let timerHandle = arena.allocate(cws_timer_t.self)
         cws_timer_init(timerHandle, Unmanaged.passUnretained(self).toOpaque())
         self.timerHandle = timerHandle
-        let sharedContext = ContextPointer(raw: context)
-        shared.withLock { shared in
-            shared.context = sharedContext
-            shared.lifecycle = .running
-            if !shared.pending.isEmpty {
-                shared.wakeRequested = true
-                lws_cancel_service(context)
-            }
-        }
-        ready.signal()
+        let wakeTarget = ContextPointer(raw: context)
+        remoteWork.open { lws_cancel_service(wakeTarget.raw) }
+        thread.signalReady()
         logger.debug("event loop started")
 
+        var lastPassWasBusy = true
         while !stopRequested.load(ordering: .acquiring) {
+            // lws polls in whole milliseconds: when idle, sleep through a timer's last
+            // fraction of one rather than polling with a zero timeout until it is due
+            // (while busy, keep servicing: more I/O may be ready).
+            if case .sleep(let nanoseconds) = timer.wait(
+                now: EventLoop.monotonicNanoseconds(), hasPendingWork: lastPassWasBusy || remoteWork.isWakePending)
+            {
+                EventLoop.sleep(nanoseconds: nanoseconds)
+            }
+            let before = activity
+            servicePasses &+= 1
             if lws_service(context, 0) < 0 { break }
+            lastPassWasBusy = activity != before
         }
 
         // Run what was handed in before the stop, then refuse more and destroy.
-        let last = shared.withLock { shared -> [RemoteWork] in
-            shared.lifecycle = .stopped
-            let pending = shared.pending
-            shared.pending = []
-            return pending
-        }
-        for work in last { work.run() }
-        var budget = localWork.count
-        while budget > 0, let work = localWork.popFirst() {
-            budget -= 1
-            work()
-        }
+        for work in remoteWork.close() { work.run() }
+        runLocalWork()
         localWork.removeAll()
         cws_timer_cancel(timerHandle)
-        shared.withLock { $0.context = nil }
+        remoteWork.detachWaker()
         isDestroying = true
         lws_context_destroy(context)
         self.context = nil
         timers.removeAll()
-        releaseResources()
+        self.timerHandle = nil
+        arena.releaseAll()
+        buffers.removeAll()
         logger.debug("event loop stopped")
-        signalExit()
+        thread.signalExit()
     }
 
-    /// Whether a context of this process was created with `DO_SSL_GLOBAL_INIT`
-    /// (guarded by the mutex, which also serialises context creation).
-    private static let sslLibraryInitialised = Mutex(false)
-
-    /// Creates an lws context; the process's first one with `DO_SSL_GLOBAL_INIT`.
-    ///
-    /// lws 4.1.6 keeps the OpenSSL ex-data index through which its verify callbacks find
-    /// a connection in a process-wide variable and allocates a new one on every context
-    /// created with `DO_SSL_GLOBAL_INIT`: a second such context, created while another
-    /// loop's client is in a TLS handshake, makes that handshake fail ("can't get wsi
-    /// from ssl privdata"). So only the first context initialises the library; TLS
-    /// vhosts carry the option in their own creation info, which is what lws checks to
-    /// give them an SSL_CTX. The cost: lws frees TLS vhosts' SSL_CTXs at destroy only in
-    /// a context with the option, so a later loop that used TLS leaks them (a few KB per
-    /// TLS server or CA file) when it shuts down.
-    private static func createContext(_ info: inout lws_context_creation_info) -> OpaquePointer? {
-        let created = sslLibraryInitialised.withLock { initialised -> ContextPointer? in
-            if !initialised { info.options |= cws_option_do_ssl_global_init }
-            guard let raw = lws_create_context(&info) else { return nil }
-            initialised = true
-            return ContextPointer(raw: raw)
+    /// Sleeps the loop thread (less than a millisecond, before a timer lws cannot wait for).
+    private static func sleep(nanoseconds: Int64) {
+        var duration = timespec(tv_sec: 0, tv_nsec: Int(nanoseconds))
+        var remaining = timespec()
+        while nanosleep(&duration, &remaining) != 0, errno == EINTR {
+            duration = remaining
         }
-        return created?.raw
     }
+}
 
-    private func releaseResources() {
-        retainedEndpoints.removeAll()
-        for string in ownedCStrings { free(string) }
-        ownedCStrings.removeAll()
-        for raw in ownedAllocations { raw.deallocate() }
-        ownedAllocations.removeAll()
-        loopProtocols = nil
-        timerHandle = nil
-    }
-
-    private static func descriptorLimit(_ configured: Int) -> Int {
-        if configured > 0 { return configured }
-        var limit = rlimit()
-        if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 {
-            return Int(min(limit.rlim_cur, 65_536))
-        }
-        return 65_536
-    }
+/// The lws context pointer, shareable so that other threads can `lws_cancel_service` it.
+private struct ContextPointer: @unchecked Sendable {
+    let raw: OpaquePointer
 }
 
 /// The protocol callback of the loop's own vhost: drains handed-in work.

@@ -1,10 +1,16 @@
+import CWebsockets
+
 /// One entry of a connection's outbound queue: its bytes with `LWS_PRE` bytes of
 /// headroom in front, so that lws can write the frame header in place without copying.
 ///
 /// A *preframed* entry instead holds several complete small WebSocket frames, headers
-/// (and, client side, masking keys and masked payloads) included, appended one after the other and written raw in one
-/// `lws_write`: small messages cost one copy and no allocation of their own.
+/// (and, client side, masking keys and masked payloads) included, appended one after the
+/// other and written raw in one `lws_write`: small messages cost one copy and no
+/// allocation of their own.
 struct OutboundFrame {
+    /// The bytes lws needs in front of a payload (`LWS_PRE`).
+    static let headroom = Int(cws_lws_pre)
+
     /// `LWS_PRE` reserved bytes, then the payload (or the complete frames when preframed).
     var storage: [UInt8]
     /// Text or binary.
@@ -20,6 +26,70 @@ struct OutboundFrame {
     /// The number of messages in the entry (more than one only when preframed).
     var messageCount = 1
 
+    /// An entry in `buffer` (an empty, possibly recycled one), headroom reserved.
+    init(
+        buffer: [UInt8], kind: WebSocketMessageKind, isPreframed: Bool = false,
+        coalescingKey: UInt64? = nil, closing: [UInt8] = []
+    ) {
+        storage = buffer
+        storage.append(contentsOf: repeatElement(0, count: OutboundFrame.headroom))
+        self.kind = kind
+        self.isPreframed = isPreframed
+        self.messageCount = isPreframed ? 0 : 1
+        self.coalescingKey = coalescingKey
+        self.closing = closing
+    }
+
     /// The payload length (without the headroom).
-    var payloadCount: Int { storage.count - WebSocketConnection.headroom }
+    var payloadCount: Int { storage.count - OutboundFrame.headroom }
+
+    /// Seals a coalesced message: nothing more is appended once writing starts.
+    mutating func seal() {
+        guard written == 0, coalescingKey != nil else { return }
+        coalescingKey = nil
+        if !closing.isEmpty {
+            storage.append(contentsOf: closing)
+            closing = []
+        }
+    }
+
+    /// Whether the entry can go in a write batch: an unwritten message (not preframed)
+    /// shorter than `limit` and than 64 KiB (a 16-bit length).
+    func isBatchable(below limit: Int) -> Bool {
+        !isPreframed && written == 0 && payloadCount < min(limit, 1 << 16)
+    }
+
+    /// Appends one complete small frame (header, masking key and masked payload when
+    /// `maskingKey` is given) when the entry is an unwritten preframed one with room for
+    /// it under `limit` bytes; returns whether it did.
+    @inline(__always)
+    mutating func appendFrame(
+        kind: WebSocketMessageKind, prefix: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer,
+        suffix: UnsafeRawBufferPointer, maskingKey: UInt32?, limit: Int
+    ) -> Bool {
+        let length = prefix.count + body.count + suffix.count
+        let headerLength = FrameHeader.length(payloadLength: length, masked: maskingKey != nil)
+        guard isPreframed, written == 0, payloadCount + headerLength + length <= limit else { return false }
+        messageCount += 1
+        FrameHeader.append(to: &storage, kind: kind, payloadLength: length, maskingKey: maskingKey)
+        let payloadStart = storage.count
+        storage.append(contentsOf: prefix)
+        storage.append(contentsOf: body)
+        storage.append(contentsOf: suffix)
+        if let maskingKey { WebSocketMasking.apply(key: maskingKey, to: &storage, from: payloadStart) }
+        return true
+    }
+
+    /// Appends one element when the entry is an open coalescing message under `key` of
+    /// `kind` below `limit` bytes; returns the bytes added, or -1 when the element needs
+    /// a new message.
+    @inline(__always)
+    mutating func appendElement(
+        key: UInt64, kind: WebSocketMessageKind, limit: Int, _ append: (inout [UInt8], _ opensMessage: Bool) -> Void
+    ) -> Int {
+        guard coalescingKey == key, self.kind == kind, written == 0, payloadCount < limit else { return -1 }
+        let before = storage.count
+        append(&storage, false)
+        return storage.count - before
+    }
 }

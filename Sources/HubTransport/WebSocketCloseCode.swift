@@ -1,4 +1,7 @@
-/// A WebSocket close status code (RFC 6455 section 7.4), with the codes the hub uses.
+/// A WebSocket close status code (RFC 6455 section 7.4).
+///
+/// The constants are the protocol's own codes; an application's codes (4000–4999) are
+/// created with ``init(_:)`` by the application that defines them.
 public struct WebSocketCloseCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     /// The numeric code sent in the close frame.
     public var rawValue: UInt16
@@ -19,12 +22,6 @@ public struct WebSocketCloseCode: RawRepresentable, Hashable, Sendable, CustomSt
     public static let policyViolation = WebSocketCloseCode(1008)
     /// 1009: message too big.
     public static let messageTooBig = WebSocketCloseCode(1009)
-    /// 4008: slow consumer (the hub's outbound bound was exceeded).
-    public static let slowConsumer = WebSocketCloseCode(4008)
-    /// 4401: unauthorized.
-    public static let unauthorized = WebSocketCloseCode(4401)
-    /// 4429: too many connections.
-    public static let tooManyConnections = WebSocketCloseCode(4429)
 
     /// The numeric code.
     public var description: String { String(rawValue) }

@@ -1,15 +1,14 @@
 import CWebsockets
-import DequeModule
-import Foundation
 import Logging
+import Synchronization
 
 /// One WebSocket connection (server- or client-side), confined to its event loop's thread.
 ///
-/// Outbound messages go into a queue; one frame (or one fragment of a large message) is
-/// written per writable callback, with `LWS_PRE` headroom kept in front of each queued
-/// frame so that no copy is needed at write time. Inbound chunks are reassembled into
-/// whole messages, bounded by ``maximumMessageSize`` (beyond it the connection is closed
-/// with 1009).
+/// The connection performs the effects that three value-type state machines decide:
+/// ``CloseHandshake`` (its life and close), ``OutboundQueue`` (what to write, in which
+/// shape: preframed small messages, batches, fragments) and ``InboundAssembler``
+/// (reassembly of lws's chunks into messages, bounded by ``Limits/maximumMessageSize``;
+/// beyond it the connection is closed with 1009).
 public final class WebSocketConnection {
     /// Which side of the connection this object is.
     public enum Role: Sendable, Hashable {
@@ -31,35 +30,6 @@ public final class WebSocketConnection {
         case closed
     }
 
-    /// Per-connection limits and write sizes.
-    public struct Limits: Sendable {
-        /// The largest inbound message accepted (bytes); larger ones close with 1009.
-        public var maximumMessageSize: Int
-        /// Messages at least this large are written as several fragments of this size.
-        public var fragmentSize: Int
-        /// The largest frame that coalescing appends grow to (bytes).
-        public var maximumCoalescedFrameSize: Int
-        /// Server side: several queued small messages are framed by the transport and
-        /// handed to the socket in one write of at most this many bytes (0 disables).
-        public var maximumBatchSize: Int
-
-        /// Creates limits; the defaults are 1 MiB messages, 64 KiB fragments, 64 KiB
-        /// coalesced frames and 64 KiB write batches.
-        public init(
-            maximumMessageSize: Int = 1 << 20, fragmentSize: Int = 64 << 10,
-            maximumCoalescedFrameSize: Int = 64 << 10, maximumBatchSize: Int = 64 << 10
-        ) {
-            self.maximumMessageSize = maximumMessageSize
-            self.fragmentSize = min(max(fragmentSize, 1), 1 << 30)
-            self.maximumCoalescedFrameSize = maximumCoalescedFrameSize
-            self.maximumBatchSize = maximumBatchSize
-        }
-    }
-
-    /// The bytes lws needs in front of a payload (`LWS_PRE`).
-    static let headroom = Int(cws_lws_pre)
-    private static var logger: Logger { Logger(label: "hub.transport.connection") }
-
     /// The loop the connection lives on.
     public let eventLoop: EventLoop
     /// Server- or client-side.
@@ -78,19 +48,18 @@ public final class WebSocketConnection {
     public let limits: Limits
     /// Receives the connection's events. Held strongly until the close event.
     public var handler: (any WebSocketConnectionHandler)?
-    /// Where the connection is in its life.
-    public private(set) var state: State
-    /// Bytes queued and not yet handed to the socket (payloads, plus the frame headers of
-    /// small server-side messages, which are framed when queued). The server bounds this.
-    public private(set) var queuedBytes = 0
     /// Whether reading is paused with ``pauseReading()``.
     public private(set) var isReadingPaused = false
-
-    /// Messages completely handed to the socket so far.
-    public private(set) var messagesWritten = 0
     /// `lws_write` calls made so far (fewer than messages when small ones are batched).
     public private(set) var writeCalls = 0
 
+    /// Where the connection is in its life.
+    public var state: State { handshake.state }
+    /// Bytes queued and not yet handed to the socket (payloads, plus the frame headers of
+    /// small messages, which are framed when queued). The server bounds this.
+    public var queuedBytes: Int { outbound.queuedBytes }
+    /// Messages completely handed to the socket so far.
+    public var messagesWritten: Int { outbound.messagesWritten }
     /// The number of frames waiting in the outbound queue.
     public var queuedFrameCount: Int { outbound.count }
 
@@ -101,33 +70,30 @@ public final class WebSocketConnection {
     var isRefused = false
     /// Whether a client connection was opened with TLS (for its error messages).
     var usesTLS = false
-    var ownedCStrings: [UnsafeMutablePointer<CChar>] = []
+    /// A client connection's connect strings and per-session slot, alive until lws has
+    /// freed the connection.
+    private(set) lazy var clientArena = ContextArena()
 
-    private var outbound = Deque<OutboundFrame>()
-    private var receiveBuffer: [UInt8] = []
-    private var receivingMessage = false
-    private var receiveKind = WebSocketMessageKind.text
-    private var pendingClose: (code: WebSocketCloseCode, reason: String, discard: Bool)?
-    private var closeCode: WebSocketCloseCode?
-    private var closeReason = ""
+    private let logger: Logger
+    private var handshake = CloseHandshake()
+    private var outbound: OutboundQueue
+    private var inbound: InboundAssembler
+    private var masking = WebSocketMasking()
     private var writableRequested = false
-    private var isAborting = false
-    private var maskingKeys = [UInt32](repeating: 0, count: 64)
-    private var maskingKeysLeft = 0
-    private var finished = false
 
-    init(eventLoop: EventLoop, role: Role, requestPath: String, authorization: String?, limits: Limits) {
+    init(
+        eventLoop: EventLoop, role: Role, requestPath: String, authorization: String?, limits: Limits,
+        logger: Logger
+    ) {
         self.eventLoop = eventLoop
         self.role = role
-        self.id = WebSocketConnection.nextID()
+        self.id = WebSocketConnection.counter.next()
         self.requestPath = requestPath
         self.authorization = authorization
         self.limits = limits
-        self.state = .connecting
-    }
-
-    deinit {
-        for string in ownedCStrings { free(string) }
+        self.logger = logger
+        self.outbound = OutboundQueue(limits: limits, role: role)
+        self.inbound = InboundAssembler(maximumMessageSize: limits.maximumMessageSize)
     }
 
     // MARK: - Sending
@@ -149,6 +115,13 @@ public final class WebSocketConnection {
         return sendFrame(kind: kind) { storage in storage.append(contentsOf: bytes) }
     }
 
+    /// Queues one text message.
+    @discardableResult
+    public func send(text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { send(UnsafeRawBufferPointer($0), kind: .text) }
+    }
+
     /// Queues one message made of `prefix`, `body` and `suffix` (for example a per-
     /// subscription envelope around a value encoded once for every subscriber).
     ///
@@ -161,83 +134,12 @@ public final class WebSocketConnection {
         kind: WebSocketMessageKind
     ) -> Bool {
         eventLoop.preconditionInEventLoop()
-        guard acceptsOutbound else { return false }
-        let length = prefix.count + body.count + suffix.count
-        guard limits.maximumBatchSize > 0, length < min(1 << 16, limits.fragmentSize) else {
-            return sendFrame(kind: kind) { storage in
-                storage.append(contentsOf: prefix)
-                storage.append(contentsOf: body)
-                storage.append(contentsOf: suffix)
-            }
-        }
-        let masked = role == .client
-        let headerLength = (length < 126 ? 2 : 4) + (masked ? 4 : 0)
-        let key = masked ? nextMaskingKey() : nil
-        // The tail entry is read and grown in place (one `_modify` access): reading a
-        // queue entry through the subscript's getter would copy it, retaining its buffers,
-        // once per message.
-        let limit = limits.maximumBatchSize
-        let appended = !outbound.isEmpty && WebSocketConnection.appendFrame(
-            to: &outbound[outbound.count - 1], limit: limit, kind: kind, headerLength: headerLength,
-            prefix: prefix, body: body, suffix: suffix, key: key)
-        if !appended {
-            var frame = OutboundFrame(storage: takeBuffer(), kind: kind, isPreframed: true, messageCount: 0)
-            _ = WebSocketConnection.appendFrame(
-                to: &frame, limit: .max, kind: kind, headerLength: headerLength,
-                prefix: prefix, body: body, suffix: suffix, key: key)
-            outbound.append(frame)
-        }
-        queuedBytes += headerLength + length
+        guard handshake.acceptsOutbound else { return false }
+        outbound.append(
+            kind: kind, prefix: prefix, body: body, suffix: suffix,
+            maskingKey: { masking.nextKey() }, newBuffer: { eventLoop.buffers.take() })
         requestWritable()
         return true
-    }
-
-    /// Appends one complete small frame to `frame` when it is an unwritten preframed entry
-    /// with room for it under `limit`; returns whether it did.
-    @inline(__always)
-    private static func appendFrame(
-        to frame: inout OutboundFrame, limit: Int, kind: WebSocketMessageKind, headerLength: Int,
-        prefix: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, suffix: UnsafeRawBufferPointer, key: UInt32?
-    ) -> Bool {
-        let length = prefix.count + body.count + suffix.count
-        guard frame.isPreframed, frame.written == 0, frame.payloadCount + headerLength + length <= limit else {
-            return false
-        }
-        frame.messageCount += 1
-        appendFrameHeader(to: &frame.storage, kind: kind, length: length, masked: key != nil)
-        let payloadStart = frame.storage.count
-        if let key {
-            frame.storage.append(UInt8(truncatingIfNeeded: key >> 24))
-            frame.storage.append(UInt8(truncatingIfNeeded: key >> 16))
-            frame.storage.append(UInt8(truncatingIfNeeded: key >> 8))
-            frame.storage.append(UInt8(truncatingIfNeeded: key))
-        }
-        frame.storage.append(contentsOf: prefix)
-        frame.storage.append(contentsOf: body)
-        frame.storage.append(contentsOf: suffix)
-        if let key { mask(&frame.storage, from: payloadStart + 4, key: key) }
-        return true
-    }
-
-    /// Appends a final WebSocket frame header for a payload under 64 KiB (with the mask
-    /// bit for client frames; the key follows the header).
-    private static func appendFrameHeader(to storage: inout [UInt8], kind: WebSocketMessageKind, length: Int, masked: Bool) {
-        storage.append(0x80 | (kind == .text ? 0x1 : 0x2))
-        let maskBit: UInt8 = masked ? 0x80 : 0
-        if length < 126 {
-            storage.append(maskBit | UInt8(length))
-        } else {
-            storage.append(maskBit | 126)
-            storage.append(UInt8(truncatingIfNeeded: length >> 8))
-            storage.append(UInt8(truncatingIfNeeded: length))
-        }
-    }
-
-    /// Queues one text message.
-    @discardableResult
-    public func send(text: String) -> Bool {
-        var text = text
-        return text.withUTF8 { send(UnsafeRawBufferPointer($0), kind: .text) }
     }
 
     /// Queues one message whose payload `build` appends to `storage` (a recycled buffer
@@ -245,10 +147,9 @@ public final class WebSocketConnection {
     @discardableResult
     public func sendFrame(kind: WebSocketMessageKind, _ build: (inout [UInt8]) -> Void) -> Bool {
         eventLoop.preconditionInEventLoop()
-        guard acceptsOutbound else { return false }
-        var frame = OutboundFrame(storage: takeBuffer(), kind: kind)
+        guard handshake.acceptsOutbound else { return false }
+        var frame = OutboundFrame(buffer: eventLoop.buffers.take(), kind: kind)
         build(&frame.storage)
-        queuedBytes += frame.payloadCount
         outbound.append(frame)
         requestWritable()
         return true
@@ -269,80 +170,14 @@ public final class WebSocketConnection {
         _ append: (inout [UInt8], _ opensMessage: Bool) -> Void
     ) -> Bool {
         eventLoop.preconditionInEventLoop()
-        guard acceptsOutbound else { return false }
-        // Read and grown in place (one `_modify` access, no copy of the entry).
-        if !outbound.isEmpty {
-            let limit = limits.maximumCoalescedFrameSize
-            let grown = WebSocketConnection.appendElement(
-                to: &outbound[outbound.count - 1], key: key, kind: kind, limit: limit, append)
-            if grown >= 0 {
-                queuedBytes += grown
-                return true
-            }
-        }
-        var frame = OutboundFrame(storage: takeBuffer(), kind: kind, coalescingKey: key, closing: closing)
-        append(&frame.storage, true)
-        queuedBytes += frame.payloadCount + closing.count
-        outbound.append(frame)
-        requestWritable()
+        guard handshake.acceptsOutbound else { return false }
+        let queuedNew = outbound.appendCoalescing(
+            key: key, kind: kind, closing: closing, newBuffer: { eventLoop.buffers.take() }, append)
+        if queuedNew { requestWritable() }
         return true
     }
 
-    /// Appends one element to `frame` when it is open under `key`; returns the bytes
-    /// added, or -1 when the element needs a new message.
-    @inline(__always)
-    private static func appendElement(
-        to frame: inout OutboundFrame, key: UInt64, kind: WebSocketMessageKind, limit: Int,
-        _ append: (inout [UInt8], _ opensMessage: Bool) -> Void
-    ) -> Int {
-        guard frame.coalescingKey == key, frame.kind == kind, frame.written == 0, frame.payloadCount < limit else {
-            return -1
-        }
-        let before = frame.storage.count
-        append(&frame.storage, false)
-        return frame.storage.count - before
-    }
-
-    /// XORs `storage[start...]` with the 32-bit masking `key` (RFC 6455 section 5.3),
-    /// eight bytes at a time.
-    private static func mask(_ storage: inout [UInt8], from start: Int, key: UInt32) {
-        // Byte `i` of the key as sent on the wire (big-endian order of `key`).
-        @inline(__always) func keyByte(_ index: Int) -> UInt8 {
-            UInt8(truncatingIfNeeded: key >> UInt32(24 - 8 * (index & 3)))
-        }
-        // The key repeated over eight bytes, in memory order whatever the endianness.
-        var wideKey: UInt64 = 0
-        withUnsafeMutableBytes(of: &wideKey) { bytes in
-            for index in 0..<8 { bytes[index] = keyByte(index) }
-        }
-        storage.withUnsafeMutableBytes { buffer in
-            guard let base = buffer.baseAddress else { return }
-            let payload = base + start
-            let count = buffer.count - start
-            var offset = 0
-            while offset + 8 <= count {
-                let word = payload.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-                payload.storeBytes(of: word ^ wideKey, toByteOffset: offset, as: UInt64.self)
-                offset += 8
-            }
-            while offset < count {
-                let byte = payload.load(fromByteOffset: offset, as: UInt8.self)
-                payload.storeBytes(of: byte ^ keyByte(offset), toByteOffset: offset, as: UInt8.self)
-                offset += 1
-            }
-        }
-    }
-
-    /// A fresh masking key from the system's strong random source, drawn 64 keys per
-    /// `arc4random_buf` call.
-    private func nextMaskingKey() -> UInt32 {
-        if maskingKeysLeft == 0 {
-            maskingKeys.withUnsafeMutableBytes { arc4random_buf($0.baseAddress!, $0.count) }
-            maskingKeysLeft = maskingKeys.count
-        }
-        maskingKeysLeft -= 1
-        return maskingKeys[maskingKeysLeft]
-    }
+    // MARK: - Closing and flow control
 
     /// Closes the connection with `code` and `reason` (at most 123 bytes of UTF-8).
     ///
@@ -352,18 +187,11 @@ public final class WebSocketConnection {
     /// was waiting for the queue to drain (its code and reason replace the first ones).
     public func close(code: WebSocketCloseCode = .normal, reason: String = "", discardingQueued: Bool = false) {
         eventLoop.preconditionInEventLoop()
-        if let pending = pendingClose {
-            guard discardingQueued, !pending.discard, state != .closed else { return }
-            pendingClose = (code, reason, true)
-            dropQueuedExceptInProgress()
-            requestWritable()
-            return
-        }
-        guard state == .open || state == .connecting else { return }
-        pendingClose = (code, reason, discardingQueued)
-        if discardingQueued { dropQueuedExceptInProgress() }
-        if state == .open {
-            state = .closing
+        switch handshake.close(code: code, reason: reason, discardingQueued: discardingQueued) {
+        case .none:
+            break
+        case .flush(let discarding):
+            if discarding { outbound.dropQueuedExceptInProgress() }
             requestWritable()
         }
     }
@@ -374,13 +202,14 @@ public final class WebSocketConnection {
     /// soon as its handshake completes.
     public func abort() {
         eventLoop.preconditionInEventLoop()
-        guard state != .closed else { return }
-        pendingClose = pendingClose ?? (.normal, "", true)
-        dropQueuedExceptInProgress()
-        isAborting = true
-        if let wsi {
-            state = .closing
-            cws_kill_async(wsi)
+        switch handshake.abort() {
+        case .none:
+            break
+        case .discardQueue:
+            outbound.dropQueuedExceptInProgress()
+        case .discardQueueAndKill:
+            outbound.dropQueuedExceptInProgress()
+            if let wsi { cws_kill_async(wsi) }
         }
     }
 
@@ -400,320 +229,197 @@ public final class WebSocketConnection {
         if let wsi { lws_rx_flow_control(wsi, 1) }
     }
 
-    private var acceptsOutbound: Bool {
-        pendingClose == nil && (state == .open || state == .connecting)
-    }
-
     private func requestWritable() {
-        guard !writableRequested, state == .open || state == .closing, let wsi else { return }
+        guard !writableRequested, handshake.isEstablished, let wsi else { return }
         writableRequested = true
         lws_callback_on_writable(wsi)
     }
 
-    private func takeBuffer() -> [UInt8] {
-        var buffer = eventLoop.takeBuffer()
-        buffer.append(contentsOf: repeatElement(0, count: WebSocketConnection.headroom))
-        return buffer
-    }
-
-    private func recycle(_ buffer: inout [UInt8]) {
-        eventLoop.recycleBuffer(&buffer)
-    }
-
-    private func dropQueuedExceptInProgress() {
-        while let last = outbound.last, last.written == 0 || outbound.count > 1 {
-            outbound.removeLast()
-        }
-        queuedBytes = outbound.first.map { $0.payloadCount - $0.written } ?? 0
-    }
-
-    // MARK: - Events from the protocol callbacks
+    // MARK: - Events from the callback dispatcher
 
     /// The handshake finished on `wsi`.
     func didEstablish(_ wsi: OpaquePointer) {
         self.wsi = wsi
-        state = .open
-        if isAborting {
-            state = .closing
+        switch handshake.established() {
+        case .kill:
             cws_kill_async(wsi)
-            return
+        case .open(let closePending):
+            if isReadingPaused { lws_rx_flow_control(wsi, 0) }
+            if closePending || !outbound.isEmpty { requestWritable() }
         }
-        if isReadingPaused { lws_rx_flow_control(wsi, 0) }
-        if pendingClose != nil { state = .closing }
-        if !outbound.isEmpty || pendingClose != nil { requestWritable() }
     }
 
     /// Tells the handler the connection is open (after the server's delegate saw it).
     func notifyOpen() {
-        guard state == .open || state == .closing else { return }
+        guard handshake.isEstablished else { return }
         handler?.connectionDidOpen(self)
     }
 
     /// One chunk of inbound payload. Returns nonzero to close.
-    func handleReceive(_ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
-        guard let wsi else { return -1 }
-        let complete = lws_is_final_fragment(wsi) != 0 && lws_remaining_packet_payload(wsi) == 0
-        if !receivingMessage {
-            receiveKind = lws_frame_is_binary(wsi) != 0 ? .binary : .text
-            if complete {
-                // The whole message is in this chunk: hand lws's buffer over without a copy.
-                guard length <= limits.maximumMessageSize else { return refuseTooLarge(wsi) }
-                deliver(UnsafeRawBufferPointer(start: input, count: input == nil ? 0 : length))
-                return 0
-            }
-            receivingMessage = true
-        }
-        guard receiveBuffer.count + length <= limits.maximumMessageSize else { return refuseTooLarge(wsi) }
-        if let input, length > 0 {
-            receiveBuffer.append(contentsOf: UnsafeRawBufferPointer(start: input, count: length))
-        }
-        if complete {
-            receivingMessage = false
-            receiveBuffer.withUnsafeBytes { deliver($0) }
-            let keep = receiveBuffer.capacity <= 16 << 10
-            receiveBuffer.removeAll(keepingCapacity: keep)
+    func handleReceive(_ wsi: OpaquePointer, _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
+        guard self.wsi != nil else { return -1 }
+        let chunk = UnsafeRawBufferPointer(start: input, count: input == nil ? 0 : length)
+        let outcome = inbound.receive(
+            chunk, isBinary: lws_frame_is_binary(wsi) != 0,
+            completesMessage: lws_is_final_fragment(wsi) != 0 && lws_remaining_packet_payload(wsi) == 0)
+        switch outcome {
+        case .awaitMore:
+            break
+        case .deliverChunk:
+            // The whole message is in this chunk: hand lws's buffer over without a copy.
+            deliver(chunk)
+        case .deliverAssembled:
+            var message = inbound.takeMessage()
+            message.withUnsafeBytes { deliver($0) }
+            inbound.recycle(&message)
+        case .tooLarge:
+            sendCloseFrame(wsi, handshake.closeNow(code: .messageTooBig, reason: "message too big"))
+            return -1
         }
         return 0
     }
 
     private func deliver(_ payload: UnsafeRawBufferPointer) {
         // Messages that arrive while the close handshake runs are still delivered.
-        guard state == .open || state == .closing, !isRefused, let handler else { return }
-        handler.connection(self, didReceive: payload, kind: receiveKind)
+        guard handshake.isEstablished, !isRefused, let handler else { return }
+        handler.connection(self, didReceive: payload, kind: inbound.kind)
     }
 
-    private func refuseTooLarge(_ wsi: OpaquePointer) -> Int32 {
-        receiveBuffer = []
-        receivingMessage = false
-        sendCloseFrame(wsi, code: .messageTooBig, reason: "message too big")
-        return -1
+    /// The socket can take one more write. Returns nonzero to close.
+    func handleWritable() -> Int32 {
+        writableRequested = false
+        guard let wsi else { return -1 }
+        let action = handshake.writable(queueIsEmpty: outbound.isEmpty)
+        guard action == .write else {
+            sendCloseFrame(wsi, action)
+            return -1
+        }
+        let step = outbound.nextStep()
+        let expected: Int
+        let result: Int32
+        switch step {
+        case .idle:
+            return 0
+        case .preframed(let count):
+            // LWS_WRITE_HTTP on a ws connection writes the bytes as they are (lws's raw
+            // path; lws keeps what the socket does not take and holds back the next
+            // writable callback until it is sent): they are complete frames already.
+            expected = count
+            result = outbound.withHeadPayload { cws_write(wsi, $0.baseAddress, count, cws_write_http) }
+        case .batch(let batch):
+            var scratch = eventLoop.buffers.takeScratch()
+            outbound.encodeBatch(batch, into: &scratch)
+            expected = batch.byteCount
+            result = scratch.withUnsafeMutableBufferPointer { cws_write(wsi, $0.baseAddress, batch.byteCount, cws_write_http) }
+            eventLoop.buffers.returnScratch(&scratch)
+        case .payload(let write):
+            let initial = write.kind == .text ? cws_write_text : cws_write_binary
+            let flags = write.isFragmented
+                ? cws_write_ws_flags(initial, write.isFirst ? 1 : 0, write.isLast ? 1 : 0) : initial
+            expected = write.count
+            result = outbound.withHeadPayload { cws_write(wsi, $0.baseAddress! + write.offset, write.count, flags) }
+        }
+        writeCalls += 1
+        if result < expected {
+            logger.debug("short write, closing", metadata: ["connection": "\(id)"])
+            return -1
+        }
+        let drained = outbound.complete(step, pool: &eventLoop.buffers)
+        if !drained || handshake.pending != nil {
+            requestWritable()
+        } else {
+            handler?.connectionDidDrainOutbound(self)
+        }
+        return 0
     }
 
-    private func sendCloseFrame(_ wsi: OpaquePointer, code: WebSocketCloseCode, reason: String) {
-        closeCode = code
-        closeReason = reason
-        state = .closing
+    /// Sends the close frame `action` asks for (with the next lws write: the caller
+    /// returns -1), or nothing when it is an abort.
+    private func sendCloseFrame(_ wsi: OpaquePointer, _ action: CloseHandshake.WritableAction) {
+        guard case .sendClose(let code, let reason) = action else { return }
         var bytes = Array(reason.utf8.prefix(123))
         bytes.withUnsafeMutableBufferPointer { buffer in
             cws_close_reason(wsi, Int32(code.rawValue), buffer.baseAddress, buffer.count)
         }
     }
 
-    /// The socket can take one more write. Returns nonzero to close.
-    func handleWritable() -> Int32 {
-        writableRequested = false
-        guard let wsi, !isAborting else { return -1 }
-        if let close = pendingClose, close.discard || outbound.isEmpty {
-            sendCloseFrame(wsi, code: close.code, reason: close.reason)
-            return -1
-        }
-        guard !outbound.isEmpty else { return 0 }
-        let head = outbound.startIndex
-        if outbound[head].isPreframed {
-            return writePreframed(wsi)
-        }
-        sealFrame(at: head)
-        if role == .server, outbound.count > 1, limits.maximumBatchSize > 0, isBatchable(outbound[head]) {
-            return writeBatch(wsi)
-        }
-        let total = outbound[head].payloadCount
-        let written = outbound[head].written
-        let fragmented = total >= limits.fragmentSize
-        let chunk = fragmented ? min(limits.fragmentSize, total - written) : total
-        let isEnd = written + chunk == total
-        let initial = outbound[head].kind == .text ? cws_write_text : cws_write_binary
-        let flags = fragmented ? cws_write_ws_flags(initial, written == 0 ? 1 : 0, isEnd ? 1 : 0) : initial
-        let result = outbound[head].storage.withUnsafeMutableBufferPointer { buffer in
-            cws_write(wsi, buffer.baseAddress! + WebSocketConnection.headroom + written, chunk, flags)
-        }
-        writeCalls += 1
-        if result < chunk {
-            WebSocketConnection.logger.debug("short write, closing", metadata: ["connection": "\(id)"])
-            return -1
-        }
-        queuedBytes -= chunk
-        if isEnd {
-            messagesWritten += 1
-            var frame = outbound.removeFirst()
-            recycle(&frame.storage)
-        } else {
-            outbound[head].written += chunk
-        }
-        continueWritingOrReportDrained()
-        return 0
-    }
-
-    /// After a successful write: asks for the next writable callback while frames or a close
-    /// are left, else resets the queued byte count and tells the handler the queue drained.
-    private func continueWritingOrReportDrained() {
-        if !outbound.isEmpty || pendingClose != nil {
-            requestWritable()
-        } else {
-            queuedBytes = 0
-            handler?.connectionDidDrainOutbound(self)
-        }
-    }
-
-    /// Seals a coalesced message: nothing more is appended once writing starts.
-    private func sealFrame(at index: Int) {
-        guard outbound[index].written == 0, outbound[index].coalescingKey != nil else { return }
-        outbound[index].coalescingKey = nil
-        if !outbound[index].closing.isEmpty {
-            outbound[index].storage.append(contentsOf: outbound[index].closing)
-            outbound[index].closing = []
-        }
-    }
-
-    /// Whether `frame` can go in a batch: nothing of it written, small enough for a
-    /// 16-bit length and one write.
-    private func isBatchable(_ frame: OutboundFrame) -> Bool {
-        !frame.isPreframed && frame.written == 0 && frame.payloadCount < min(limits.fragmentSize, 1 << 16)
-    }
-
-    /// Writes the preframed entry at the head of the queue raw, in one `lws_write`
-    /// (LWS_WRITE_HTTP on a ws connection writes the bytes as they are; lws keeps what the
-    /// socket does not take and holds back the next writable callback until it is sent).
-    private func writePreframed(_ wsi: OpaquePointer) -> Int32 {
-        let count = outbound[outbound.startIndex].payloadCount
-        let result = outbound[outbound.startIndex].storage.withUnsafeMutableBufferPointer { buffer in
-            cws_write(wsi, buffer.baseAddress! + WebSocketConnection.headroom, count, cws_write_http)
-        }
-        writeCalls += 1
-        if result < count {
-            WebSocketConnection.logger.debug("short write, closing", metadata: ["connection": "\(id)"])
-            return -1
-        }
-        var frame = outbound.removeFirst()
-        messagesWritten += frame.messageCount
-        queuedBytes -= count
-        recycle(&frame.storage)
-        continueWritingOrReportDrained()
-        return 0
-    }
-
-    /// Frames the leading small messages itself (server frames are unmasked) and hands
-    /// them to lws in one raw write, so that many small messages cost one syscall and
-    /// one writable callback. Returns nonzero to close.
-    private func writeBatch(_ wsi: OpaquePointer) -> Int32 {
-        var batch = eventLoop.takeWriteScratch()
-        var frames = 0
-        var payloadBytes = 0
-        for index in outbound.indices {
-            guard isBatchable(outbound[index]) else { break }
-            let sealedLength = outbound[index].payloadCount + outbound[index].closing.count
-            if frames > 0, batch.count + 4 + sealedLength > limits.maximumBatchSize { break }
-            sealFrame(at: index)
-            let frame = outbound[index]
-            guard isBatchable(frame) else { break }
-            let length = frame.payloadCount
-            batch.append(0x80 | (frame.kind == .text ? 0x1 : 0x2))
-            if length < 126 {
-                batch.append(UInt8(length))
-            } else {
-                batch.append(126)
-                batch.append(UInt8(truncatingIfNeeded: length >> 8))
-                batch.append(UInt8(truncatingIfNeeded: length))
-            }
-            frame.storage.withUnsafeBufferPointer { buffer in
-                batch.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[WebSocketConnection.headroom...]))
-            }
-            frames += 1
-            payloadBytes += length
-        }
-        let count = batch.count
-        // LWS_WRITE_HTTP on a ws connection is written as is (lws's raw path): the bytes
-        // already are complete WebSocket frames.
-        let result = batch.withUnsafeMutableBufferPointer { buffer in
-            cws_write(wsi, buffer.baseAddress, count, cws_write_http)
-        }
-        eventLoop.returnWriteScratch(&batch)
-        writeCalls += 1
-        if result < count {
-            WebSocketConnection.logger.debug("short batch write, closing", metadata: ["connection": "\(id)"])
-            return -1
-        }
-        messagesWritten += frames
-        for _ in 0..<frames {
-            var frame = outbound.removeFirst()
-            recycle(&frame.storage)
-        }
-        queuedBytes -= payloadBytes
-        continueWritingOrReportDrained()
-        return 0
-    }
-
     /// The peer sent a close frame (`input`: big-endian code, then the reason).
     func handlePeerClose(_ input: UnsafeMutableRawPointer?, _ length: Int) {
-        state = .closing
-        guard closeCode == nil else { return }
-        guard let input, length >= 2 else { return }
+        guard let input, length >= 2 else {
+            handshake.peerClosed(code: nil, reason: "")
+            return
+        }
         let bytes = UnsafeRawBufferPointer(start: input, count: length)
-        closeCode = WebSocketCloseCode(UInt16(bytes[0]) << 8 | UInt16(bytes[1]))
-        closeReason = String(decoding: bytes[2...], as: UTF8.self)
+        handshake.peerClosed(
+            code: WebSocketCloseCode(UInt16(bytes[0]) << 8 | UInt16(bytes[1])),
+            reason: String(decoding: bytes[2...], as: UTF8.self))
     }
 
     /// The connection closed (lws's CLOSED / CLIENT_CLOSED).
     func handleClosed() {
-        finish()
-    }
-
-    /// A client connection failed before opening.
-    func handleConnectionError(_ message: String) {
-        guard !finished else { return }
-        finished = true
-        state = .closed
-        wsi = nil
-        releaseQueues()
-        let error = TransportError(code: .connectionFailed, message: message)
-        // Reported from the loop's queue so that it never arrives before connect() returns.
-        eventLoop.executeSoon { [self] in
-            let handler = self.handler
-            self.handler = nil
-            handler?.connection(self, didFailToConnect: error)
-        }
+        end(handshake.closed())
     }
 
     /// lws is freeing the wsi: nothing reaches this object afterwards.
     func handleDestroyed() {
-        if state == .connecting, role == .client {
-            handleConnectionError("connection ended before the handshake finished")
-        } else {
-            finish()
-        }
+        end(handshake.destroyed(role: role), failure: "connection ended before the handshake finished")
         wsi = nil
     }
 
-    private func finish() {
-        guard !finished else { return }
-        finished = true
-        let wasOpen = state == .open || state == .closing
-        state = .closed
-        wsi = nil
-        releaseQueues()
-        let handler = self.handler
-        self.handler = nil
-        if wasOpen, !isRefused {
-            handler?.connection(self, didCloseWith: closeCode, reason: closeReason)
-        }
+    /// A client connection failed before opening, as lws explains it (`lwsMessage`).
+    func handleConnectionError(lwsMessage: String) {
+        handleConnectionError(WebSocketClient.explainConnectionFailure(lwsMessage, usesTLS: usesTLS))
     }
 
-    private func releaseQueues() {
+    /// A client connection failed before opening.
+    func handleConnectionError(_ message: String) {
+        end(handshake.failedToConnect(), failure: message)
+    }
+
+    private func end(_ ending: CloseHandshake.Ending, failure: String = "") {
+        guard ending != .alreadyEnded else { return }
+        wsi = nil
         outbound.removeAll()
-        receiveBuffer = []
-        queuedBytes = 0
+        inbound.reset()
+        switch ending {
+        case .alreadyEnded:
+            break
+        case .closed, .endedUnopened:
+            let handler = self.handler
+            self.handler = nil
+            if ending == .closed, !isRefused {
+                handler?.connection(self, didCloseWith: handshake.code, reason: handshake.reason)
+            }
+        case .failedToConnect:
+            let error = TransportError(code: .connectionFailed, message: failure)
+            // Reported from the loop's queue so that it never arrives before connect() returns.
+            eventLoop.executeSoon { [self] in
+                let handler = self.handler
+                self.handler = nil
+                handler?.connection(self, didFailToConnect: error)
+            }
+        }
     }
 
-    private static let counter = Counter()
+    // MARK: - Client handshake
 
-    private static func nextID() -> UInt64 {
-        counter.next()
+    /// Appends the client's handshake headers (`Authorization`) at lws's header `cursor`
+    /// (an `unsigned char **`) with `space` bytes left. Returns nonzero on failure.
+    func appendHandshakeHeaders(_ wsi: OpaquePointer, cursor: UnsafeMutableRawPointer, space: Int) -> Int32 {
+        guard let authorization else { return 0 }
+        var value = Array(authorization.utf8)
+        let failed = value.withUnsafeMutableBufferPointer { buffer in
+            cws_append_handshake_header(
+                wsi, WSI_TOKEN_HTTP_AUTHORIZATION, buffer.baseAddress, Int32(buffer.count), cursor, space)
+        }
+        return failed != 0 ? -1 : 0
     }
+
+    private static let counter = ConnectionCounter()
 }
 
-import Synchronization
-
 /// A process-wide connection counter.
-private final class Counter: Sendable {
+private final class ConnectionCounter: Sendable {
     private let value = Atomic<UInt64>(0)
     func next() -> UInt64 { value.add(1, ordering: .relaxed).newValue }
 }

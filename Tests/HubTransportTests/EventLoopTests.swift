@@ -1,7 +1,7 @@
 import HubTestSupport
 import Foundation
 import HubCore
-import HubTransport
+@testable import HubTransport
 import Testing
 
 @Suite("EventLoop")
@@ -150,6 +150,40 @@ struct EventLoopSchedulerTests {
         let later = try await onLoop(loop) { box.value.ticks }
         #expect(after > 0)
         #expect(after == later)
+    }
+
+    /// lws polls in whole milliseconds (rounded down): a timer 1.5 ms ahead leaves half a
+    /// millisecond in which lws polls with a zero timeout, pass after pass, until it is
+    /// due. The loop sleeps through that remainder instead: a chain of such timers takes
+    /// a few service passes each. Counted in passes, not time (busy polling takes
+    /// hundreds per timer even on a loaded machine).
+    @Test func subMillisecondRemaindersAreSleptThroughNotPolled() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        final class Chain {
+            var fired = 0
+            var firstPass = 0
+        }
+        let count = 20
+        let passes = EventQueue<Int>()
+        try await onLoop(loop) {
+            let scheduler = loop.scheduler
+            let chain = Chain()
+            chain.firstPass = loop.servicePasses
+            func scheduleNext() {
+                scheduler.schedule(after: scheduler.now.advanced(by: .microseconds(1_500))) {
+                    chain.fired += 1
+                    if chain.fired == count {
+                        passes.push(loop.servicePasses - chain.firstPass)
+                    } else {
+                        scheduleNext()
+                    }
+                }
+            }
+            scheduleNext()
+        }
+        let used = try await passes.next(timeout: .seconds(20), "the chain of timers")
+        #expect(used < count * 10, "\(used) service passes for \(count) timers")
     }
 
     @Test func scheduleRunsSoonAfterQueuedWork() async throws {

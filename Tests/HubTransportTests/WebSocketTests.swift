@@ -243,7 +243,8 @@ struct WebSocketTests {
         let serverLoop = try EventLoop()
         let clientLoop = try EventLoop()
         defer { clientLoop.shutdown(); serverLoop.shutdown() }
-        let (_, port) = try await startEchoServer(on: serverLoop, configuration: .init(maximumConnections: 2))
+        let (_, port) = try await startEchoServer(
+            on: serverLoop, configuration: .init(maximumConnections: 2, connectionLimitCloseCode: WebSocketCloseCode(4429)))
         for _ in 0..<2 {
             let events = EventQueue<ConnectionEvent>()
             _ = try await connectClient(on: clientLoop, port: port, events: events)
@@ -253,6 +254,20 @@ struct WebSocketTests {
         _ = try await connectClient(on: clientLoop, port: port, events: third)
         #expect(try await third.next() == .open)
         #expect(try await third.next() == .closed(4429))
+    }
+
+    /// The transport's own default for the connection limit is 1008 (policy violation).
+    @Test func connectionsBeyondTheMaximumAreClosedWith1008ByDefault() async throws {
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let (_, port) = try await startEchoServer(on: serverLoop, configuration: .init(maximumConnections: 1))
+        let first = EventQueue<ConnectionEvent>()
+        _ = try await connectClient(on: clientLoop, port: port, events: first)
+        #expect(try await first.next() == .open)
+        let second = EventQueue<ConnectionEvent>()
+        _ = try await connectClient(on: clientLoop, port: port, events: second)
+        #expect(try await second.next(2, "open and close") == [.open, .closed(1008)])
     }
 
     @Test func clientCloseReachesTheServerAndBack() async throws {
@@ -529,7 +544,7 @@ struct WebSocketCloseTests {
         func connectionDidOpen(_ connection: WebSocketConnection) {
             connection.send(text: "first")
             connection.send(patternBytes(count: 150_000, seed: 3), kind: .binary)
-            connection.close(code: .unauthorized, reason: "no token")
+            connection.close(code: WebSocketCloseCode(4401), reason: "no token")
             connection.send(text: "never")
         }
         func connection(_ connection: WebSocketConnection, didReceive payload: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {}
@@ -547,7 +562,7 @@ struct WebSocketCloseTests {
             for index in 0..<3 { connection.send(text: "m\(index)") }
             connection.close(code: .normal, reason: "after the queue")
             queuedBeforeEscalation.push(connection.queuedFrameCount)
-            connection.close(code: .slowConsumer, reason: "slow", discardingQueued: true)
+            connection.close(code: WebSocketCloseCode(4008), reason: "slow", discardingQueued: true)
             connection.close(code: .goingAway)  // ignored: a close is already pending
         }
         func connection(_ connection: WebSocketConnection, didReceive payload: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {}

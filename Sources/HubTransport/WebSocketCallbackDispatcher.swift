@@ -1,0 +1,130 @@
+import CWebsockets
+
+/// The one libwebsockets protocol callback of every WebSocket vhost, servers' and
+/// clients' alike: it finds the connection (in the per-session slot, which holds an
+/// unretained pointer to it) and the endpoint (through the protocol's `user`, an
+/// ``EndpointReference``) and forwards the event.
+enum WebSocketCallbackDispatcher {
+    /// The protocol table of `endpoint`'s vhosts: one protocol named `name`, served by
+    /// the dispatcher, with a per-session slot for the connection. lws points at the
+    /// endpoint from now on: the loop keeps it alive until it shuts down.
+    static func protocolTable(
+        for endpoint: some WebSocketEndpoint, on eventLoop: EventLoop, name: String, receiveBufferSize: Int
+    ) -> UnsafeMutablePointer<lws_protocols> {
+        let reference = EndpointReference(endpoint)
+        eventLoop.retainUntilShutdown(reference)
+        eventLoop.retainUntilShutdown(endpoint)
+        return eventLoop.arena.protocolTable(
+            name: name, callback: cwsWebSocketCallback, user: Unmanaged.passUnretained(reference).toOpaque(),
+            perSessionDataSize: MemoryLayout<UnsafeMutableRawPointer?>.size,
+            receiveBufferSize: max(receiveBufferSize, 128))
+    }
+
+    /// Stores `connection` in the per-session `slot`.
+    static func attach(_ connection: WebSocketConnection, to slot: UnsafeMutableRawPointer) {
+        slot.storeBytes(of: Unmanaged.passUnretained(connection).toOpaque(), as: UnsafeMutableRawPointer?.self)
+    }
+
+    /// Forwards one lws event; returns what lws expects (nonzero closes or refuses).
+    static func dispatch(
+        _ wsi: OpaquePointer?, _ reason: lws_callback_reasons, _ user: UnsafeMutableRawPointer?,
+        _ input: UnsafeMutableRawPointer?, _ length: Int
+    ) -> Int32 {
+        switch reason {
+        case LWS_CALLBACK_RECEIVE, LWS_CALLBACK_CLIENT_RECEIVE:
+            guard let wsi, let connection = connection(wsi, user) else { return -1 }
+            connection.eventLoop.noteActivity()
+            return connection.handleReceive(wsi, input, length)
+        case LWS_CALLBACK_SERVER_WRITEABLE, LWS_CALLBACK_CLIENT_WRITEABLE:
+            guard let wsi, let connection = connection(wsi, user) else { return -1 }
+            connection.eventLoop.noteActivity()
+            return connection.handleWritable()
+        case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+            return 0
+        case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+            guard let wsi, let user, let endpoint = endpoint(wsi) else { return 1 }
+            endpoint.eventLoop.noteActivity()
+            return endpoint.filter(wsi, slot: user)
+        case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER:
+            guard let wsi, let input, let connection = connection(wsi, user) else { return 0 }
+            return connection.appendHandshakeHeaders(wsi, cursor: input, space: length)
+        case LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH:
+            // The server's handshake headers are readable here: note the selected subprotocol.
+            if let wsi, let connection = connection(wsi, user) {
+                connection.subprotocol = header(wsi, WSI_TOKEN_PROTOCOL)
+            }
+            return 0
+        case LWS_CALLBACK_ESTABLISHED, LWS_CALLBACK_CLIENT_ESTABLISHED:
+            guard let wsi, let endpoint = endpoint(wsi), let connection = connection(wsi, user) else { return -1 }
+            connection.eventLoop.noteActivity()
+            endpoint.established(connection, wsi: wsi)
+            return 0
+        case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
+            if let wsi { connection(wsi, user)?.handlePeerClose(input, length) }
+            return 0
+        case LWS_CALLBACK_CLOSED, LWS_CALLBACK_CLIENT_CLOSED:
+            guard let wsi, let connection = connection(wsi, user) else { return 0 }
+            connection.eventLoop.noteActivity()
+            if let endpoint = endpoint(wsi) {
+                endpoint.closed(connection)
+            } else {
+                connection.handleClosed()
+            }
+            return 0
+        case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
+            guard let wsi, let connection = connection(wsi, user) else { return 0 }
+            connection.eventLoop.noteActivity()
+            let message = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "connection error"
+            connection.handleConnectionError(lwsMessage: message)
+            return 0
+        case LWS_CALLBACK_WSI_DESTROY:
+            guard let wsi, let slot = user ?? lws_wsi_user(wsi), let connection = connection(in: slot) else { return 0 }
+            slot.storeBytes(of: nil, as: UnsafeMutableRawPointer?.self)
+            if let endpoint = endpoint(wsi) {
+                endpoint.destroyed(connection)
+            } else {
+                connection.handleDestroyed()
+            }
+            return 0
+        default:
+            return lws_callback_http_dummy(wsi, reason, user, input, length)
+        }
+    }
+
+    /// The connection in `wsi`'s per-session slot (`user`, or the wsi's user space).
+    @inline(__always)
+    private static func connection(_ wsi: OpaquePointer, _ user: UnsafeMutableRawPointer?) -> WebSocketConnection? {
+        guard let slot = user ?? lws_wsi_user(wsi) else { return nil }
+        return connection(in: slot)
+    }
+
+    @inline(__always)
+    private static func connection(in slot: UnsafeMutableRawPointer) -> WebSocketConnection? {
+        guard let raw = slot.load(as: UnsafeMutableRawPointer?.self) else { return nil }
+        return Unmanaged<WebSocketConnection>.fromOpaque(raw).takeUnretainedValue()
+    }
+
+    /// The endpoint whose vhost protocol `wsi` is bound to.
+    private static func endpoint(_ wsi: OpaquePointer) -> (any WebSocketEndpoint)? {
+        guard let proto = lws_get_protocol(wsi), let raw = proto.pointee.user else { return nil }
+        return Unmanaged<EndpointReference>.fromOpaque(raw).takeUnretainedValue().endpoint
+    }
+
+    /// The value of the handshake header `token` on `wsi`, if present.
+    static func header(_ wsi: OpaquePointer, _ token: lws_token_indexes) -> String? {
+        let length = Int(lws_hdr_total_length(wsi, token))
+        guard length > 0 else { return nil }
+        var buffer = [CChar](repeating: 0, count: length + 1)
+        let copied = lws_hdr_copy(wsi, &buffer, Int32(buffer.count), token)
+        guard copied >= 0 else { return nil }
+        return String(decoding: buffer.prefix(Int(copied)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+/// The C entry point: a top-level non-capturing function, as lws requires.
+private func cwsWebSocketCallback(
+    _ wsi: OpaquePointer?, _ reason: lws_callback_reasons, _ user: UnsafeMutableRawPointer?,
+    _ input: UnsafeMutableRawPointer?, _ length: Int
+) -> Int32 {
+    WebSocketCallbackDispatcher.dispatch(wsi, reason, user, input, length)
+}

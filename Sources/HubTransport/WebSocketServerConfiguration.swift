@@ -1,0 +1,51 @@
+extension WebSocketServer {
+    /// How the server listens and what it accepts.
+    public struct Configuration: Sendable {
+        /// The address to listen on (an IP address or an interface name).
+        public var host: String
+        /// The port; `0` picks an ephemeral one (read ``WebSocketServer/port`` after start).
+        public var port: Int
+        /// The subprotocol selected when a client offers it (clients offering none are
+        /// accepted too).
+        public var subprotocol: String
+        /// Per-connection limits (maximum message size, fragment size).
+        public var limits: WebSocketConnection.Limits
+        /// Open connections beyond this are closed with ``connectionLimitCloseCode`` right
+        /// after the handshake.
+        public var maximumConnections: Int
+        /// The close code of connections refused beyond ``maximumConnections``; by default
+        /// 1008, policy violation (not 1013, try again later, which libwebsockets 4.1
+        /// clients reject as a protocol error).
+        public var connectionLimitCloseCode: WebSocketCloseCode
+        /// Seconds of silence before lws sends a ping (0 disables keepalive).
+        public var pingInterval: UInt16
+        /// Seconds of silence (no pong either) before lws hangs up.
+        public var idleTimeout: UInt16
+        /// The size of lws's receive chunk (bytes).
+        public var receiveBufferSize: Int
+        /// The certificate and key to serve `wss://` with; `nil` serves plain `ws://`.
+        public var tls: TLSConfiguration?
+
+        /// Creates a configuration; defaults: `127.0.0.1`, ephemeral port, `hub.v1`, 1 MiB
+        /// messages, 10,000 connections (more are closed with 1008), ping
+        /// after 30 s, hang up after 60 s, no TLS.
+        public init(
+            host: String = "127.0.0.1", port: Int = 0, subprotocol: String = "hub.v1",
+            limits: WebSocketConnection.Limits = .init(), maximumConnections: Int = 10_000,
+            connectionLimitCloseCode: WebSocketCloseCode = .policyViolation,
+            pingInterval: UInt16 = 30, idleTimeout: UInt16 = 60, receiveBufferSize: Int = 32 << 10,
+            tls: TLSConfiguration? = nil
+        ) {
+            self.tls = tls
+            self.host = host
+            self.port = port
+            self.subprotocol = subprotocol
+            self.limits = limits
+            self.maximumConnections = maximumConnections
+            self.connectionLimitCloseCode = connectionLimitCloseCode
+            self.pingInterval = pingInterval
+            self.idleTimeout = idleTimeout
+            self.receiveBufferSize = receiveBufferSize
+        }
+    }
+}
