@@ -28,22 +28,25 @@ public final class EventLoop: @unchecked Sendable {
     private var context: OpaquePointer?
     /// Set while the context is being destroyed: no new timers, listeners or connections.
     private(set) var isDestroying = false
-    private var localWork = Deque<() -> Void>()
-    private var drained: [WorkQueue.Work] = []
-    private var timers = TimerQueue()
-    private var timer = LoopTimer()
+    // @exclusivity(unchecked) on the hot fields: they are loop-confined and no access to
+    // one of them is open while work, a timer action or lws runs, so the dynamic check
+    // (a runtime call per access) would only cost.
+    @exclusivity(unchecked) private var localWork = Deque<() -> Void>()
+    @exclusivity(unchecked) private var drained: [WorkQueue.Work] = []
+    @exclusivity(unchecked) private var timers = TimerQueue()
+    @exclusivity(unchecked) private var timer = LoopTimer()
     private var timerHandle: UnsafeMutablePointer<cws_timer_t>?
     /// What lws points at for the context's life (protocol tables, names, endpoints).
     let arena = ContextArena()
     /// Buffers recycled across the loop's connections.
-    var buffers = BufferPool()
+    @exclusivity(unchecked) var buffers = BufferPool()
     /// The ports the loop's servers listen on.
     var ports = PortRegistry()
     /// Service passes (`lws_service` calls) so far, for tests of how the loop waits.
-    private(set) var servicePasses = 0
+    @exclusivity(unchecked) private(set) var servicePasses = 0
     /// Events handled so far (connection and endpoint callbacks, handed-in work, timers):
     /// a pass that changed it was busy, and more may be ready at once.
-    private var activity: UInt64 = 0
+    @exclusivity(unchecked) private var activity: UInt64 = 0
 
     /// Starts the loop thread and creates its libwebsockets context.
     ///

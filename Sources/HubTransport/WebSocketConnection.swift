@@ -46,12 +46,17 @@ public final class WebSocketConnection {
     public internal(set) var subprotocol: String?
     /// The limits this connection enforces.
     public let limits: Limits
+    // @exclusivity(unchecked) on the hot fields: the connection is confined to its loop
+    // and no access to one of them is open while another starts (the state machines'
+    // transitions return before the connection calls out), so the dynamic check (a
+    // runtime call per access) would only cost.
+
     /// Receives the connection's events. Held strongly until the close event.
-    public var handler: (any WebSocketConnectionHandler)?
+    @exclusivity(unchecked) public var handler: (any WebSocketConnectionHandler)?
     /// Whether reading is paused with ``pauseReading()``.
-    public private(set) var isReadingPaused = false
+    @exclusivity(unchecked) public private(set) var isReadingPaused = false
     /// `lws_write` calls made so far (fewer than messages when small ones are batched).
-    public private(set) var writeCalls = 0
+    @exclusivity(unchecked) public private(set) var writeCalls = 0
 
     /// Where the connection is in its life.
     public var state: State { handshake.state }
@@ -63,11 +68,11 @@ public final class WebSocketConnection {
     /// The number of frames waiting in the outbound queue.
     public var queuedFrameCount: Int { outbound.count }
 
-    var wsi: OpaquePointer?
+    @exclusivity(unchecked) var wsi: OpaquePointer?
     /// Counted in its server's open connections.
     var isCounted = false
     /// Refused after accept (too many connections): no events reach a handler.
-    var isRefused = false
+    @exclusivity(unchecked) var isRefused = false
     /// Whether a client connection was opened with TLS (for its error messages).
     var usesTLS = false
     /// A client connection's connect strings and per-session slot, alive until lws has
@@ -75,11 +80,11 @@ public final class WebSocketConnection {
     private(set) lazy var clientArena = ContextArena()
 
     private let logger: Logger
-    private var handshake = CloseHandshake()
-    private var outbound: OutboundQueue
-    private var inbound: InboundAssembler
-    private var masking = WebSocketMasking()
-    private var writableRequested = false
+    @exclusivity(unchecked) private var handshake = CloseHandshake()
+    @exclusivity(unchecked) private var outbound: OutboundQueue
+    @exclusivity(unchecked) private var inbound: InboundAssembler
+    @exclusivity(unchecked) private var masking = WebSocketMasking()
+    @exclusivity(unchecked) private var writableRequested = false
 
     init(
         eventLoop: EventLoop, role: Role, requestPath: String, authorization: String?, limits: Limits,

@@ -1,0 +1,143 @@
+// The JS client in Node (node:test) against real `hubcli serve` processes:
+// the shared cases (also run in Chromium), the conformance vectors through the
+// API, and what only Node can do here: restart and kill the broker.
+//
+//   HUBCLI=.build/debug/hubcli node --experimental-websocket clients/js/test/node.test.js
+//   (Node >= 22 needs no flag)
+
+import "./websocket.js";
+import { after, test } from "node:test";
+import { readdirSync, readFileSync } from "node:fs";
+import net from "node:net";
+import path from "node:path";
+
+import { ErrorCode, Hub } from "../hub.js";
+import { configFile, repository, startBroker } from "./broker.js";
+import { cases, check, failure, same, take, unique } from "./cases.js";
+import { inapplicable, parseVector, runVector } from "./conformance.js";
+
+const TIMEOUT = { timeout: 120000 };
+const token = "js-test-token";
+const open = await startBroker();
+const auth = await startBroker({ config: configFile(`auth:\n  tokens: [${token}]\n`) });
+const env = { url: open.url, authUrl: auth.url, token };
+
+after(async () => {
+  await open.stop();
+  await auth.stop();
+});
+
+for (const { name, run } of cases(env)) test(name, TIMEOUT, run);
+
+// ---- Conformance vectors through the API ----
+
+const folder = path.join(repository, "Protocol/conformance/vectors");
+for (const file of readdirSync(folder).filter((f) => f.endsWith(".json")).sort()) {
+  const vector = parseVector(readFileSync(path.join(folder, file), "utf8"));
+  const reason = inapplicable(vector);
+  test(`conformance ${vector.name}`, { ...TIMEOUT, skip: reason ?? false }, () => runVector(vector, { url: open.url }));
+}
+
+// ---- Connection loss, reconnection, give-up (Node only: they stop the broker) ----
+
+function recordEvents(hub) {
+  const events = [];
+  for (const type of ["open", "disconnect", "reconnecting"]) {
+    hub.addEventListener(type, (event) => events.push({ type, detail: event.detail }));
+  }
+  return events;
+}
+
+/** A port nothing listens on (bound, then released). */
+async function freePort() {
+  const server = net.createServer();
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+test("a broker restart: subscriptions fail (shutting_down, then disconnected), the hub reconnects with back-off and waiting calls go through", TIMEOUT, async () => {
+  let broker = await startBroker();
+  const hub = new Hub(broker.url, { reconnect: { initialDelay: 50, maxDelay: 400 }, requestTimeout: 60000 });
+  const events = recordEvents(hub);
+  try {
+    const name = unique();
+    const first = hub.subscribe(name);
+    await first.subscribed;
+    const firstSession = hub.session;
+
+    // A clean stop: the broker ends each subscription with shutting_down, then closes with 1001.
+    await broker.stop("SIGTERM");
+    const stopped = await failure(first.next(), ErrorCode.SHUTTING_DOWN);
+    check(stopped.fromServer, "shutting_down is the broker's");
+    const waiting = hub.send(name, "after restart"); // waits for the next connection
+    broker = await startBroker({ port: broker.port });
+    await waiting;
+    check(hub.session && hub.session !== firstSession, "a new session");
+
+    // An abrupt end (no close frame): disconnected.
+    const second = hub.subscribe(name);
+    await second.subscribed;
+    await broker.stop("SIGKILL");
+    const lost = await failure(second.next(), ErrorCode.DISCONNECTED);
+    check(lost.message.includes(new URL(broker.url).host), `the message names the hub: ${lost.message}`);
+    broker = await startBroker({ port: broker.port });
+    const third = hub.subscribe(name);
+    await third.subscribed;
+    await hub.send(name, 3);
+    same(await take(third, 1), [3]);
+
+    const types = events.map((e) => e.type);
+    same(types.filter((t) => t === "open").length, 3, `opens in ${types}`);
+    same(types.filter((t) => t === "disconnect").length, 2, `disconnects in ${types}`);
+    check(types.includes("reconnecting"), `reconnecting in ${types}`);
+    const delays = events.filter((e) => e.type === "reconnecting").map((e) => e.detail.delay);
+    check(delays.every((d) => d >= 0 && d <= 400), `delays within the cap: ${delays}`);
+  } finally {
+    await hub.close();
+    await broker.stop("SIGKILL");
+  }
+});
+
+test("reconnecting gives up after maxAttempts: waiting calls fail with disconnected", TIMEOUT, async () => {
+  const broker = await startBroker();
+  const hub = new Hub(broker.url, { reconnect: { initialDelay: 20, maxDelay: 40, maxAttempts: 3 }, requestTimeout: 60000 });
+  const events = recordEvents(hub);
+  try {
+    await hub.connect();
+    const lost = new Promise((resolve) => hub.addEventListener("disconnect", resolve, { once: true }));
+    await broker.stop("SIGKILL");
+    await lost;
+    const error = await failure(hub.send("x", 1), ErrorCode.DISCONNECTED);
+    check(error.message.includes("gave up reconnecting") && error.message.includes("3 attempts"), error.message);
+    same(events.filter((e) => e.type === "reconnecting").length, 3, "attempts");
+    same(hub.state, "idle", "state");
+  } finally {
+    await hub.close();
+  }
+});
+
+test("the first connection is not retried: connection_failed names the URL", TIMEOUT, async () => {
+  const port = await freePort();
+  const hub = new Hub(`ws://127.0.0.1:${port}/`);
+  const error = await failure(hub.send("x", 1), ErrorCode.CONNECTION_FAILED);
+  check(error.message.includes(`127.0.0.1:${port}`), error.message);
+  same(hub.state, "idle", "state");
+  await hub.close();
+});
+
+test("a hub that never answers the handshake: timeout after connectTimeout", TIMEOUT, async () => {
+  const sockets = [];
+  const silent = net.createServer((socket) => sockets.push(socket));
+  await new Promise((resolve) => silent.listen(0, "127.0.0.1", resolve));
+  const hub = new Hub(`ws://127.0.0.1:${silent.address().port}/`, { connectTimeout: 300 });
+  try {
+    const error = await failure(hub.connect(), ErrorCode.TIMEOUT);
+    check(error.message.includes("timed out"), error.message);
+  } finally {
+    await hub.close();
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => silent.close(resolve));
+  }
+});

@@ -1,0 +1,292 @@
+"""The Python client against a real broker: calls, subscriptions, demand, errors."""
+import asyncio
+import gc
+import itertools
+import json
+import uuid
+
+import pytest
+import websockets
+
+from conftest import TOKEN
+from reactive_hub import ErrorCode, Hub, HubError, ReconnectPolicy
+
+_counter = itertools.count()
+
+
+def unique(prefix="s"):
+    return f"{prefix}_{uuid.uuid4().hex[:10]}_{next(_counter)}"
+
+
+async def take(subscription, count):
+    values = []
+    async for value in subscription:
+        values.append(value)
+        if len(values) == count:
+            return values
+    raise AssertionError(f"the subscription ended after {len(values)} of {count} values")
+
+
+class Recording:
+    """Records what the client sends, by wrapping the real connection's send."""
+
+    def __init__(self, hub):
+        self.sent = []
+        core = hub._core
+        original = core.send_now
+
+        def send_now(message):
+            self.sent.append(json.loads(json.dumps(message)))
+            original(message)
+
+        core.send_now = send_now
+
+
+async def test_send_and_subscribe_in_order(broker):
+    async with Hub(broker.url) as hub:
+        name = unique()
+        subscription = hub.subscribe(name, prefetch=4)
+        assert await subscription.subscribed() == "subject"
+        values = [1, "two", {"three": [3]}, None, False, 9223372036854775807, -9223372036854775808, 1.5]
+        for value in values:
+            await hub.send(name, value)
+        assert await take(subscription, len(values)) == values
+        assert subscription.delivered == len(values)
+        subscription.cancel()
+
+
+async def test_complete_ends_iteration_and_completed_is_the_hubs(broker):
+    async with Hub(broker.url) as hub:
+        name = unique()
+        subscription = hub.subscribe(name)
+        await subscription.subscribed()
+        await hub.send(name, 1)
+        await hub.complete(name)
+        assert [value async for value in subscription] == [1]
+        await subscription.done()
+        with pytest.raises(HubError) as caught:
+            await hub.send(name, 2)
+        assert caught.value.code == ErrorCode.COMPLETED and caught.value.from_server
+
+
+async def test_fail_raises_failed_with_the_error_value(broker):
+    async with Hub(broker.url) as hub:
+        name = unique()
+        subscription = hub.subscribe(name)
+        await subscription.subscribed()
+        await hub.fail(name, {"reason": "feed down"})
+        with pytest.raises(HubError) as caught:
+            await subscription.__anext__()
+        assert caught.value.code == ErrorCode.FAILED
+        assert caught.value.data == {"reason": "feed down"}
+        with pytest.raises(StopAsyncIteration):
+            await subscription.__anext__()
+        with pytest.raises(HubError):
+            await subscription.done()
+
+
+async def test_trigger_with_and_without_key(broker):
+    async with Hub(broker.url) as hub:
+        name = unique("t")
+        keyed = hub.subscribe(pipeline=f'trigger({name}, "page2")')
+        assert await keyed.subscribed() == "pipeline"  # creates the trigger
+        everything = hub.subscribe(name)
+        assert await everything.subscribed() == "trigger"
+        await hub.trigger(name)
+        await hub.trigger(name, "page2")
+        assert await take(everything, 2) == [None, "page2"]
+        assert await take(keyed, 1) == ["page2"]
+        subject = unique()
+        await hub.send(subject, 1)
+        with pytest.raises(HubError) as caught:
+            await hub.trigger(subject)
+        assert caught.value.code == ErrorCode.NOT_FOUND
+
+
+async def test_list_answers_the_catalog(broker):
+    async with Hub(broker.url) as hub:
+        name = unique()
+        async with hub.subscribe(name) as subscription:
+            await subscription.subscribed()
+            catalog = await hub.list()
+            assert {"name": name, "kind": "passthrough", "subscribers": 1} in catalog["subjects"]
+            assert isinstance(catalog["pipelines"], list) and isinstance(catalog["triggers"], list)
+        after = await hub.list()
+        assert next(s for s in after["subjects"] if s["name"] == name)["subscribers"] == 0
+
+
+async def test_pipeline_error_carries_its_position(broker):
+    async with Hub(broker.url) as hub:
+        subscription = hub.subscribe(pipeline="sequence([1, 2")
+        with pytest.raises(HubError) as caught:
+            await subscription.subscribed()
+        assert caught.value.code == ErrorCode.PIPELINE_ERROR
+        assert caught.value.data == {"line": 1, "column": 15}
+        with pytest.raises(HubError):
+            await subscription.__anext__()
+
+
+async def test_anext_is_demand_half_a_window_at_a_time(broker):
+    async with Hub(broker.url) as hub:
+        recording = Recording(hub)
+        subscription = hub.subscribe(pipeline="sequence([1,2,3,4,5,6,7,8,9,10])", prefetch=4)
+        seen = []
+        async for value in subscription:
+            seen.append(value)
+            assert subscription.requested - len(seen) <= 4
+        assert seen == list(range(1, 11))
+        subscribe = next(m for m in recording.sent if m["op"] == "subscribe" and m["id"] == subscription.id)
+        assert subscribe["demand"] == 4
+        requests = [m["n"] for m in recording.sent if m["op"] == "request" and m["id"] == subscription.id]
+        assert len(requests) >= 3 and all(n == 2 for n in requests), requests
+
+
+async def test_prefetch_zero_is_manual_demand(broker):
+    async with Hub(broker.url) as hub:
+        subscription = hub.subscribe(pipeline="sequence([1, 2, 3])", prefetch=0)
+        await subscription.subscribed()
+        await hub.list()  # a round trip: a cold sequence without demand sends nothing
+        assert subscription.delivered == 0
+        subscription.request(2)
+        assert await take(subscription, 2) == [1, 2]
+        await hub.list()  # the sequence answers a request at once: 3 would be here by now
+        assert subscription.delivered == 2
+        subscription.request(1)
+        assert [value async for value in subscription] == [3]
+        initial = hub.subscribe(pipeline="sequence([7, 8])", prefetch=0, demand=1)
+        assert await take(initial, 1) == [7]
+        await hub.list()
+        assert initial.delivered == 1
+        initial.cancel()
+
+
+async def test_a_stalled_consumer_holds_the_hub_back(broker):
+    """Back pressure: without __anext__ calls the client asks for nothing more, the hub's buffer overflows."""
+    async with Hub(broker.url) as hub:
+        name = unique()
+        subscription = hub.subscribe(name, prefetch=4, buffer=8, overflow="error")
+        await subscription.subscribed()
+        for i in range(40):
+            await hub.send(name, i)
+        received = []
+        with pytest.raises(HubError) as caught:
+            async for value in subscription:
+                received.append(value)
+        assert caught.value.code == ErrorCode.OVERFLOW
+        assert received == list(range(len(received))) and len(received) <= 4 + 8
+
+
+async def test_dropping_a_subscription_cancels_it(broker):
+    async with Hub(broker.url) as hub:
+        recording = Recording(hub)
+        text = "sequence([1, 2, 3])"
+        async for value in hub.subscribe(pipeline=text, prefetch=1):
+            assert value == 1
+            break  # the subscription is dropped here
+        gc.collect()
+        wire = next(m["id"] for m in recording.sent if m["op"] == "subscribe" and m.get("pipeline") == text)
+        assert {"op": "cancel", "id": wire} in recording.sent, recording.sent
+
+        name = unique()
+        subscription = hub.subscribe(name)
+        await subscription.subscribed()
+        wire = subscription.id
+        del subscription
+        gc.collect()
+        assert {"op": "cancel", "id": wire} in recording.sent
+        catalog = await hub.list()
+        assert next(s for s in catalog["subjects"] if s["name"] == name)["subscribers"] == 0
+
+
+async def test_batch_values_are_flattened(broker):
+    async with Hub(broker.url, batch=True) as hub:
+        assert [v async for v in hub.subscribe(pipeline="sequence([1,2,3,4,5,6])", prefetch=6)] == [1, 2, 3, 4, 5, 6]
+
+
+async def test_hello_auth(auth_broker):
+    async with Hub(auth_broker.url, token=TOKEN) as hub:
+        name = unique()
+        await hub.send(name, 1)
+        assert any(s["name"] == name for s in (await hub.list())["subjects"])
+    for token in ("wrong", None):
+        hub = Hub(auth_broker.url, token=token)
+        with pytest.raises(HubError) as caught:
+            await hub.list()
+        assert caught.value.code == ErrorCode.UNAUTHORIZED
+        await hub.close()
+
+
+async def test_bad_arguments_fail_at_once(broker):
+    for bad in ("http://127.0.0.1:1/", "not a url", "ws://:99999/"):
+        with pytest.raises(HubError) as caught:
+            Hub(bad)
+        assert caught.value.code == ErrorCode.INVALID_URL
+    async with Hub(broker.url) as hub:
+        with pytest.raises(HubError) as caught:
+            await hub.send("x", float("nan"))
+        assert caught.value.code == ErrorCode.INVALID_ARGUMENT
+        with pytest.raises(HubError) as caught:
+            await hub.send("x", object())
+        assert caught.value.code == ErrorCode.INVALID_ARGUMENT
+        subscription = hub.subscribe(unique(), prefetch=0)
+        for n in (0, -1, 1.5, "lots", None, True):
+            with pytest.raises(HubError) as caught:
+                subscription.request(n)
+            assert caught.value.code == ErrorCode.INVALID_DEMAND
+        with pytest.raises(HubError):
+            hub.subscribe(unique(), overflow="sometimes")
+        with pytest.raises(HubError):
+            hub.subscribe(unique(), pipeline="sequence([1])")
+        with pytest.raises(HubError) as caught:
+            await hub.send("bad name!", 1)
+        assert caught.value.code == ErrorCode.BAD_MESSAGE and "name" in caught.value.message
+
+
+async def test_close_fails_everything_with_closed(broker):
+    hub = Hub(broker.url)
+    subscription = hub.subscribe(unique())
+    await subscription.subscribed()
+    assert hub.state == "open" and isinstance(hub.session, str)
+    await hub.close()
+    assert hub.state == "closed"
+    for action in (subscription.__anext__(), hub.send("x", 1), hub.subscribe("x").subscribed()):
+        with pytest.raises(HubError) as caught:
+            await action
+        assert caught.value.code == ErrorCode.CLOSED
+
+
+async def test_a_cancelled_wait_keeps_the_subscription(broker):
+    """asyncio.wait_for around __anext__ times out without ending the subscription."""
+    async with Hub(broker.url) as hub:
+        name = unique()
+        subscription = hub.subscribe(name)
+        await subscription.subscribed()
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(subscription.__anext__(), 0.05)
+        await hub.send(name, "later")
+        assert await take(subscription, 1) == ["later"]
+
+
+async def test_an_invalid_server_message_is_a_protocol_error():
+    """A server that speaks something else: protocol_error, and the connection is closed."""
+
+    async def handler(ws):
+        await ws.send(json.dumps({"op": "welcome", "protocol": 1, "server": "fake", "session": "x"}))
+        await ws.recv()
+        await ws.send("this is not JSON")
+        await ws.wait_closed()
+
+    async with websockets.serve(handler, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        hub = Hub(f"ws://127.0.0.1:{port}/", reconnect=None)
+        with pytest.raises(HubError) as caught:
+            await hub.list()
+        assert caught.value.code == ErrorCode.PROTOCOL_ERROR
+        await hub.close()
+
+
+def test_reconnect_delays_grow_to_the_cap():
+    policy = ReconnectPolicy(initial_delay=0.1, multiplier=2, max_delay=1.0, jitter=0)
+    assert [policy.delay(n) for n in range(1, 7)] == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+    jittered = ReconnectPolicy(initial_delay=1.0, jitter=0.5)
+    assert all(0.5 <= jittered.delay(1) <= 1.0 for _ in range(100))

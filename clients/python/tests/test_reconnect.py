@@ -1,0 +1,115 @@
+"""Connection loss, reconnection with back-off, giving up, timeouts (brokers the tests stop)."""
+import asyncio
+import signal
+import socket
+
+import pytest
+
+from reactive_hub import ErrorCode, Hub, HubError, ReconnectPolicy
+
+
+def record(hub):
+    events = []
+    for name in ("open", "disconnect", "reconnecting"):
+        hub.on(name, lambda *args, name=name: events.append((name, args)))
+    return events
+
+
+async def stopped(broker, sig):
+    await asyncio.get_running_loop().run_in_executor(None, broker.stop, sig)
+
+
+async def started(broker):
+    await asyncio.get_running_loop().run_in_executor(None, broker.start)
+
+
+async def test_a_broker_restart(own_broker):
+    """Subscriptions fail (shutting_down, then disconnected); the hub reconnects; waiting calls go through."""
+    hub = Hub(own_broker.url, reconnect=ReconnectPolicy(initial_delay=0.05, max_delay=0.4), request_timeout=60)
+    events = record(hub)
+    try:
+        first = hub.subscribe("prices")
+        await first.subscribed()
+        first_session = hub.session
+
+        await stopped(own_broker, signal.SIGTERM)  # a clean stop: shutting_down, close 1001
+        with pytest.raises(HubError) as caught:
+            await first.__anext__()
+        assert caught.value.code == ErrorCode.SHUTTING_DOWN and caught.value.from_server
+        waiting = asyncio.ensure_future(hub.send("prices", "after restart"))  # waits for the next connection
+        await started(own_broker)
+        await waiting
+        assert hub.session and hub.session != first_session
+
+        second = hub.subscribe("prices")
+        await second.subscribed()
+        await stopped(own_broker, signal.SIGKILL)  # an abrupt end: no close frame
+        with pytest.raises(HubError) as caught:
+            await second.__anext__()
+        assert caught.value.code == ErrorCode.DISCONNECTED
+        assert f"127.0.0.1:{own_broker.port}" in caught.value.message
+        await started(own_broker)
+        third = hub.subscribe("prices")
+        await third.subscribed()
+        await hub.send("prices", 3)
+        assert await third.__anext__() == 3
+
+        names = [name for name, _ in events]
+        assert names.count("open") == 3 and names.count("disconnect") == 2 and "reconnecting" in names, names
+        assert all(0 <= args[1] <= 0.4 for name, args in events if name == "reconnecting")
+    finally:
+        await hub.close()
+
+
+async def test_reconnecting_gives_up_after_max_attempts(own_broker):
+    hub = Hub(own_broker.url, reconnect=ReconnectPolicy(initial_delay=0.02, max_delay=0.04, max_attempts=3),
+              request_timeout=60)
+    events = record(hub)
+    lost = asyncio.Event()
+    hub.on("disconnect", lambda error: lost.set())
+    try:
+        await hub.connect()
+        await stopped(own_broker, signal.SIGKILL)
+        await lost.wait()
+        with pytest.raises(HubError) as caught:
+            await hub.send("x", 1)
+        assert caught.value.code == ErrorCode.DISCONNECTED
+        assert "gave up reconnecting" in caught.value.message and "3 attempts" in caught.value.message
+        assert [name for name, _ in events].count("reconnecting") == 3
+        assert hub.state == "idle"
+    finally:
+        await hub.close()
+
+
+async def test_the_first_connection_is_not_retried():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    hub = Hub(f"ws://127.0.0.1:{port}/")
+    with pytest.raises(HubError) as caught:
+        await hub.send("x", 1)
+    assert caught.value.code == ErrorCode.CONNECTION_FAILED
+    assert f"127.0.0.1:{port}" in caught.value.message and "refused" in caught.value.message
+    assert hub.state == "idle"
+    await hub.close()
+
+
+async def test_a_hub_that_never_answers_times_out():
+    connections = []
+
+    async def silent(reader, writer):
+        connections.append(writer)
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    hub = Hub(f"ws://127.0.0.1:{port}/", connect_timeout=0.3)
+    try:
+        with pytest.raises(HubError) as caught:
+            await hub.connect()
+        assert caught.value.code == ErrorCode.TIMEOUT and "timed out" in caught.value.message
+    finally:
+        await hub.close()
+        for writer in connections:
+            writer.close()
+        server.close()
+        await server.wait_closed()
