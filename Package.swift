@@ -1,19 +1,20 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-/// Release builds optimise across module boundaries so that the engine's
-/// generic operators are specialised where the hub and the benchmark use them,
-/// and leave out the dynamic exclusivity checks on the engine's hot path
-/// (debug builds, where every test runs, keep them).
-let optimised: [SwiftSetting] = [
-    .unsafeFlags(["-cross-module-optimization", "-enforce-exclusivity=unchecked"], .when(configuration: .release)),
-]
+// No unsafe flags anywhere: other packages depend on this one by version. The
+// engine's hot path is `@inlinable`, so its generic operators are specialised in
+// the modules that use them without cross-module optimisation flags.
 
 let package = Package(
     name: "ReactiveHub",
     platforms: [.macOS(.v15)],
     products: [
-        .library(name: "HubCore", targets: ["HubCore"]),
+        .library(name: "HubEngine", targets: ["HubEngine"]),
+        .library(name: "HubValue", targets: ["HubValue"]),
+        .library(name: "HubWire", targets: ["HubWire"]),
+        .library(name: "HubPipeline", targets: ["HubPipeline"]),
+        .library(name: "HubRegistry", targets: ["HubRegistry"]),
+        .library(name: "HubTesting", targets: ["HubTesting"]),
         .library(name: "HubTransport", targets: ["HubTransport"]),
         .library(name: "HubServer", targets: ["HubServer"]),
         .library(name: "HubClient", targets: ["HubClient"]),
@@ -27,24 +28,51 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams.git", from: "5.0.0"),
     ],
     targets: [
+        // MARK: the layers, bottom up
+
         .target(
-            name: "HubCore",
+            name: "HubEngine",
             dependencies: [
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
-                .product(name: "OrderedCollections", package: "swift-collections"),
-            ],
-            swiftSettings: optimised
+            ]
         ),
         .target(
-            name: "HubServer",
+            name: "HubValue",
             dependencies: [
-                "HubCore",
-                "HubTransport",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Yams", package: "Yams"),
-            ],
-            swiftSettings: optimised
+                .product(name: "OrderedCollections", package: "swift-collections"),
+            ]
+        ),
+        .target(
+            name: "HubWire",
+            dependencies: [
+                "HubEngine",
+                "HubValue",
+                .product(name: "OrderedCollections", package: "swift-collections"),
+            ]
+        ),
+        .target(
+            name: "HubPipeline",
+            dependencies: [
+                "HubEngine",
+                "HubValue",
+                "HubWire",
+                .product(name: "OrderedCollections", package: "swift-collections"),
+            ]
+        ),
+        .target(
+            name: "HubRegistry",
+            dependencies: [
+                "HubEngine",
+                "HubValue",
+                "HubWire",
+                "HubPipeline",
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]
+        ),
+        .target(
+            name: "HubTesting",
+            dependencies: ["HubEngine", "HubValue"]
         ),
         .systemLibrary(
             name: "CWebsockets",
@@ -56,72 +84,110 @@ let package = Package(
             name: "HubTransport",
             dependencies: [
                 "CWebsockets",
-                "HubCore",
+                "HubEngine",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
-            ],
-            swiftSettings: optimised
+            ]
+        ),
+        .target(
+            name: "HubServer",
+            dependencies: [
+                "HubEngine",
+                "HubValue",
+                "HubWire",
+                "HubPipeline",
+                "HubRegistry",
+                "HubTransport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Yams", package: "Yams"),
+            ]
         ),
         .target(
             name: "HubClient",
             dependencies: [
-                "HubCore",
+                "HubEngine",
+                "HubValue",
+                "HubWire",
                 "HubTransport",
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: optimised
+            ]
         ),
         .executableTarget(
             name: "hubcli",
             dependencies: [
                 "HubClient",
-                "HubCore",
+                "HubEngine",
+                "HubValue",
+                "HubWire",
                 "HubServer",
                 "HubTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: optimised
+            ]
         ),
         .executableTarget(
             name: "hub-bench",
             dependencies: [
-                "HubCore",
+                "HubEngine",
+                "HubValue",
+                "HubWire",
                 .product(name: "OpenCombine", package: "OpenCombine"),
-            ],
-            swiftSettings: optimised
+            ]
         ),
+
+        // MARK: tests
+
         .target(
-            name: "HubTestSupport",
+            name: "NetworkTestSupport",
             dependencies: [
                 .product(name: "DequeModule", package: "swift-collections"),
             ],
-            path: "Tests/HubTestSupport"
+            path: "Tests/NetworkTestSupport"
         ),
         .testTarget(
-            name: "HubCoreTests",
+            name: "HubEngineTests",
             dependencies: [
-                "HubCore",
+                "HubEngine",
+                "HubTesting",
+                "HubValue",
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
+            name: "HubValueTests",
+            dependencies: ["HubValue", "HubTesting"]
+        ),
+        .testTarget(
+            name: "HubWireTests",
+            dependencies: ["HubWire", "HubValue", "HubEngine", "HubTesting"]
+        ),
+        .testTarget(
+            name: "HubPipelineTests",
+            dependencies: ["HubPipeline", "HubEngine", "HubValue", "HubWire", "HubTesting"]
+        ),
+        .testTarget(
+            name: "HubRegistryTests",
+            dependencies: ["HubRegistry", "HubPipeline", "HubEngine", "HubValue", "HubWire", "HubTesting"]
+        ),
+        .testTarget(
             name: "HubTransportTests",
             dependencies: [
-                "HubTestSupport",
+                "NetworkTestSupport",
                 "HubTransport",
-                "HubCore",
+                "HubEngine",
                 .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
         .testTarget(
             name: "HubClientTests",
             dependencies: [
-                "HubTestSupport",
+                "NetworkTestSupport",
                 "HubClient",
                 "HubServer",
-                "HubCore",
+                "HubEngine",
+                "HubValue",
+                "HubWire",
                 "HubTransport",
                 "hubcli",
             ]
@@ -129,9 +195,14 @@ let package = Package(
         .testTarget(
             name: "HubServerTests",
             dependencies: [
-                "HubTestSupport",
+                "NetworkTestSupport",
                 "HubServer",
-                "HubCore",
+                "HubRegistry",
+                "HubPipeline",
+                "HubEngine",
+                "HubValue",
+                "HubWire",
+                "HubTesting",
                 "HubTransport",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
@@ -140,10 +211,12 @@ let package = Package(
         .testTarget(
             name: "ScenarioTests",
             dependencies: [
-                "HubTestSupport",
+                "NetworkTestSupport",
                 "HubServer",
                 "HubClient",
-                "HubCore",
+                "HubEngine",
+                "HubValue",
+                "HubWire",
                 "HubTransport",
             ]
         ),
@@ -151,7 +224,11 @@ let package = Package(
             name: "HubServerConfigTests",
             dependencies: [
                 "HubServer",
-                "HubCore",
+                "HubRegistry",
+                "HubPipeline",
+                "HubEngine",
+                "HubValue",
+                "HubWire",
                 "HubTransport",
                 "hubcli",
             ]

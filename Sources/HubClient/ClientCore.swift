@@ -1,4 +1,5 @@
-import HubCore
+import HubEngine
+import HubWire
 import HubTransport
 import Logging
 

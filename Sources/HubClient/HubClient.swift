@@ -1,4 +1,5 @@
-import HubCore
+import HubValue
+import HubWire
 import HubTransport
 import Logging
 import Synchronization

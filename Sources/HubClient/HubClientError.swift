@@ -1,4 +1,5 @@
-import HubCore
+import HubValue
+import HubWire
 
 /// A failure of the Swift client, with a stable machine-readable ``code``.
 ///

@@ -1,7 +1,9 @@
-import HubCore
+import HubEngine
+import HubValue
+import HubWire
 import HubTransport
 
-/// A remote subscription as a HubCore publisher of JSON values: a subject,
+/// A remote subscription as a HubEngine publisher of JSON values: a subject,
 /// named pipeline or trigger (`to`), or an ad-hoc pipeline, on a ``HubClient``.
 ///
 /// Every subscriber that attaches opens its own remote subscription (its own

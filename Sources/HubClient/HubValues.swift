@@ -1,4 +1,5 @@
-import HubCore
+import HubEngine
+import HubValue
 import HubTransport
 import Synchronization
 

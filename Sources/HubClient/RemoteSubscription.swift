@@ -1,4 +1,6 @@
-import HubCore
+import HubEngine
+import HubValue
+import HubWire
 import HubTransport
 
 /// The subscription a ``HubPublisher`` gives its subscriber: one remote

@@ -1,4 +1,5 @@
-import HubCore
+import HubValue
+import HubWire
 
 /// What the client core sees of one remote subscription. Loop thread only.
 protocol RemoteSubscriptionEndpoint: AnyObject {

@@ -1,4 +1,4 @@
-import HubCore
+import HubWire
 
 /// The optional fields of a `subscribe` (PROTOCOL.md §3), besides the target
 /// and the initial demand (which comes from the subscriber's first requests).

@@ -1,4 +1,4 @@
-import HubCore
+import HubRegistry
 import HubTransport
 import Logging
 

@@ -1,6 +1,8 @@
-import HubCore
+import HubEngine
+import HubValue
+import HubWire
 
-/// The end of one remote subscription's pipeline: a HubCore subscriber whose
+/// The end of one remote subscription's pipeline: a HubEngine subscriber whose
 /// demand comes from the client's `request` messages and whose values become
 /// `next` messages.
 ///
@@ -17,11 +19,14 @@ final class RemoteSubscription: Subscriber {
     /// `{"op":"next","id":<id>,"value":`, the envelope every single `next` starts with.
     let nextHead: [UInt8]
     private unowned let session: Session
-    private var upstream: (any Subscription)?
-    private var pendingDemand = Subscribers.Demand.none
-    private var granted: UInt64 = 0
-    private var unlimited = false
-    private(set) var isFinished = false
+    // @exclusivity(unchecked) on the hot fields below: this object is confined to its
+    // event loop and nothing re-enters it while one of these accesses is open, so the dynamic
+    // check (a runtime call per access, the release builds once skipped it by a flag) only costs.
+    @exclusivity(unchecked) private var upstream: (any Subscription)?
+    @exclusivity(unchecked) private var pendingDemand = Subscribers.Demand.none
+    @exclusivity(unchecked) private var granted: UInt64 = 0
+    @exclusivity(unchecked) private var unlimited = false
+    @exclusivity(unchecked) private(set) var isFinished = false
 
     /// The largest exact total; at or beyond it demand is unlimited.
     static let unlimitedThreshold: UInt64 = (1 << 53) - 1

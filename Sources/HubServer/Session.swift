@@ -1,4 +1,7 @@
-import HubCore
+import HubEngine
+import HubValue
+import HubWire
+import HubRegistry
 import Logging
 
 /// The protocol state machine of one connection (PROTOCOL.md): it decodes the
@@ -16,9 +19,12 @@ public final class Session {
     private let configuration: SessionConfiguration
     private let encodingCache: ValueEncodingCache
     private let logger: Logger
-    private var subscriptions: [UInt64: RemoteSubscription] = [:]
-    private var batchAll = false
-    private var authenticated: Bool
+    // @exclusivity(unchecked) on the hot fields below: this object is confined to its
+    // event loop and nothing re-enters it while one of these accesses is open, so the dynamic
+    // check (a runtime call per access, the release builds once skipped it by a flag) only costs.
+    @exclusivity(unchecked) private var subscriptions: [UInt64: RemoteSubscription] = [:]
+    @exclusivity(unchecked) private var batchAll = false
+    @exclusivity(unchecked) private var authenticated: Bool
     private var authenticationTimer: (any Cancellable)?
     /// Drops a connection the session closed once its close frame has had `closeTimeout`.
     private var closeTimer: (any Cancellable)?
@@ -28,7 +34,7 @@ public final class Session {
     /// The token the client authenticated with, if any.
     private var token: String?
     /// Whether the session has ended (connection closed, slow consumer, shutdown).
-    public private(set) var isClosed = false
+    @exclusivity(unchecked) public private(set) var isClosed = false
 
     /// A session for a new connection. `authorization` is the upgrade request's
     /// `Authorization` header, if any.

@@ -1,4 +1,3 @@
-import HubCore
 
 /// How sessions of a hub server behave where the protocol leaves a choice.
 public struct SessionConfiguration: Sendable {

@@ -1,4 +1,4 @@
-import HubCore
+import HubValue
 
 /// Encodes a value's JSON once when the same value is delivered to many
 /// subscribers in a row (a subject's fan-out), PROTOCOL's "encode once".
@@ -10,14 +10,17 @@ import HubCore
 /// and short strings are cheap to encode and are not cached. One cache serves
 /// every session of an event loop.
 public final class ValueEncodingCache {
-    private var cachedValue: Value = .null
-    private var cachedKey: (UnsafeRawPointer, UnsafeRawPointer?, Int)?
-    private var cachedBytes: [UInt8] = []
-    private var scratch: [UInt8] = []
+    // @exclusivity(unchecked) on the hot fields below: this object is confined to its
+    // event loop and nothing re-enters it while one of these accesses is open, so the dynamic
+    // check (a runtime call per access, the release builds once skipped it by a flag) only costs.
+    @exclusivity(unchecked) private var cachedValue: Value = .null
+    @exclusivity(unchecked) private var cachedKey: (UnsafeRawPointer, UnsafeRawPointer?, Int)?
+    @exclusivity(unchecked) private var cachedBytes: [UInt8] = []
+    @exclusivity(unchecked) private var scratch: [UInt8] = []
     /// Values served from the cache.
-    public private(set) var hits = 0
+    @exclusivity(unchecked) public private(set) var hits = 0
     /// Values encoded.
-    public private(set) var misses = 0
+    @exclusivity(unchecked) public private(set) var misses = 0
 
     /// An empty cache.
     public init() {}

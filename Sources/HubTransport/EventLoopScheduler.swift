@@ -1,6 +1,6 @@
-import HubCore
+import HubEngine
 
-/// HubCore's ``HubCore/Scheduler`` on an ``EventLoop``: actions run on the loop thread,
+/// HubEngine's ``HubEngine/Scheduler`` on an ``EventLoop``: actions run on the loop thread,
 /// timers come from the loop (one lws sorted-usec-list timer over a deadline heap),
 /// and ``now`` is `CLOCK_MONOTONIC`.
 ///
@@ -62,7 +62,7 @@ final class ScheduledTimer: Cancellable {
 }
 
 extension EventLoop {
-    /// A HubCore scheduler whose actions and timers run on this loop.
+    /// A HubEngine scheduler whose actions and timers run on this loop.
     public var scheduler: EventLoopScheduler {
         EventLoopScheduler(eventLoop: self)
     }

@@ -1,9 +1,9 @@
-import HubCore
+import HubEngine
 import OpenCombine
 
-/// `hub-bench engine`: the same chains on HubCore and on OpenCombine, in one process.
+/// `hub-bench engine`: the same chains on HubEngine and on OpenCombine, in one process.
 ///
-/// Prints one line per case, `CASE <name> hubcore_ns=X opencombine_ns=Y ratio=Z`,
+/// Prints one line per case, `CASE <name> hub_ns=X opencombine_ns=Y ratio=Z`,
 /// where X and Y are nanoseconds per published element (the median of several
 /// rounds) and Z = Y / X.
 enum EngineBench {
@@ -29,19 +29,19 @@ enum EngineBench {
         // Warm-up, and a check that both sides computed the same thing.
         let hubCheck = hub(elements / 10)
         let ocCheck = oc(elements / 10)
-        precondition(hubCheck == ocCheck, "\(name): HubCore computed \(hubCheck), OpenCombine \(ocCheck)")
+        precondition(hubCheck == ocCheck, "\(name): HubEngine computed \(hubCheck), OpenCombine \(ocCheck)")
         for _ in 0..<rounds {
             hubTimes.append(measure { blackhole(hub(elements)) } / Double(elements))
             ocTimes.append(measure { blackhole(oc(elements)) } / Double(elements))
         }
         let h = median(hubTimes), o = median(ocTimes)
-        print("CASE \(name) hubcore_ns=\(format(h)) opencombine_ns=\(format(o)) ratio=\(format(o / h))")
+        print("CASE \(name) hub_ns=\(format(h)) opencombine_ns=\(format(o)) ratio=\(format(o / h))")
     }
 
     // MARK: PassthroughSubject → filter → map → sink
 
     static func hubSubjectFilterMap(_ n: Int) -> Int {
-        let subject = HubCore.PassthroughSubject<Int, Never>()
+        let subject = HubEngine.PassthroughSubject<Int, Never>()
         var sum = 0
         let cancellable = subject.filter { $0 & 1 == 0 }.map { $0 &* 3 }.sink { sum &+= $0 }
         for i in 0..<n { subject.send(i) }
@@ -76,7 +76,7 @@ enum EngineBench {
     // MARK: one subject, 100 sinks
 
     static func hubFanOut(_ n: Int) -> Int {
-        let subject = HubCore.PassthroughSubject<Int, Never>()
+        let subject = HubEngine.PassthroughSubject<Int, Never>()
         var sum = 0
         let sinks = (0..<100).map { _ in subject.sink { sum &+= $0 } }
         for i in 0..<n { subject.send(i) }
@@ -95,14 +95,14 @@ enum EngineBench {
 }
 
 /// Requests one element at subscription and one more with each element.
-private final class HubOneByOne: HubCore.Subscriber {
+private final class HubOneByOne: HubEngine.Subscriber {
     var last = 0
-    func receive(subscription: any HubCore.Subscription) { subscription.request(.max(1)) }
-    func receive(_ input: Int) -> HubCore.Subscribers.Demand {
+    func receive(subscription: any HubEngine.Subscription) { subscription.request(.max(1)) }
+    func receive(_ input: Int) -> HubEngine.Subscribers.Demand {
         last = input
         return .max(1)
     }
-    func receive(completion: HubCore.Subscribers.Completion<Never>) {}
+    func receive(completion: HubEngine.Subscribers.Completion<Never>) {}
 }
 
 /// The OpenCombine twin of ``HubOneByOne``.

@@ -1,14 +1,14 @@
 import Foundation
-import HubCore
+import HubValue
 
-/// Benchmarks ``HubCore/Value``'s JSON reader and writer against Foundation's
+/// Benchmarks ``HubValue/Value``'s JSON reader and writer against Foundation's
 /// `JSONSerialization` on typical protocol-v1 messages.
 ///
 /// For every message it measures parsing (bytes to a value) and writing (a
 /// value to bytes) separately, after a warm-up, for at least 0.3 s each, and
 /// prints one line per case:
-/// `CASE <name> hubcore_ns=X foundation_ns=Y ratio=Z` (nanoseconds per message;
-/// ratio = foundation / hubcore).
+/// `CASE <name> hub_ns=X foundation_ns=Y ratio=Z` (nanoseconds per message;
+/// ratio = foundation / hub).
 enum JSONBench {
     /// A named message in its JSON text.
     struct Message {
@@ -48,7 +48,7 @@ enum JSONBench {
 
     private static func report(_ name: String, hub: Double, foundation: Double) {
         let ratio = foundation / hub
-        print("CASE \(name) hubcore_ns=\(format(hub, digits: 1)) foundation_ns=\(format(foundation, digits: 1)) ratio=\(format(ratio, digits: 2))")
+        print("CASE \(name) hub_ns=\(format(hub, digits: 1)) foundation_ns=\(format(foundation, digits: 1)) ratio=\(format(ratio, digits: 2))")
     }
 
     private static func format(_ x: Double, digits: Int) -> String {

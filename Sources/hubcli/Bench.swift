@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
-import HubCore
+import HubEngine
+import HubValue
 import HubServer
 import HubTransport
 import Logging

@@ -1,4 +1,3 @@
-import HubCore
 import HubTransport
 
 /// How the publisher paces its `send`s.

@@ -1,5 +1,5 @@
 import Foundation
-import HubCore
+import HubValue
 
 /// The figures of one benchmark case.
 struct BenchResult: Sendable {

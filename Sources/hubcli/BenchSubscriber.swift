@@ -1,5 +1,5 @@
 import Glibc
-import HubCore
+import HubValue
 import HubTransport
 
 /// How a subscriber finds the publish timestamps in a `next` message.

@@ -1,5 +1,6 @@
 import ArgumentParser
-import HubCore
+import HubEngine
+import HubValue
 import HubClient
 
 /// `hubcli fail`: fails a subject with a JSON error value.
@@ -24,7 +25,7 @@ struct Fail: AsyncParsableCommand {
     var error: String
 
     func run() async throws {
-        let value: HubCore.Value
+        let value: HubValue.Value
         switch JSONArgument.parse(error, origin: "argument 2 (error)") {
         case let .success(parsed): value = parsed
         case let .failure(problem): throw ClientExit.badInput(problem.message)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import HubEngine
 
 /// `hubcli`: the Reactive Hub broker launcher and command-line client.
 @main

@@ -1,4 +1,4 @@
-import HubCore
+import HubValue
 
 /// Parses JSON given on the command line or on standard input, naming where a
 /// bad value came from (`argument 2: byte 5: ...`, `line 3: byte 0: ...`).

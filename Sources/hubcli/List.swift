@@ -1,7 +1,8 @@
 import Foundation
 import ArgumentParser
 import HubClient
-import HubCore
+import HubValue
+import HubWire
 
 /// `hubcli list`: prints the hub's catalog.
 struct List: AsyncParsableCommand {

@@ -1,5 +1,5 @@
 import Foundation
-import HubCore
+import HubValue
 
 /// hubcli's two streams: data on standard output (one compact JSON value per
 /// line), status and errors on standard error prefixed with `hubcli: `.

@@ -1,6 +1,6 @@
 import ArgumentParser
 import HubClient
-import HubCore
+import HubValue
 
 /// `hubcli send`: sends JSON values into a subject and waits for every ack.
 struct Send: AsyncParsableCommand {

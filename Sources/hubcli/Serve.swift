@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import HubCore
 import HubServer
 import HubTransport
 import Logging

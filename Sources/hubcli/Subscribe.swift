@@ -1,6 +1,7 @@
 import ArgumentParser
 import HubClient
-import HubCore
+import HubEngine
+import HubValue
 import HubTransport
 
 /// `hubcli subscribe`: prints a subscription's values, one compact JSON value per line.

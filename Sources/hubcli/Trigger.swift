@@ -1,6 +1,7 @@
 import ArgumentParser
 import HubClient
-import HubCore
+import HubEngine
+import HubValue
 
 /// `hubcli trigger`: activates a trigger.
 struct Trigger: AsyncParsableCommand {

@@ -1,7 +1,9 @@
 import Foundation
-import HubTestSupport
+import NetworkTestSupport
 import HubClient
-import HubCore
+import HubEngine
+import HubValue
+import HubWire
 import HubServer
 import HubTransport
 

@@ -1,7 +1,7 @@
-import HubTestSupport
+import NetworkTestSupport
 import Foundation
 import HubClient
-import HubCore
+import HubValue
 import Testing
 
 /// Drives the `hubcli` executable as a process: a broker on port 0 and the client commands.

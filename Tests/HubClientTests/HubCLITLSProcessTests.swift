@@ -1,5 +1,5 @@
 import Foundation
-import HubTestSupport
+import NetworkTestSupport
 import Testing
 
 /// `hubcli serve --tls-certificate/--tls-private-key` and the client commands' `--insecure`/`--ca-file`.

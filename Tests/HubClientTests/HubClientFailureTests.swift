@@ -1,6 +1,5 @@
 import Foundation
 import HubClient
-import HubCore
 import HubServer
 import HubTransport
 import Testing

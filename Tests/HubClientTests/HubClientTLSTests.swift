@@ -1,8 +1,7 @@
 import Foundation
 import HubClient
-import HubCore
 import HubServer
-import HubTestSupport
+import NetworkTestSupport
 import HubTransport
 import Testing
 

@@ -1,7 +1,7 @@
-import HubTestSupport
+import NetworkTestSupport
 import Foundation
 import HubClient
-import HubCore
+import HubValue
 import HubServer
 import HubTransport
 import Testing

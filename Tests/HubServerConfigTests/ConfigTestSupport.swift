@@ -1,4 +1,7 @@
-import HubCore
+import HubRegistry
+import HubEngine
+import HubValue
+import HubWire
 import HubServer
 
 /// A subscriber of hub values that records what it receives and lets a test grant demand.

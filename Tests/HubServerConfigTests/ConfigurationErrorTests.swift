@@ -1,4 +1,3 @@
-import HubCore
 import HubServer
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
-import HubCore
+import HubPipeline
+import HubValue
 import HubServer
 import Testing
 

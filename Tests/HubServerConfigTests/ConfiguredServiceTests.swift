@@ -1,4 +1,4 @@
-import HubCore
+import HubWire
 import HubServer
 import HubTransport
 import Testing

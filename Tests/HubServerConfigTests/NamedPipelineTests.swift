@@ -1,4 +1,7 @@
-import HubCore
+import HubRegistry
+import HubEngine
+import HubValue
+import HubWire
 import HubServer
 import Testing
 

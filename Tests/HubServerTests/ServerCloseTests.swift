@@ -1,4 +1,4 @@
-import HubCore
+import HubRegistry
 import HubServer
 import HubTransport
 import Testing

@@ -1,7 +1,9 @@
-import HubCore
+import HubRegistry
+import HubValue
 import HubServer
 import HubTransport
 import Testing
+import HubPipeline
 
 /// Every error code the server produces (PROTOCOL.md §6), with where it is reported.
 @Suite("HubServer errors")

@@ -1,4 +1,4 @@
-import HubCore
+import HubValue
 import HubServer
 import HubTransport
 import Testing

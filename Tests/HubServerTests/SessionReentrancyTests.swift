@@ -1,4 +1,5 @@
-import HubCore
+import HubRegistry
+import HubTesting
 import HubServer
 import Logging
 import Testing

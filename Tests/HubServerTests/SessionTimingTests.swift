@@ -1,4 +1,6 @@
-import HubCore
+import HubRegistry
+import HubValue
+import HubTesting
 import HubServer
 import Logging
 import Testing

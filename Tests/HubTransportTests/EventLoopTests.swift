@@ -1,6 +1,6 @@
-import HubTestSupport
+import NetworkTestSupport
 import Foundation
-import HubCore
+import HubEngine
 @testable import HubTransport
 import Testing
 

@@ -1,5 +1,5 @@
 import Foundation
-import HubTestSupport
+import NetworkTestSupport
 import HubTransport
 import Testing
 

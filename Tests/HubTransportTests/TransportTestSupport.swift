@@ -1,7 +1,7 @@
 import DequeModule
 import HubTransport
 import Foundation
-import HubTestSupport
+import NetworkTestSupport
 
 /// What a test sees of one connection.
 enum ConnectionEvent: Sendable, Equatable {

@@ -1,4 +1,4 @@
-import HubTestSupport
+import NetworkTestSupport
 import Foundation
 @testable import HubTransport
 import Testing

@@ -1,5 +1,5 @@
 import HubClient
-import HubCore
+import HubValue
 import Testing
 
 /// examples/balance: a balance read on `refresh`, formatted as USD, redacted while `active` is false.

@@ -1,5 +1,5 @@
 import HubClient
-import HubCore
+import HubValue
 import Testing
 
 /// examples/homepage: rows per topic, paginated by `loadMore` with a topic key, re-run by `reload`.

@@ -1,7 +1,8 @@
 import Foundation
-import HubTestSupport
+import NetworkTestSupport
 import HubClient
-import HubCore
+import HubEngine
+import HubValue
 import HubServer
 import HubTransport
 

@@ -1,5 +1,5 @@
 import HubClient
-import HubCore
+import HubValue
 import Testing
 
 /// examples/shares: `reduceLatest(items, downloads, uploads)` into one view value.

@@ -1,5 +1,4 @@
 import HubClient
-import HubCore
 import Testing
 
 /// examples/todo: inputs folded by a `scan` into a current-value `viewState`.

@@ -1,5 +1,9 @@
 import Foundation
-import HubCore
+import HubEngine
+import HubValue
+import HubWire
+import HubPipeline
+import HubRegistry
 import HubTransport
 import Yams
 

@@ -1,5 +1,8 @@
 import Foundation
-import HubCore
+import HubEngine
+import HubValue
+import HubWire
+import HubRegistry
 import Yams
 
 /// A broker's configuration file (`hubcli serve --config hub.yml`): where it

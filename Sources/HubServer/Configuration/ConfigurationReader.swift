@@ -1,4 +1,5 @@
-import HubCore
+import HubValue
+import HubWire
 import Yams
 
 /// Reads typed values out of a composed YAML document (Yams' `Node` API, whose

@@ -1,5 +1,6 @@
-import HubTestSupport
-import HubCore
+import NetworkTestSupport
+import HubRegistry
+import HubValue
 import HubServer
 import HubTransport
 import Testing

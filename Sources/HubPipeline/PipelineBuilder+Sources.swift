@@ -1,0 +1,160 @@
+import HubEngine
+import HubValue
+import HubWire
+
+extension PipelineBuilder {
+    /// The first stage of a pipeline.
+    func source(_ stage: StageSyntax) throws(HubError) -> Build {
+        try countStage(stage)
+        guard let _ = stage.arguments else {
+            // A bare name: a subject, a named pipeline or a trigger.
+            let environment = self.environment
+            let name = stage.name
+            return { _ throws(HubError) in try environment.source(named: name) }
+        }
+        switch stage.name {
+        case "just":
+            try noLabels(stage)
+            let value = try constant(try arguments(stage, 1...1)[0], of: stage)
+            return { outer throws(HubError) in Just(try value(outer)).setFailureType(to: HubError.self).eraseToAnyPublisher() }
+        case "sequence":
+            try noLabels(stage)
+            let argument = try arguments(stage, 1...1)[0]
+            let value = try constant(argument, of: stage)
+            return { outer throws(HubError) in
+                let list = try value(outer)
+                guard case let .array(elements) = list else {
+                    throw Self.error("sequence needs an array, got \(ExpressionEvaluator.typeName(list))", at: argument.position)
+                }
+                return Publishers.Sequence<[Value], HubError>(sequence: elements).eraseToAnyPublisher()
+            }
+        case "empty":
+            _ = try arguments(stage, 0...0)
+            return { _ throws(HubError) in Empty<Value, HubError>().eraseToAnyPublisher() }
+        case "fail":
+            try noLabels(stage)
+            let value = try constant(try arguments(stage, 1...1)[0], of: stage)
+            return { outer throws(HubError) in
+                Fail<Value, HubError>(error: HubError.failed(try value(outer))).eraseToAnyPublisher()
+            }
+        case "timer":
+            try noLabels(stage)
+            let every = try duration(try arguments(stage, 1...1)[0], of: stage)
+            let scheduler = environment.scheduler
+            return { _ throws(HubError) in Self.timer(every: every, scheduler) }
+        case "trigger":
+            try noLabels(stage)
+            let arguments = try arguments(stage, 1...2)
+            let name = try self.name(arguments[0], of: stage)
+            let key = arguments.count > 1 ? try constant(arguments[1], of: stage) : nil
+            let environment = self.environment
+            return { outer throws(HubError) in
+                try environment.trigger(named: try name(outer), key: try key?(outer))
+            }
+        case "subject":
+            try noLabels(stage)
+            let name = try self.name(try arguments(stage, 1...1)[0], of: stage)
+            let environment = self.environment
+            return { outer throws(HubError) in try environment.source(named: try name(outer)) }
+        case "merge":
+            let builds = try pipelines(stage, atLeast: 1)
+            return { outer throws(HubError) in
+                Publishers.MergeMany(try Self.buildAll(builds, outer)).eraseToAnyPublisher()
+            }
+        case "combineLatest":
+            let builds = try pipelines(stage, atLeast: 1)
+            return { outer throws(HubError) in Self.combineLatest(try Self.buildAll(builds, outer)) }
+        case "zip":
+            let builds = try pipelines(stage, atLeast: 1)
+            return { outer throws(HubError) in Self.zip(try Self.buildAll(builds, outer)) }
+        case "accumulateLatest":
+            let builds = try pipelines(stage, atLeast: 1)
+            return { outer throws(HubError) in
+                Publishers.accumulateLatestMany(try Self.buildAll(builds, outer)).map { Value.array($0) }.eraseToAnyPublisher()
+            }
+        case "reduceLatest":
+            _ = try arguments(stage, 2...3)
+            let builds = try pipelines(stage, atLeast: 2)
+            return { outer throws(HubError) in
+                let p = try Self.buildAll(builds, outer)
+                if p.count == 2 {
+                    return p[0].reduceLatest(p[1]) { a, b in Value.array([a ?? .null, b ?? .null]) }.eraseToAnyPublisher()
+                }
+                return p[0].reduceLatest(p[1], p[2]) { a, b, c in Value.array([a ?? .null, b ?? .null, c ?? .null]) }
+                    .eraseToAnyPublisher()
+            }
+        case "publish", "publishAndRepeat":
+            _ = try arguments(stage, 2...2)
+            let builds = try pipelines(stage, atLeast: 2)
+            let repeating = stage.name == "publishAndRepeat"
+            return { outer throws(HubError) in
+                let signal = Self.signal(try builds[0](outer))
+                let inner = try builds[1](outer)
+                if repeating {
+                    return Publishers.publishAndRepeat(onOutputFrom: signal) { inner }.eraseToAnyPublisher()
+                }
+                return Publishers.publish(onOutputFrom: signal) { inner }.eraseToAnyPublisher()
+            }
+        default:
+            if Self.operatorNames.contains(stage.name) {
+                throw Self.error("'\(stage.name)' is an operator: a pipeline starts with a source", at: stage.position)
+            }
+            throw Self.error("unknown source '\(stage.name)'", at: stage.position)
+        }
+    }
+
+    /// A signal for the seed operators: each value is an activation; a failure ends the signal.
+    static func signal(_ publisher: Pub) -> AnyPublisher<Void, Never> {
+        publisher.map { _ in () }.catch { _ in Empty<Void, Never>() }.eraseToAnyPublisher()
+    }
+
+    /// `timer(every)`: the tick number n at (n+1)·every after subscription; ticks without demand are skipped.
+    static func timer<S: Scheduler>(every: Duration, _ scheduler: S) -> Pub {
+        let step = max(every.nanosecondsClamped, 1)
+        return Deferred {
+            let start = scheduler.now
+            return Publishers.Timer(every: every, scheduler: scheduler).map { time -> Value in
+                let elapsed = time.nanoseconds &- start.nanoseconds
+                return .int(Swift.max(0, (elapsed &+ step / 2) / step - 1))
+            }
+        }
+        .setFailureType(to: HubError.self)
+        .eraseToAnyPublisher()
+    }
+
+    /// Arrays of the latest values of every publisher, once all have emitted.
+    static func combineLatest(_ p: [Pub]) -> Pub {
+        switch p.count {
+        case 1:
+            return p[0].map { Value.array([$0]) }.eraseToAnyPublisher()
+        case 2:
+            return p[0].combineLatest(p[1]).map { Value.array([$0.0, $0.1]) }.eraseToAnyPublisher()
+        case 3:
+            return p[0].combineLatest(p[1], p[2]).map { Value.array([$0.0, $0.1, $0.2]) }.eraseToAnyPublisher()
+        default:
+            var result = p[0].combineLatest(p[1], p[2], p[3]).map { Value.array([$0.0, $0.1, $0.2, $0.3]) }.eraseToAnyPublisher()
+            for next in p.dropFirst(4) {
+                result = result.combineLatest(next).map { Value.array(($0.0.arrayValue ?? []) + [$0.1]) }.eraseToAnyPublisher()
+            }
+            return result
+        }
+    }
+
+    /// Arrays of the n-th values of every publisher.
+    static func zip(_ p: [Pub]) -> Pub {
+        switch p.count {
+        case 1:
+            return p[0].map { Value.array([$0]) }.eraseToAnyPublisher()
+        case 2:
+            return p[0].zip(p[1]).map { Value.array([$0.0, $0.1]) }.eraseToAnyPublisher()
+        case 3:
+            return p[0].zip(p[1], p[2]).map { Value.array([$0.0, $0.1, $0.2]) }.eraseToAnyPublisher()
+        default:
+            var result = p[0].zip(p[1], p[2], p[3]).map { Value.array([$0.0, $0.1, $0.2, $0.3]) }.eraseToAnyPublisher()
+            for next in p.dropFirst(4) {
+                result = result.zip(next).map { Value.array(($0.0.arrayValue ?? []) + [$0.1]) }.eraseToAnyPublisher()
+            }
+            return result
+        }
+    }
+}

@@ -1,0 +1,375 @@
+import HubEngine
+import HubValue
+import HubWire
+import HubPipeline
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The hub: the registry of named subjects, triggers and pipelines, and the
+/// operations of the protocol on them.
+///
+/// A hub and everything it holds are confined to one thread (the event loop);
+/// sessions call it there. Names share one namespace. With
+/// ``Configuration/autoCreate`` (the default), unknown names are created on
+/// first use: a passthrough subject for `send`/`complete`/`fail`/`subscribe`,
+/// a trigger for `trigger`. Named pipelines are only declared
+/// (``declarePipeline(_:source:shared:bufferSize:overflow:currentValue:)``), never created.
+public final class Hub: PipelineEnvironment {
+    /// How a hub behaves where the protocol leaves a choice.
+    public struct Configuration: Sendable {
+        /// Whether unknown names are created on first use.
+        public var autoCreate: Bool
+        /// The buffer size of a hot subscription that asks for none.
+        public var defaultBufferSize: Int
+        /// The largest buffer a subscription may ask for.
+        public var maxBufferSize: Int
+        /// The overflow policy of a hot subscription that asks for none.
+        public var defaultOverflow: OverflowPolicy
+        /// The limits pipelines are compiled under.
+        public var limits: PipelineLimits
+
+        /// The defaults of PROTOCOL.md.
+        public init(
+            autoCreate: Bool = true,
+            defaultBufferSize: Int = 1000,
+            maxBufferSize: Int = 100_000,
+            defaultOverflow: OverflowPolicy = .error,
+            limits: PipelineLimits = PipelineLimits()
+        ) {
+            self.autoCreate = autoCreate
+            self.defaultBufferSize = defaultBufferSize
+            self.maxBufferSize = maxBufferSize
+            self.defaultOverflow = defaultOverflow
+            self.limits = limits
+        }
+    }
+
+    /// What a name stands for.
+    public enum Entry {
+        /// A subject.
+        case subject(HubSubject)
+        /// A trigger.
+        case trigger(HubTrigger)
+        /// A named pipeline.
+        case pipeline(NamedPipeline)
+
+        /// "subject", "trigger" or "pipeline", for messages.
+        public var kindName: String {
+            switch self {
+            case .subject: return "subject"
+            case .trigger: return "trigger"
+            case .pipeline: return "pipeline"
+            }
+        }
+
+        /// The number of live subscribers of the subject, trigger or pipeline.
+        public var subscriberCount: Int {
+            switch self {
+            case .subject(let subject): return subject.subscriberCount
+            case .trigger(let trigger): return trigger.subscriberCount
+            case .pipeline(let pipeline): return pipeline.subscriberCount
+            }
+        }
+    }
+
+    /// The hub's configuration.
+    public let configuration: Configuration
+    /// Counters of published, dropped and overflowed values.
+    public let metrics = HubMetrics()
+    /// The scheduler of timing operators: the event loop's, or a test scheduler.
+    public let scheduler: any Scheduler
+
+    private var entries: [String: Entry] = [:]
+    /// The buffer settings of the subscription whose pipeline is being compiled.
+    private var compiling: (size: Int, overflow: OverflowPolicy?)?
+
+    /// An empty hub.
+    /// The clock of `now()` in pipelines: nanoseconds since the Unix epoch.
+    public let wallClock: () -> SchedulerTime
+
+    /// An empty hub. `wallClock` is the clock of `now()` in pipelines: the
+    /// system's calendar time unless given (tests pass virtual time).
+    public init(
+        configuration: Configuration = Configuration(), scheduler: any Scheduler,
+        wallClock: (() -> SchedulerTime)? = nil
+    ) {
+        self.configuration = configuration
+        self.scheduler = scheduler
+        self.wallClock = wallClock ?? Hub.systemWallClock
+    }
+
+    /// The system's calendar time, as nanoseconds since the Unix epoch.
+    public static func systemWallClock() -> SchedulerTime {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return SchedulerTime(nanoseconds: Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec))
+    }
+
+    /// The limits pipelines are compiled under.
+    public var limits: PipelineLimits { configuration.limits }
+
+    /// What `name` stands for, if anything.
+    public func entry(named name: String) -> Entry? { entries[name] }
+
+    /// Every name and what it stands for, sorted by name.
+    public var allEntries: [(name: String, entry: Entry)] {
+        entries.sorted { $0.key < $1.key }.map { (name: $0.key, entry: $0.value) }
+    }
+
+    // MARK: Declaring
+
+    /// Declares a subject (from configuration). A name already in use is refused.
+    @discardableResult
+    public func declareSubject(
+        _ name: String, initialValue: Value? = nil, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
+    ) throws(HubError) -> HubSubject {
+        try Hub.check(name)
+        guard entries[name] == nil else {
+            throw HubError(.badMessage, "'\(name)' is already declared as a \(entries[name]!.kindName)")
+        }
+        let subject = HubSubject(
+            name: name, initialValue: initialValue,
+            bufferSize: bufferSize ?? configuration.defaultBufferSize,
+            overflow: overflow ?? configuration.defaultOverflow)
+        entries[name] = .subject(subject)
+        return subject
+    }
+
+    /// Declares a trigger (from configuration). A name already in use is refused.
+    @discardableResult
+    public func declareTrigger(_ name: String) throws(HubError) -> HubTrigger {
+        try Hub.check(name)
+        guard entries[name] == nil else {
+            throw HubError(.badMessage, "'\(name)' is already declared as a \(entries[name]!.kindName)")
+        }
+        let trigger = HubTrigger(name: name)
+        entries[name] = .trigger(trigger)
+        return trigger
+    }
+
+    /// Declares a named pipeline (from configuration): its text is parsed and
+    /// checked against the limits now, compiled when subscribed (see
+    /// ``NamedPipeline`` for shared and per-subscriber pipelines). A name
+    /// already in use is refused; text that does not parse is `pipeline_error`.
+    /// `currentValue` (shared pipelines only, else `bad_message`): a
+    /// subscriber joining the open connection first receives its latest value.
+    @discardableResult
+    public func declarePipeline(
+        _ name: String, source: String, shared: Bool = true, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
+        currentValue: Bool = false
+    ) throws(HubError) -> NamedPipeline {
+        try Hub.check(name)
+        guard entries[name] == nil else {
+            throw HubError(.badMessage, "'\(name)' is already declared as a \(entries[name]!.kindName)")
+        }
+        if let bufferSize { _ = try bufferCapacity(bufferSize) }
+        guard shared || !currentValue else {
+            throw HubError(.badMessage, "pipeline '\(name)': currentValue needs a shared pipeline")
+        }
+        _ = try PipelineCompiler.parse(source, limits: limits)
+        let pipeline = NamedPipeline(name: name, source: source, shared: shared, bufferSize: bufferSize, overflow: overflow,
+                                     currentValue: currentValue)
+        entries[name] = .pipeline(pipeline)
+        return pipeline
+    }
+
+    // MARK: Resolving
+
+    /// The subject `name`, created if unknown and the hub auto-creates names.
+    public func subject(named name: String) throws(HubError) -> HubSubject {
+        try Hub.check(name)
+        switch entries[name] {
+        case .subject(let subject):
+            return subject
+        case .some(let other):
+            throw HubError(.notFound, "'\(name)' is a \(other.kindName), not a subject")
+        case nil:
+            guard configuration.autoCreate else { throw HubError(.notFound, "no subject named '\(name)'") }
+            return try declareSubject(name)
+        }
+    }
+
+    /// The trigger `name`, created if unknown and the hub auto-creates names.
+    public func trigger(named name: String) throws(HubError) -> HubTrigger {
+        try Hub.check(name)
+        switch entries[name] {
+        case .trigger(let trigger):
+            return trigger
+        case .some(let other):
+            throw HubError(.notFound, "'\(name)' is a \(other.kindName), not a trigger")
+        case nil:
+            guard configuration.autoCreate else { throw HubError(.notFound, "no trigger named '\(name)'") }
+            return try declareTrigger(name)
+        }
+    }
+
+    // MARK: Operations
+
+    /// The subject `name` if it is still open: `completed` once it has finished.
+    public func openSubject(named name: String) throws(HubError) -> HubSubject {
+        let subject = try subject(named: name)
+        guard !subject.isCompleted else { throw HubError(.completed, "subject '\(name)' has completed") }
+        return subject
+    }
+
+    /// Publishes `value` into the subject `to`.
+    public func send(_ value: Value, to name: String) throws(HubError) {
+        publish(value, to: try openSubject(named: name))
+    }
+
+    /// Publishes `value` into `subject` (resolved with ``openSubject(named:)``).
+    public func publish(_ value: Value, to subject: HubSubject) {
+        metrics.published += 1
+        subject.send(value)
+    }
+
+    /// Finishes the subject `name`: its subscribers get `complete` after their buffered values.
+    public func complete(_ name: String) throws(HubError) {
+        try openSubject(named: name).send(completion: .finished)
+    }
+
+    /// Fails the subject `name` with the JSON value `error`.
+    public func fail(_ name: String, error: Value) throws(HubError) {
+        try openSubject(named: name).fail(with: error)
+    }
+
+    /// Activates the trigger `name`, for `key` if given.
+    public func activate(_ name: String, key: Value?) throws(HubError) {
+        activate(try trigger(named: name), key: key)
+    }
+
+    /// Activates `trigger` (resolved with ``trigger(named:)``), for `key` if given.
+    public func activate(_ trigger: HubTrigger, key: Value?) {
+        metrics.activations += 1
+        trigger.activate(key: key)
+    }
+
+    /// The publisher a subscription `to: name` receives, buffered per the
+    /// subscription's settings (or the subject's), and what kind of entry it is.
+    public func publisher(
+        for name: String, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
+    ) throws(HubError) -> (entry: Entry, publisher: AnyPublisher<Value, HubError>) {
+        let entry = try resolve(name)
+        let size = try bufferCapacity(bufferSize ?? defaultBufferSize(of: entry))
+        return (entry, try bufferedPublisher(entry, bufferSize: size, overflow: overflow))
+    }
+
+    /// Compiles `source` for one subscription whose hot sources get `bufferSize` and `overflow`.
+    /// A source longer than ``PipelineLimits/maxSourceLength`` is `limit_exceeded`
+    /// (PROTOCOL.md §6: pipeline size is a server limit, not a compile error).
+    public func compile(
+        pipeline source: String, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
+    ) throws(HubError) -> AnyPublisher<Value, HubError> {
+        let length = source.utf8.count
+        guard length <= limits.maxSourceLength else {
+            throw HubError(
+                .limitExceeded,
+                "pipeline text is \(length) bytes, more than the limit of \(limits.maxSourceLength)",
+                data: ["limit": .int(Int64(limits.maxSourceLength))])
+        }
+        let size = try bufferCapacity(bufferSize ?? configuration.defaultBufferSize)
+        // A named pipeline used as a source compiles inside another compilation.
+        let outer = compiling
+        compiling = (size, overflow)
+        defer { compiling = outer }
+        return try PipelineCompiler.compile(source, environment: self)
+    }
+
+    // MARK: PipelineEnvironment
+
+    /// A bare name in a pipeline: the subject (created if the hub auto-creates names) or
+    /// trigger of that name, hot-buffered with the subscription's settings.
+    public func source(named name: String) throws(HubError) -> AnyPublisher<Value, HubError> {
+        try bufferedPublisher(try resolve(name), bufferSize: compiling?.size, overflow: compiling?.overflow)
+    }
+
+    /// `trigger(name[, key])` in a pipeline: the trigger's activations (those with an equal
+    /// key when `key` is given), hot-buffered with the subscription's settings.
+    public func trigger(named name: String, key: Value?) throws(HubError) -> AnyPublisher<Value, HubError> {
+        triggerPublisher(try trigger(named: name), key: key, bufferSize: compiling?.size, overflow: compiling?.overflow)
+    }
+
+    /// What `name` stands for; an unknown name becomes a subject when the hub auto-creates names.
+    private func resolve(_ name: String) throws(HubError) -> Entry {
+        try Hub.check(name)
+        if let entry = entries[name] { return entry }
+        return .subject(try subject(named: name))
+    }
+
+    /// The buffer size a subscription to `entry` gets when it asks for none.
+    private func defaultBufferSize(of entry: Entry) -> Int {
+        switch entry {
+        case .subject(let subject): return subject.bufferSize
+        case .trigger: return configuration.defaultBufferSize
+        case .pipeline(let pipeline): return pipeline.bufferSize ?? configuration.defaultBufferSize
+        }
+    }
+
+    /// `entry`'s publisher for one subscription, hot-buffered with `bufferSize` and
+    /// `overflow`, or with the entry's own settings (then the hub's) where they are `nil`.
+    private func bufferedPublisher(
+        _ entry: Entry, bufferSize: Int?, overflow: OverflowPolicy?
+    ) throws(HubError) -> AnyPublisher<Value, HubError> {
+        let size = bufferSize ?? defaultBufferSize(of: entry)
+        switch entry {
+        case .subject(let subject):
+            return subject.publisher
+                .hotBuffer(capacity: size, policy: overflow ?? subject.overflow, metrics: metrics)
+                .eraseToAnyPublisher()
+        case .trigger(let trigger):
+            return triggerPublisher(trigger, key: nil, bufferSize: size, overflow: overflow)
+        case .pipeline(let pipeline):
+            return try pipeline.publisher(
+                in: self, bufferSize: size, overflow: overflow ?? pipeline.overflow ?? configuration.defaultOverflow)
+        }
+    }
+
+    private func triggerPublisher(
+        _ trigger: HubTrigger, key: Value?, bufferSize: Int?, overflow: OverflowPolicy?
+    ) -> AnyPublisher<Value, HubError> {
+        trigger.publisher(key: key)
+            .hotBuffer(
+                capacity: bufferSize ?? configuration.defaultBufferSize,
+                policy: overflow ?? configuration.defaultOverflow, metrics: metrics)
+            .eraseToAnyPublisher()
+    }
+
+    // MARK: Checks
+
+    private func bufferCapacity(_ size: Int) throws(HubError) -> Int {
+        guard size >= 1, size <= configuration.maxBufferSize else {
+            throw HubError(.badMessage, "buffer must be between 1 and \(configuration.maxBufferSize), got \(size)")
+        }
+        return size
+    }
+
+    /// Throws `bad_message` unless `name` is a valid hub name.
+    static func check(_ name: String) throws(HubError) {
+        guard HubName.isValid(name) else {
+            throw HubError(.badMessage, "invalid name '\(name)': names match [A-Za-z_][A-Za-z0-9_.]* and have at most \(HubName.maxLength) bytes")
+        }
+    }
+}
+
+extension Hub {
+    /// The catalog `list` answers: every subject, pipeline and trigger with its subscriber count.
+    public func catalog() -> Catalog {
+        var catalog = Catalog()
+        for (name, entry) in entries {
+            switch entry {
+            case .subject(let subject):
+                catalog.subjects.append(Catalog.SubjectEntry(
+                    name: name, kind: subject.kind == .passthrough ? .passthrough : .currentValue,
+                    value: subject.currentValue, subscribers: subject.subscriberCount))
+            case .trigger:
+                catalog.triggers.append(name)
+            case .pipeline(let pipeline):
+                catalog.pipelines.append(Catalog.PipelineEntry(name: name, subscribers: pipeline.subscriberCount))
+            }
+        }
+        return catalog.sorted()
+    }
+}

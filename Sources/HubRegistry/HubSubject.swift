@@ -1,0 +1,74 @@
+import HubEngine
+import HubValue
+import HubWire
+
+/// A named subject of the hub: a passthrough or a current-value subject of `Value`,
+/// with the buffer its subscribers get unless they ask for another.
+public final class HubSubject {
+    /// Which Combine subject backs it.
+    public enum Kind: String, Hashable, Sendable {
+        /// A `PassthroughSubject`: no value kept.
+        case passthrough
+        /// A `CurrentValueSubject`: new subscribers get the current value first.
+        case currentValue
+    }
+
+    /// The subject's name.
+    public let name: String
+    /// Which Combine subject backs it.
+    public let kind: Kind
+    /// The buffer size its subscribers get by default.
+    public let bufferSize: Int
+    /// The overflow policy its subscribers get by default.
+    public let overflow: OverflowPolicy
+
+    private let passthrough: PassthroughSubject<Value, HubError>?
+    private let current: CurrentValueSubject<Value, HubError>?
+
+    /// A subject named `name`; `initialValue` makes it a current-value subject.
+    public init(name: String, initialValue: Value? = nil, bufferSize: Int = 1000, overflow: OverflowPolicy = .error) {
+        self.name = name
+        self.bufferSize = bufferSize
+        self.overflow = overflow
+        if let initialValue {
+            kind = .currentValue
+            current = CurrentValueSubject(initialValue)
+            passthrough = nil
+        } else {
+            kind = .passthrough
+            passthrough = PassthroughSubject()
+            current = nil
+        }
+    }
+
+    /// Whether the subject has completed or failed.
+    public var isCompleted: Bool { passthrough?.isCompleted ?? current!.isCompleted }
+
+    /// The number of live subscribers.
+    public var subscriberCount: Int { passthrough?.subscriberCount ?? current!.subscriberCount }
+
+    /// The current value of a current-value subject.
+    public var currentValue: Value? { current?.value }
+
+    /// Publishes `value` to the subscribers.
+    public func send(_ value: Value) {
+        if let passthrough { passthrough.send(value) } else { current!.send(value) }
+    }
+
+    /// Finishes or fails the subject.
+    public func send(completion: Subscribers.Completion<HubError>) {
+        if let passthrough { passthrough.send(completion: completion) } else { current!.send(completion: completion) }
+    }
+
+    /// Fails the subject with the JSON value `error`: subscribers get code `failed` with it as `data`.
+    public func fail(with error: Value) {
+        send(completion: .failure(.failed(error, message: "subject '\(name)' failed")))
+    }
+
+    /// The subject as a publisher, unbuffered (Combine's demand rules: a subscriber
+    /// without demand misses values).
+    public var publisher: AnyPublisher<Value, HubError> {
+        if let passthrough { return passthrough.eraseToAnyPublisher() }
+        return current!.eraseToAnyPublisher()
+    }
+}

@@ -1,0 +1,258 @@
+import HubEngine
+import HubValue
+import HubWire
+
+/// A pipeline declared under a name (from configuration): subscribing `to` its
+/// name, or using the name as a source in another pipeline, attaches to it.
+///
+/// **Shared** (the default): the subscribers share one *connection*, one
+/// compiled instance of the pipeline subscribed once upstream and fanned out
+/// through a ``PassthroughSubject`` (a ``Publishers/Multicast`` autoconnected,
+/// as Combine's `share()`), which asks the pipeline for `.unlimited`. Each
+/// subscriber has its own demand and its own buffer (a
+/// ``Publishers/HotBuffer`` after the fan-out), so a slow subscriber overflows
+/// alone. The first subscriber opens the connection (the pipeline is compiled
+/// and subscribed); the last one to cancel closes it (the pipeline is
+/// cancelled upstream). A *late* subscriber, one that arrives while the
+/// connection is open, sees only the values the pipeline emits from then on:
+/// nothing is replayed, and the pipeline's state (a `scan`'s accumulator, the
+/// latest values of a `combineLatest`, a current-value subject's value, which
+/// was emitted when the connection opened) is what the connection has built so
+/// far. Once the pipeline has completed or failed, or after its last subscriber
+/// has left, the next subscriber opens a new connection: the pipeline compiled
+/// anew, its state from scratch.
+///
+/// **Current value** (`currentValue: true`, shared pipelines only): the
+/// connection keeps the latest value the pipeline emitted, and a subscriber
+/// that joins an open connection receives that value first (into its own
+/// buffer, before anything the pipeline emits later), as a subscriber of a
+/// ``CurrentValueSubject`` does. The first subscriber, which opens the
+/// connection, receives what the pipeline emits on connecting (for
+/// `input | scan(s, e) | prepend(s)`, the initial state). When the connection
+/// closes (its last subscriber left, or the pipeline ended) the value is
+/// forgotten with the rest of the connection's state.
+///
+/// **Per-subscriber** (`shared: false`): each subscriber gets its own
+/// compilation of the pipeline, with demand end to end exactly as for ad-hoc
+/// pipeline text.
+///
+/// Confined to the hub's event loop, like the hub.
+public final class NamedPipeline {
+    /// The pipeline's name.
+    public let name: String
+    /// The pipeline's source text.
+    public let source: String
+    /// Whether the subscribers share one upstream subscription.
+    public let isShared: Bool
+    /// The buffer size its subscribers get unless they ask for another (`nil`: the hub's default).
+    public let bufferSize: Int?
+    /// The overflow policy its subscribers get unless they ask for another (`nil`: the hub's default).
+    public let overflow: OverflowPolicy?
+    /// Whether a subscriber joining an open connection first receives the latest value (shared pipelines only).
+    public let keepsCurrentValue: Bool
+    /// The number of live subscribers (those that have neither cancelled nor been completed).
+    public private(set) var subscriberCount = 0
+
+    /// The open connection of a shared pipeline.
+    private var connection: Connection?
+    /// Set while the pipeline is being compiled, to refuse a pipeline that refers to itself.
+    private var compiling = false
+
+    /// A named pipeline; ``Hub/declarePipeline(_:source:shared:bufferSize:overflow:currentValue:)`` makes and registers one.
+    /// `currentValue` is only honoured for a shared pipeline.
+    public init(name: String, source: String, shared: Bool = true, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
+                currentValue: Bool = false) {
+        self.name = name
+        self.source = source
+        isShared = shared
+        keepsCurrentValue = shared && currentValue
+        self.bufferSize = bufferSize
+        self.overflow = overflow
+    }
+
+    /// Whether a shared pipeline has an open connection (compiled and shared upstream).
+    public var isConnected: Bool {
+        guard let connection else { return false }
+        return !connection.subject.isCompleted
+    }
+
+    /// The latest value of the open connection of a ``keepsCurrentValue`` pipeline (nil otherwise, or before its first value).
+    public var currentValue: Value? {
+        guard keepsCurrentValue, let connection, !connection.subject.isCompleted else { return nil }
+        return connection.latest
+    }
+
+    /// The publisher one subscriber of the pipeline receives, with a buffer of
+    /// `bufferSize` values and `overflow` (after the fan-out for a shared
+    /// pipeline; in front of the hot sources for a per-subscriber one).
+    public func publisher(in hub: Hub, bufferSize: Int, overflow: OverflowPolicy) throws(HubError) -> AnyPublisher<Value, HubError> {
+        if isShared {
+            let connection = try openConnection(in: hub)
+            guard keepsCurrentValue else {
+                return Counted(upstream: connection.shared.hotBuffer(capacity: bufferSize, policy: overflow, metrics: hub.metrics),
+                               pipeline: self)
+                    .eraseToAnyPublisher()
+            }
+            // The latest value is read when the subscriber subscribes; the
+            // buffer asks for everything at once, so it goes in first and the
+            // subscription to the fan-out follows with nothing in between.
+            let replaying = Deferred { () -> Publishers.Concatenate<Publishers.Sequence<[Value], HubError>, SharedOutput> in
+                Publishers.Concatenate(prefix: Publishers.Sequence(sequence: connection.latest.map { [$0] } ?? []),
+                                       suffix: connection.shared)
+            }
+            return Counted(upstream: replaying.hotBuffer(capacity: bufferSize, policy: overflow, metrics: hub.metrics),
+                           pipeline: self)
+                .eraseToAnyPublisher()
+        }
+        let compiled = try compile(in: hub, bufferSize: bufferSize, overflow: overflow)
+        return Counted(upstream: compiled, pipeline: self).eraseToAnyPublisher()
+    }
+
+    /// Compiles the pipeline once against `hub` without subscribing to it: a
+    /// check that every name it uses resolves (configuration validation).
+    public func check(in hub: Hub) throws(HubError) {
+        _ = try compile(in: hub, bufferSize: nil, overflow: nil)
+    }
+
+    // MARK: Private
+
+    private func openConnection(in hub: Hub) throws(HubError) -> Connection {
+        if let connection, !connection.subject.isCompleted { return connection }
+        let compiled = try compile(in: hub, bufferSize: bufferSize, overflow: overflow)
+        let opened = Connection(upstream: compiled, keepsLatest: keepsCurrentValue)
+        connection = opened
+        return opened
+    }
+
+    private func compile(in hub: Hub, bufferSize: Int?, overflow: OverflowPolicy?) throws(HubError) -> AnyPublisher<Value, HubError> {
+        guard !compiling else {
+            throw NamedPipeline.cycle([name])
+        }
+        compiling = true
+        defer { compiling = false }
+        do {
+            return try hub.compile(pipeline: source, bufferSize: bufferSize ?? self.bufferSize, overflow: overflow ?? self.overflow)
+        } catch where error.code == .pipelineError {
+            // A cycle found further in: name this pipeline in it until it closes.
+            guard case .array(let chain)? = error.data?["cycle"], chain.count == 1 || chain.first != chain.last else { throw error }
+            throw NamedPipeline.cycle([name] + chain.compactMap(\.stringValue))
+        }
+    }
+
+    /// The `pipeline_error` of pipelines that use each other as sources in a cycle, `chain` from the outermost.
+    private static func cycle(_ chain: [String]) -> HubError {
+        let message = chain.count <= 2 && chain.first == chain.last
+            ? "pipeline '\(chain[0])' uses itself as a source"
+            : chain.first == chain.last
+                ? "pipelines use each other as sources in a cycle: \(chain.joined(separator: " → "))"
+                : "pipeline '\(chain.last!)' uses itself as a source"
+        return HubError(.pipelineError, message, data: ["line": 1, "column": 1, "cycle": .array(chain.map { .string($0) })])
+    }
+
+    private func subscriberArrived() {
+        subscriberCount += 1
+    }
+
+    private func subscriberLeft() {
+        subscriberCount -= 1
+        // Nobody left on the connection: the next subscriber starts afresh.
+        if subscriberCount == 0 { connection = nil }
+    }
+
+    /// What the subscribers of a shared pipeline attach to.
+    private typealias SharedOutput = Publishers.Autoconnect<Publishers.Multicast<AnyPublisher<Value, HubError>, PassthroughSubject<Value, HubError>>>
+
+    /// One compiled instance of a shared pipeline, multicast through a subject.
+    private final class Connection {
+        let subject = PassthroughSubject<Value, HubError>()
+        let shared: SharedOutput
+        private let latestBox = LatestValue()
+
+        /// The latest value the pipeline emitted, when the pipeline keeps its current value.
+        var latest: Value? { latestBox.value }
+
+        init(upstream: AnyPublisher<Value, HubError>, keepsLatest: Bool) {
+            let subject = self.subject
+            var source = upstream
+            if keepsLatest {
+                // Recorded before the fan-out, so it is up to date whenever a subscriber joins.
+                let box = latestBox
+                source = upstream.map { value in
+                    box.value = value
+                    return value
+                }.eraseToAnyPublisher()
+            }
+            shared = Publishers.Multicast(upstream: source, createSubject: { subject }).autoconnect()
+        }
+    }
+
+    /// The latest value of a connection, written as the pipeline emits.
+    private final class LatestValue {
+        var value: Value?
+    }
+
+    /// Counts a subscriber from its subscription until it cancels or is completed.
+    private struct Counted<Upstream: Publisher>: Publisher where Upstream.Output == Value, Upstream.Failure == HubError {
+        typealias Output = Value
+        typealias Failure = HubError
+
+        let upstream: Upstream
+        let pipeline: NamedPipeline
+
+        func receive<S: Subscriber>(subscriber: S) where S.Input == Value, S.Failure == HubError {
+            upstream.receive(subscriber: Inner(downstream: subscriber, pipeline: pipeline))
+        }
+
+        private final class Inner<Downstream: Subscriber>: Subscriber, Subscription
+        where Downstream.Input == Value, Downstream.Failure == HubError {
+            typealias Input = Value
+            typealias Failure = HubError
+
+            private var downstream: Downstream?
+            private var upstream: (any Subscription)?
+            private var pipeline: NamedPipeline?
+
+            init(downstream: Downstream, pipeline: NamedPipeline) {
+                self.downstream = downstream
+                self.pipeline = pipeline
+            }
+
+            func receive(subscription: any Subscription) {
+                guard upstream == nil, let downstream else {
+                    subscription.cancel()
+                    return
+                }
+                upstream = subscription
+                pipeline?.subscriberArrived()
+                downstream.receive(subscription: self)
+            }
+
+            func receive(_ input: Value) -> Subscribers.Demand {
+                downstream?.receive(input) ?? .none
+            }
+
+            func receive(completion: Subscribers.Completion<HubError>) {
+                guard let downstream = downstream.take() else { return }
+                upstream = nil
+                leave()
+                downstream.receive(completion: completion)
+            }
+
+            func request(_ demand: Subscribers.Demand) {
+                guard downstream != nil, demand > 0 else { return }
+                upstream?.request(demand)
+            }
+
+            func cancel() {
+                guard downstream.take() != nil else { return }
+                let subscription = upstream.take()
+                leave()
+                subscription?.cancel()
+            }
+
+            private func leave() {
+                pipeline.take()?.subscriberLeft()
+            }
+        }
+    }
+}

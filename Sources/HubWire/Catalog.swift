@@ -1,0 +1,169 @@
+import HubValue
+
+/// The answer to `list` (PROTOCOL.md §4): every subject, named pipeline and
+/// trigger of the hub, with their subscriber counts.
+///
+/// The hub may build it in any order: ``ServerMessage/encode(into:)`` writes
+/// each list sorted by name, as the protocol requires. Decoding keeps the wire
+/// order.
+public struct Catalog: Hashable, Sendable {
+    /// A subject in the catalog.
+    public struct SubjectEntry: Hashable, Sendable {
+        /// The kind of a subject.
+        public enum Kind: String, Hashable, Sendable, CaseIterable {
+            /// A passthrough subject (no current value).
+            case passthrough = "passthrough"
+            /// A current-value subject.
+            case currentValue = "currentValue"
+        }
+
+        /// The subject's name.
+        public var name: String
+        /// Passthrough or current-value.
+        public var kind: Kind
+        /// The current value of a current-value subject (written only when present).
+        public var value: Value?
+        /// How many subscriptions it has.
+        public var subscribers: Int
+
+        /// An entry.
+        public init(name: String, kind: Kind, value: Value? = nil, subscribers: Int) {
+            self.name = name
+            self.kind = kind
+            self.value = value
+            self.subscribers = subscribers
+        }
+    }
+
+    /// A named pipeline in the catalog.
+    public struct PipelineEntry: Hashable, Sendable {
+        /// The pipeline's name.
+        public var name: String
+        /// How many subscriptions it has.
+        public var subscribers: Int
+
+        /// An entry.
+        public init(name: String, subscribers: Int) {
+            self.name = name
+            self.subscribers = subscribers
+        }
+    }
+
+    /// The subjects.
+    public var subjects: [SubjectEntry]
+    /// The named pipelines.
+    public var pipelines: [PipelineEntry]
+    /// The trigger names (on the wire: `[{"name": ...}]`).
+    public var triggers: [String]
+
+    /// A catalog, in any order.
+    public init(subjects: [SubjectEntry] = [], pipelines: [PipelineEntry] = [], triggers: [String] = []) {
+        self.subjects = subjects
+        self.pipelines = pipelines
+        self.triggers = triggers
+    }
+
+    /// The same catalog with every list sorted by name (the order on the wire).
+    public func sorted() -> Catalog {
+        Catalog(
+            subjects: subjects.sorted { Catalog.precedes($0.name, $1.name) },
+            pipelines: pipelines.sorted { Catalog.precedes($0.name, $1.name) },
+            triggers: triggers.sorted { Catalog.precedes($0, $1) }
+        )
+    }
+
+    /// Name order: bytewise on UTF-8 (names are ASCII, so this is also code point order).
+    static func precedes(_ a: String, _ b: String) -> Bool {
+        a.utf8.lexicographicallyPrecedes(b.utf8)
+    }
+
+    /// Appends `"subjects":[...],"pipelines":[...],"triggers":[...]`, each sorted by name.
+    func encodeMembers(into buffer: inout [UInt8]) {
+        let sorted = self.sorted()
+        WireBytes.append(#""subjects":["#, to: &buffer)
+        for (index, subject) in sorted.subjects.enumerated() {
+            if index > 0 { buffer.append(UInt8(ascii: ",")) }
+            WireBytes.append(#"{"name":"#, to: &buffer)
+            WireBytes.appendString(subject.name, to: &buffer)
+            WireBytes.append(#","kind":"#, to: &buffer)
+            WireBytes.appendString(subject.kind.rawValue, to: &buffer)
+            if let value = subject.value {
+                WireBytes.append(#","value":"#, to: &buffer)
+                value.writeJSON(into: &buffer)
+            }
+            WireBytes.append(#","subscribers":"#, to: &buffer)
+            WireBytes.append(subject.subscribers, to: &buffer)
+            buffer.append(UInt8(ascii: "}"))
+        }
+        WireBytes.append(#"],"pipelines":["#, to: &buffer)
+        for (index, pipeline) in sorted.pipelines.enumerated() {
+            if index > 0 { buffer.append(UInt8(ascii: ",")) }
+            WireBytes.append(#"{"name":"#, to: &buffer)
+            WireBytes.appendString(pipeline.name, to: &buffer)
+            WireBytes.append(#","subscribers":"#, to: &buffer)
+            WireBytes.append(pipeline.subscribers, to: &buffer)
+            buffer.append(UInt8(ascii: "}"))
+        }
+        WireBytes.append(#"],"triggers":["#, to: &buffer)
+        for (index, trigger) in sorted.triggers.enumerated() {
+            if index > 0 { buffer.append(UInt8(ascii: ",")) }
+            WireBytes.append(#"{"name":"#, to: &buffer)
+            WireBytes.appendString(trigger, to: &buffer)
+            buffer.append(UInt8(ascii: "}"))
+        }
+        buffer.append(UInt8(ascii: "]"))
+    }
+
+    /// Decodes the catalog members of a `catalog` message, strictly.
+    static func decode(from fields: Value.Object) throws(WireError) -> Catalog {
+        var catalog = Catalog()
+        for entry in try array(fields, "subjects") {
+            let object = try entryObject(entry, "subjects")
+            guard case let .string(kindText)? = object["kind"], let kind = SubjectEntry.Kind(rawValue: kindText) else {
+                throw WireError(WireFields.bad("catalog: a subject's 'kind' must be \"passthrough\" or \"currentValue\""))
+            }
+            catalog.subjects.append(SubjectEntry(
+                name: try name(object, "subjects"),
+                kind: kind,
+                value: object["value"],
+                subscribers: try subscribers(object, "subjects")
+            ))
+        }
+        for entry in try array(fields, "pipelines") {
+            let object = try entryObject(entry, "pipelines")
+            catalog.pipelines.append(PipelineEntry(name: try name(object, "pipelines"), subscribers: try subscribers(object, "pipelines")))
+        }
+        for entry in try array(fields, "triggers") {
+            catalog.triggers.append(try name(try entryObject(entry, "triggers"), "triggers"))
+        }
+        return catalog
+    }
+
+    private static func array(_ fields: Value.Object, _ key: String) throws(WireError) -> [Value] {
+        guard case let .array(entries)? = fields[key] else {
+            throw WireError(WireFields.bad("catalog: '\(key)' must be an array"))
+        }
+        return entries
+    }
+
+    private static func entryObject(_ entry: Value, _ list: String) throws(WireError) -> Value.Object {
+        guard case let .object(object) = entry else {
+            throw WireError(WireFields.bad("catalog: every entry of '\(list)' must be an object"))
+        }
+        return object
+    }
+
+    private static func name(_ object: Value.Object, _ list: String) throws(WireError) -> String {
+        guard case let .string(name)? = object["name"], HubName.isValid(name) else {
+            throw WireError(WireFields.bad("catalog: every entry of '\(list)' needs a valid 'name'"))
+        }
+        return name
+    }
+
+    private static func subscribers(_ object: Value.Object, _ list: String) throws(WireError) -> Int {
+        guard let raw = object["subscribers"], let count = WireFields.integer(raw), count >= 0 else {
+            throw WireError(WireFields.bad("catalog: 'subscribers' in '\(list)' must be an integer ≥ 0"))
+        }
+        return Int(count)
+    }
+}

@@ -1,0 +1,256 @@
+import HubValue
+
+/// A message from the server to a client (PROTOCOL.md §4).
+///
+/// The server encodes with ``encode(into:)``, which writes JSON bytes directly;
+/// for the hot path it encodes a published value once and frames it for each
+/// subscriber with ``appendNext(id:encodedValue:into:)`` and
+/// ``appendNextBatch(id:encodedValues:into:)``. The Swift client decodes with
+/// ``decode(_:)``, which is strict: anything that is not
+/// a well-formed server message of protocol v1 is a ``WireError`` (`bad_message`).
+public enum ServerMessage: Hashable, Sendable {
+    /// The first message of a connection (`"protocol": 1`).
+    case welcome(server: String, session: String)
+    /// The subscription `id` exists.
+    case subscribed(id: UInt64, kind: SubscriptionKind)
+    /// One value for subscription `id`.
+    case next(id: UInt64, value: Value)
+    /// Several values, in order, for subscription `id` (`values`, at least one).
+    case nextBatch(id: UInt64, values: [Value])
+    /// Subscription `id` finished.
+    case complete(id: UInt64)
+    /// An error: of a subscription (`id`), of an acked request (`ack`), or
+    /// connection-level (neither). Written with `code`, `message` and `data`
+    /// when present.
+    case error(HubError, id: UInt64?, ack: Int64?)
+    /// The acked request succeeded.
+    case ack(Int64)
+    /// The answer to `list`.
+    case catalog(ack: Int64, Catalog)
+}
+
+// MARK: - Encoding
+
+extension ServerMessage {
+    /// The message as compact JSON bytes.
+    public func jsonBytes() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(64)
+        encode(into: &out)
+        return out
+    }
+
+    /// Appends the message as compact JSON to `buffer` (e.g. after a frame header).
+    public func encode(into buffer: inout [UInt8]) {
+        switch self {
+        case let .welcome(server, session):
+            WireBytes.append(#"{"op":"welcome","protocol":1,"server":"#, to: &buffer)
+            WireBytes.appendString(server, to: &buffer)
+            WireBytes.append(#","session":"#, to: &buffer)
+            WireBytes.appendString(session, to: &buffer)
+        case let .subscribed(id, kind):
+            WireBytes.append(#"{"op":"subscribed","id":"#, to: &buffer)
+            WireBytes.append(id, to: &buffer)
+            switch kind {
+            case .subject: WireBytes.append(#","kind":"subject""#, to: &buffer)
+            case .pipeline: WireBytes.append(#","kind":"pipeline""#, to: &buffer)
+            case .trigger: WireBytes.append(#","kind":"trigger""#, to: &buffer)
+            }
+        case let .next(id, value):
+            ServerMessage.appendNextHead(id: id, into: &buffer)
+            value.writeJSON(into: &buffer)
+        case let .nextBatch(id, values):
+            ServerMessage.appendNextBatchHead(id: id, into: &buffer)
+            for (index, value) in values.enumerated() {
+                if index > 0 { buffer.append(UInt8(ascii: ",")) }
+                value.writeJSON(into: &buffer)
+            }
+            buffer.append(UInt8(ascii: "]"))
+        case let .complete(id):
+            WireBytes.append(#"{"op":"complete","id":"#, to: &buffer)
+            WireBytes.append(id, to: &buffer)
+        case let .error(error, id, ack):
+            WireBytes.append(#"{"op":"error""#, to: &buffer)
+            if let id {
+                WireBytes.append(#","id":"#, to: &buffer)
+                WireBytes.append(id, to: &buffer)
+            }
+            if let ack {
+                WireBytes.append(#","ack":"#, to: &buffer)
+                WireBytes.append(ack, to: &buffer)
+            }
+            WireBytes.append(#","code":"#, to: &buffer)
+            WireBytes.appendString(error.code.rawValue, to: &buffer)
+            WireBytes.append(#","message":"#, to: &buffer)
+            WireBytes.appendString(error.message, to: &buffer)
+            if let data = error.data {
+                WireBytes.append(#","data":"#, to: &buffer)
+                data.writeJSON(into: &buffer)
+            }
+        case let .ack(ack):
+            WireBytes.append(#"{"op":"ack","ack":"#, to: &buffer)
+            WireBytes.append(ack, to: &buffer)
+        case let .catalog(ack, catalog):
+            WireBytes.append(#"{"op":"catalog","ack":"#, to: &buffer)
+            WireBytes.append(ack, to: &buffer)
+            buffer.append(UInt8(ascii: ","))
+            catalog.encodeMembers(into: &buffer)
+        }
+        buffer.append(UInt8(ascii: "}"))
+    }
+
+    /// Appends `{"op":"next","id":N,"value":<encodedValue>}`, where
+    /// `encodedValue` is the compact JSON of one value (as
+    /// ``Value/writeJSON(into:)`` writes it). The output is byte-identical to
+    /// encoding ``next(id:value:)`` with that value.
+    @inline(__always)
+    public static func appendNext(id: UInt64, encodedValue: UnsafeRawBufferPointer, into buffer: inout [UInt8]) {
+        appendNextHead(id: id, into: &buffer)
+        buffer.append(contentsOf: encodedValue)
+        buffer.append(UInt8(ascii: "}"))
+    }
+
+    /// Appends `{"op":"next","id":N,"value":<encodedValue>}`; see
+    /// ``appendNext(id:encodedValue:into:)``.
+    @inline(__always)
+    public static func appendNext(id: UInt64, encodedValue: [UInt8], into buffer: inout [UInt8]) {
+        appendNextHead(id: id, into: &buffer)
+        buffer.append(contentsOf: encodedValue)
+        buffer.append(UInt8(ascii: "}"))
+    }
+
+    /// Appends `{"op":"next","id":N,"values":[v1,v2,...]}` from the compact JSON
+    /// of each value (`[UInt8]`, `ArraySlice<UInt8>`, `UnsafeRawBufferPointer`,
+    /// ...); byte-identical to encoding ``nextBatch(id:values:)``.
+    /// `encodedValues` should not be empty (the protocol requires at least one).
+    public static func appendNextBatch<Values: Sequence>(id: UInt64, encodedValues: Values, into buffer: inout [UInt8])
+    where Values.Element: Sequence, Values.Element.Element == UInt8 {
+        appendNextBatchHead(id: id, into: &buffer)
+        var first = true
+        for encoded in encodedValues {
+            if !first { buffer.append(UInt8(ascii: ",")) }
+            first = false
+            buffer.append(contentsOf: encoded)
+        }
+        buffer.append(UInt8(ascii: "]"))
+        buffer.append(UInt8(ascii: "}"))
+    }
+
+    /// Appends `{"op":"next","id":N,"value":` — the start of a `next`, for a
+    /// writer that appends the value's JSON and the closing `}` itself.
+    @inline(__always)
+    public static func appendNextHead(id: UInt64, into buffer: inout [UInt8]) {
+        WireBytes.append(#"{"op":"next","id":"#, to: &buffer)
+        WireBytes.append(id, to: &buffer)
+        WireBytes.append(#","value":"#, to: &buffer)
+    }
+
+    /// Appends `{"op":"next","id":N,"values":[` — the start of a batch `next`,
+    /// for a writer that appends the values, separated by commas, and `]}`.
+    @inline(__always)
+    public static func appendNextBatchHead(id: UInt64, into buffer: inout [UInt8]) {
+        WireBytes.append(#"{"op":"next","id":"#, to: &buffer)
+        WireBytes.append(id, to: &buffer)
+        WireBytes.append(#","values":["#, to: &buffer)
+    }
+}
+
+// MARK: - Decoding
+
+extension ServerMessage {
+    /// Decodes one server message from the raw bytes of a text message, strictly.
+    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> ServerMessage {
+        try WireFields.decodeMessage(bytes, notJSON: "server message is not JSON", decode(value:))
+    }
+
+    /// Decodes one server message from bytes.
+    public static func decode(_ bytes: [UInt8]) throws(WireError) -> ServerMessage {
+        try WireFields.decodeMessage(bytes, notJSON: "server message is not JSON", decode(value:))
+    }
+
+    /// Decodes one server message from JSON text.
+    public static func decode(_ text: String) throws(WireError) -> ServerMessage {
+        try WireFields.decodeMessage(text, notJSON: "server message is not JSON", decode(value:))
+    }
+
+    /// Decodes one server message from a parsed JSON value, strictly: the
+    /// required fields of its `op` must be present and well-typed (ids in
+    /// 1...2^53−1, acks within ±(2^53−1), a known error code and kind,
+    /// `protocol` 1, exactly one of `value`/`values` with `values` non-empty).
+    /// Unknown fields are ignored.
+    public static func decode(value: Value) throws(WireError) -> ServerMessage {
+        guard case let .object(fields) = value else {
+            throw WireError(WireFields.bad("a server message must be a JSON object, not \(WireFields.typeName(value))"))
+        }
+        guard case let .string(op)? = fields["op"] else {
+            throw WireError(WireFields.bad("server message: 'op' must be a string"))
+        }
+        switch op {
+        case "next":
+            let id = try requiredId(fields, op: op)
+            switch (fields["value"], fields["values"]) {
+            case let (value?, nil):
+                return .next(id: id, value: value)
+            case let (nil, values?):
+                guard case let .array(elements) = values, !elements.isEmpty else {
+                    throw WireError(WireFields.bad("next: 'values' must be a non-empty array"))
+                }
+                return .nextBatch(id: id, values: elements)
+            default:
+                throw WireError(WireFields.bad("next: exactly one of 'value' or 'values' is required"))
+            }
+        case "ack":
+            return .ack(try requiredAck(fields, op: op))
+        case "error":
+            guard case let .string(codeText)? = fields["code"], let code = HubError.Code(rawValue: codeText) else {
+                throw WireError(WireFields.bad("error: 'code' must be a protocol error code"))
+            }
+            guard case let .string(message)? = fields["message"] else {
+                throw WireError(WireFields.bad("error: 'message' must be a string"))
+            }
+            var id: UInt64?
+            if fields["id"] != nil { id = try requiredId(fields, op: op) }
+            var ack: Int64?
+            if fields["ack"] != nil { ack = try requiredAck(fields, op: op) }
+            return .error(HubError(code, message, data: fields["data"]), id: id, ack: ack)
+        case "subscribed":
+            let id = try requiredId(fields, op: op)
+            guard case let .string(kindText)? = fields["kind"], let kind = SubscriptionKind(rawValue: kindText) else {
+                throw WireError(WireFields.bad("subscribed: 'kind' must be \"subject\", \"pipeline\" or \"trigger\""))
+            }
+            return .subscribed(id: id, kind: kind)
+        case "complete":
+            return .complete(id: try requiredId(fields, op: op))
+        case "welcome":
+            guard let proto = fields["protocol"], WireFields.integer(proto) == 1 else {
+                throw WireError(WireFields.bad("welcome: 'protocol' must be 1"))
+            }
+            guard case let .string(server)? = fields["server"] else {
+                throw WireError(WireFields.bad("welcome: 'server' must be a string"))
+            }
+            guard case let .string(session)? = fields["session"] else {
+                throw WireError(WireFields.bad("welcome: 'session' must be a string"))
+            }
+            return .welcome(server: server, session: session)
+        case "catalog":
+            let ack = try requiredAck(fields, op: op)
+            return .catalog(ack: ack, try Catalog.decode(from: fields))
+        default:
+            throw WireError(WireFields.bad("unknown server op '\(op)'"))
+        }
+    }
+
+    private static func requiredId(_ fields: Value.Object, op: String) throws(WireError) -> UInt64 {
+        guard let id = WireFields.id(fields["id"]) else {
+            throw WireError(WireFields.bad("\(op): 'id' must be \(WireFields.idRange)"))
+        }
+        return id
+    }
+
+    private static func requiredAck(_ fields: Value.Object, op: String) throws(WireError) -> Int64 {
+        guard let raw = fields["ack"], let ack = WireFields.ack(raw) else {
+            throw WireError(WireFields.bad("\(op): 'ack' must be \(WireFields.ackRange)"))
+        }
+        return ack
+    }
+}

@@ -1,0 +1,34 @@
+import Testing
+import HubEngine
+import HubTesting
+import OpenCombine
+
+/// The same chains, scripts and demand on HubEngine and OpenCombine must give the same histories.
+@Suite("Differential: HubEngine against OpenCombine")
+struct DifferentialTests {
+    @Test(arguments: 0..<200)
+    func mapFilterScanOnRandomScripts(seed: Int) {
+        var generator = SeededGenerator(seed: UInt64(seed))
+        let script = Differential.randomScript(length: 20, using: &generator)
+        let initial = [0, 1, 2, nil].randomElement(using: &generator)!
+        let perValue = Int.random(in: 0...1, using: &generator)
+        let result = Differential.run(
+            script, initialDemand: initial, demandPerValue: perValue,
+            hub: { $0.filter { $0 % 3 != 0 }.map { $0 * 10 }.scan(0, +) },
+            oc: { $0.filter { $0 % 3 != 0 }.map { $0 * 10 }.scan(0, +) })
+        #expect(result.hub == result.oc, "seed \(seed): \(script)")
+    }
+
+    @Test(arguments: 0..<100)
+    func sequenceSourceWithReentrantDemand(seed: Int) {
+        var generator = SeededGenerator(seed: UInt64(seed))
+        let count = Int.random(in: 0...6, using: &generator)
+        let initial = Int.random(in: 1...3, using: &generator)
+        let perValue = Int.random(in: 0...2, using: &generator)
+        let hub = RecordingSubscriber<Int, Never>(initialDemand: .max(initial), demandPerValue: .max(perValue))
+        (0..<count).publisher.map { $0 + 1 }.subscribe(hub)
+        let oc = OCRecordingSubscriber<Int, Never>(initialDemand: .max(initial), demandPerValue: .max(perValue))
+        OpenCombine.Publishers.Sequence<Range<Int>, Never>(sequence: 0..<count).map { $0 + 1 }.subscribe(oc)
+        #expect(hub.events == oc.events)
+    }
+}
