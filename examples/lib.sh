@@ -1,8 +1,11 @@
 # Helpers shared by the scenario scripts (examples/*/run.sh); sourced, not run.
 #
-# HUBCLI: the hubcli to use (default: .build/debug/hubcli, built if missing).
+# HUBCLI: the hubcli to use (default: the one on PATH, else .build/debug/hubcli,
+#         built if missing).
 # HUB_URL: a broker already started with the scenario's hub.yml; without it,
 #          the script starts one itself on a free port and stops it at the end.
+# When a step fails, the script prints what failed, the failing command's
+# error and the end of its broker's log before it removes its temporary files.
 
 set -euo pipefail
 
@@ -13,18 +16,35 @@ BACKGROUND_PIDS=()
 declare -A SEEN=()
 
 if [ -z "${HUBCLI:-}" ]; then
-    HUBCLI="$PACKAGE_DIR/.build/debug/hubcli"
-    if [ ! -x "$HUBCLI" ]; then
-        echo "building hubcli…" >&2
-        (cd "$PACKAGE_DIR" && swift build --product hubcli >&2)
+    if command -v hubcli >/dev/null 2>&1; then
+        HUBCLI=$(command -v hubcli)
+    else
+        HUBCLI="$PACKAGE_DIR/.build/debug/hubcli"
+        if [ ! -x "$HUBCLI" ]; then
+            echo "building hubcli…" >&2
+            (cd "$PACKAGE_DIR" && swift build --product hubcli >&2)
+        fi
     fi
 fi
 
 cleanup() {
-    local pid
+    local status=$? pid file
     for pid in "${BACKGROUND_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
     for pid in "${BACKGROUND_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    if [ "$status" -ne 0 ]; then
+        # What the failing step left behind, before it is deleted.
+        for file in "$WORK_DIR"/*.err; do
+            [ -s "$file" ] || continue
+            echo "run.sh: $(basename "$file" .err) said:" >&2
+            sed 's/^/  /' "$file" >&2
+        done
+        if [ -s "$WORK_DIR/broker.log" ]; then
+            echo "run.sh: the broker's log ($HUB_URL), last lines:" >&2
+            tail -n 20 "$WORK_DIR/broker.log" | sed 's/^/  /' >&2
+        fi
+    fi
     rm -rf "$WORK_DIR"
+    return "$status"
 }
 trap cleanup EXIT
 
@@ -34,9 +54,17 @@ fail() {
     exit 1
 }
 
-# hub ARGS...: hubcli against the scenario's broker.
+# hub ARGS...: hubcli against the scenario's broker; on failure, says which step failed.
 hub() {
-    "$HUBCLI" "$@" --url "$HUB_URL"
+    "$HUBCLI" "$@" --url "$HUB_URL" || fail "hubcli $* failed (status $?)"
+}
+
+# latest LABEL NAME: a new subscriber's first value of NAME (a late screen), labelled.
+latest() {
+    local label=$1 name=$2 value
+    value=$("$HUBCLI" subscribe "$name" --count 1 --url "$HUB_URL" 2>"$WORK_DIR/latest.err") \
+        || fail "hubcli subscribe $name --count 1 failed"
+    printf '%-12s %s\n' "$label" "$value"
 }
 
 # start_broker CONFIG: unless HUB_URL is set, serve CONFIG on a free port and set HUB_URL.
