@@ -54,7 +54,7 @@ public final class HubService: Sendable {
     public let eventLoop: EventLoop
     /// The configuration the service was made with.
     public let configuration: Configuration
-    private let core: ConfinedCore
+    private let core: LoopBound<ServiceCore>
 
     /// A service on a new event loop; nothing listens until ``start(setUp:)``.
     public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "hub.service")) throws {
@@ -63,8 +63,7 @@ public final class HubService: Sendable {
         self.configuration = configuration
         // Made here, then only used on the loop: the loop's work queue orders
         // every later use after this initialisation.
-        core = ConfinedCore(
-            core: ServiceCore(configuration: configuration, eventLoop: loop, logger: logger), eventLoop: loop)
+        core = LoopBound(ServiceCore(configuration: configuration, eventLoop: loop, logger: logger), eventLoop: loop)
     }
 
     /// Sets up the hub with `setUp` (declare subjects, triggers…) and starts
@@ -133,23 +132,6 @@ public final class HubService: Sendable {
             try? await Task.sleep(for: .milliseconds(5))
         }
         eventLoop.shutdown()
-    }
-}
-
-/// The service's core, handed to the loop's thread and used only there.
-struct ConfinedCore: @unchecked Sendable {
-    private let core: ServiceCore
-    let eventLoop: EventLoop
-
-    init(core: ServiceCore, eventLoop: EventLoop) {
-        self.core = core
-        self.eventLoop = eventLoop
-    }
-
-    /// The core; on the loop's thread only.
-    var value: ServiceCore {
-        eventLoop.preconditionInEventLoop()
-        return core
     }
 }
 
