@@ -223,6 +223,7 @@ let package = Package(
         .testTarget(
             name: "HubServerConfigTests",
             dependencies: [
+                "NetworkTestSupport",
                 "HubServer",
                 "HubRegistry",
                 "HubPipeline",

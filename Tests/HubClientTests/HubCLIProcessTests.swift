@@ -8,7 +8,7 @@ import Testing
 @Suite("hubcli process")
 struct HubCLIProcessTests {
     @Test func serveAndTheClientCommands() async throws {
-        let hubcli = try locateHubCLI()
+        let hubcli = try HubCLIExecutable.locate()
         let server = try RunningProcess(hubcli, ["serve", "--port", "0", "--log-level", "warning"])
         let port = try await server.port()
         let url = "ws://127.0.0.1:\(port)"
@@ -197,31 +197,4 @@ func run(
     _ executable: URL, _ arguments: [String], stdin: String? = nil, environment: [String: String?] = [:]
 ) async throws -> ProcessResult {
     try await RunningProcess(executable, arguments, stdin: stdin, environment: environment).finish()
-}
-
-/// The `hubcli` executable next to the test bundle (SwiftPM builds it first: the test
-/// target depends on it), or built with `swift build --product hubcli` when missing.
-func locateHubCLI() throws -> URL {
-    var candidates: [URL] = []
-    if let executable = Bundle.main.executableURL {
-        candidates.append(executable.deletingLastPathComponent().appendingPathComponent("hubcli"))
-    }
-    candidates.append(
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("hubcli"))
-    let packageRoot = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    let built = packageRoot.appendingPathComponent(".build/debug/hubcli")
-    candidates.append(built)
-    for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate.path) {
-        return candidate
-    }
-    let build = Process()
-    build.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    build.arguments = ["swift", "build", "--product", "hubcli", "--package-path", packageRoot.path]
-    try build.run()
-    build.waitUntilExit()
-    guard build.terminationStatus == 0, FileManager.default.isExecutableFile(atPath: built.path) else {
-        throw TimedOut(what: "hubcli to be built (swift build --product hubcli failed)")
-    }
-    return built
 }

@@ -7,7 +7,7 @@ import Testing
 struct HubCLITLSProcessTests {
     @Test func serveOverTLSAndTheClientTrustOptions() async throws {
         let certificate = try TestCertificate.get()
-        let hubcli = try locateHubCLI()
+        let hubcli = try HubCLIExecutable.locate()
         let server = try RunningProcess(hubcli, [
             "serve", "--port", "0", "--log-level", "warning",
             "--tls-certificate", certificate.certificatePath, "--tls-private-key", certificate.privateKeyPath,

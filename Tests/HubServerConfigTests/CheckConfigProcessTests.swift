@@ -1,21 +1,11 @@
 import Foundation
+import NetworkTestSupport
 import Testing
 
-/// `hubcli serve --check-config` as a process (when the hubcli executable is built beside the tests).
+/// `hubcli serve --check-config` as a process (the hubcli executable SwiftPM builds beside the tests).
 @Suite("hubcli serve --check-config")
 struct CheckConfigProcessTests {
-    static let packageRoot = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-    static let hubcli: URL? = {
-        var candidates: [URL] = []
-        if let executable = Bundle.main.executableURL {
-            candidates.append(executable.deletingLastPathComponent().appendingPathComponent("hubcli"))
-        }
-        candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("hubcli"))
-        candidates.append(packageRoot.appendingPathComponent(".build/debug/hubcli"))
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }()
+    static let packageRoot = HubCLIExecutable.packageRoot
 
     struct Outcome {
         var status: Int32
@@ -25,8 +15,7 @@ struct CheckConfigProcessTests {
 
     static func run(_ arguments: [String]) throws -> Outcome {
         let process = Process()
-        guard let executable = Self.hubcli else { throw CocoaError(.fileNoSuchFile) }
-        process.executableURL = executable
+        process.executableURL = try HubCLIExecutable.locate()
         process.arguments = arguments
         let output = Pipe()
         let errors = Pipe()
@@ -40,14 +29,14 @@ struct CheckConfigProcessTests {
                        errors: String(decoding: err, as: UTF8.self))
     }
 
-    @Test(.enabled(if: hubcli != nil)) func theExampleIsOk() throws {
+    @Test func theExampleIsOk() throws {
         let path = Self.packageRoot.appendingPathComponent("examples/hub.yml").path
         let outcome = try Self.run(["serve", "--config", path, "--check-config"])
         #expect(outcome.status == 0)
         #expect(outcome.output == "\(path): ok\n")
     }
 
-    @Test(.enabled(if: hubcli != nil)) func aBadFileIsReportedAndExitsOne() throws {
+    @Test func aBadFileIsReportedAndExitsOne() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hub-config-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -66,7 +55,7 @@ struct CheckConfigProcessTests {
         #expect(unresolved.errors.contains("\(file.path):3:6: pipelines.p: no subject named 'ghost'\n"))
     }
 
-    @Test(.enabled(if: hubcli != nil)) func checkConfigNeedsAFile() throws {
+    @Test func checkConfigNeedsAFile() throws {
         let outcome = try Self.run(["serve", "--check-config"])
         #expect(outcome.status != 0)
         #expect(outcome.errors.contains("--check-config needs --config FILE"))

@@ -67,7 +67,7 @@ struct TLSConfigurationTests {
         }
     }
 
-    @Test(.enabled(if: CheckConfigProcessTests.hubcli != nil))
+    @Test
     func serveWithAMissingCertificateFailsNamingIt() throws {
         let missing = NSTemporaryDirectory() + "hub-missing-\(UUID().uuidString).pem"
         let outcome = try CheckConfigProcessTests.run([
@@ -77,7 +77,7 @@ struct TLSConfigurationTests {
         #expect(outcome.errors.contains("tls_configuration_failed: TLS certificate file '\(missing)' does not exist"))
     }
 
-    @Test(.enabled(if: CheckConfigProcessTests.hubcli != nil))
+    @Test
     func checkConfigChecksTheTLSOptionsFiles() throws {
         let example = CheckConfigProcessTests.packageRoot.appendingPathComponent("examples/hub.yml").path
         let missing = NSTemporaryDirectory() + "hub-missing-\(UUID().uuidString).pem"
@@ -89,7 +89,7 @@ struct TLSConfigurationTests {
         #expect(outcome.errors.contains("tls_configuration_failed: TLS certificate file '\(missing)' does not exist"))
     }
 
-    @Test(.enabled(if: CheckConfigProcessTests.hubcli != nil))
+    @Test
     func serveNeedsBothTLSOptions() throws {
         let outcome = try CheckConfigProcessTests.run(["serve", "--port", "0", "--tls-certificate", "cert.pem"])
         #expect(outcome.status != 0)
