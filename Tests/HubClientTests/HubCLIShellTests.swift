@@ -12,8 +12,6 @@ import Testing
 @Suite("hubcli in the shell")
 struct HubCLIShellTests {
     static let bash = URL(fileURLWithPath: "/bin/bash")
-    static let packageRoot = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     /// No broker or token of the developer's environment leaks into a test.
     static let clean: [String: String?] = ["HUB_URL": nil, "HUB_TOKEN": nil, "HUBCLI": nil]
 
@@ -33,7 +31,7 @@ struct HubCLIShellTests {
     }
 
     @Test func aClosedStandardOutputEndsTheCommandQuietlyWithStatus0() async throws {
-        let hubcli = try locateHubCLI()
+        let hubcli = try HubCLIExecutable.locate()
         let (server, port) = try await Self.broker(hubcli)
         defer { server.process.terminate() }
         let url = "ws://127.0.0.1:\(port)"
@@ -55,7 +53,7 @@ struct HubCLIShellTests {
     }
 
     @Test func usageErrorsExit64AndNameWhatWasMeant() async throws {
-        let hubcli = try locateHubCLI()
+        let hubcli = try HubCLIExecutable.locate()
         let cases: [(arguments: [String], says: String)] = [
             (["subscibe", "prices"], "unknown command 'subscibe'; did you mean 'subscribe'?"),
             (["lsit"], "unknown command 'lsit'; did you mean 'list'?"),
@@ -83,7 +81,7 @@ struct HubCLIShellTests {
     }
 
     @Test func hintsForStringsAndOperatorsAndATakenPort() async throws {
-        let hubcli = try locateHubCLI()
+        let hubcli = try HubCLIExecutable.locate()
         let (server, port) = try await Self.broker(hubcli)
         defer { server.process.terminate() }
         let url = "ws://127.0.0.1:\(port)"
@@ -112,7 +110,7 @@ struct HubCLIShellTests {
     }
 
     @Test func theURLAndTokenComeFromTheEnvironmentOrATokenFile() async throws {
-        let hubcli = try locateHubCLI()
+        let hubcli = try HubCLIExecutable.locate()
         let folder = try Self.scratch()
         defer { try? FileManager.default.removeItem(at: folder) }
         let config = folder.appendingPathComponent("hub.yml")
@@ -140,7 +138,7 @@ struct HubCLIShellTests {
     }
 
     @Test func subscribeTakesTheBufferOptions() async throws {
-        let hubcli = try locateHubCLI()
+        let hubcli = try HubCLIExecutable.locate()
         let (server, port) = try await Self.broker(hubcli)
         defer { server.process.terminate() }
         let url = "ws://127.0.0.1:\(port)"
@@ -171,7 +169,7 @@ struct HubCLIShellTests {
     }
 
     @Test func reconnectWaitsForTheHubAndSubscribesAgainAfterARestart() async throws {
-        let hubcli = try locateHubCLI()
+        let hubcli = try HubCLIExecutable.locate()
         // A port nothing listens on yet: the first broker has it, then gives it back.
         let (first, port) = try await Self.broker(hubcli)
         first.process.terminate()
@@ -208,7 +206,7 @@ struct HubCLIShellTests {
     }
 
     @Test func theExampleScriptsUseTheHubCLIOnThePathAndShowWhatFailed() async throws {
-        let hubcli = try locateHubCLI()
+        let hubcli = try HubCLIExecutable.locate()
         let folder = try Self.scratch()
         defer { try? FileManager.default.removeItem(at: folder) }
         let log = folder.appendingPathComponent("calls.log")
@@ -216,7 +214,7 @@ struct HubCLIShellTests {
         try Data("#!/bin/sh\necho \"$1\" >> '\(log.path)'\nexec '\(hubcli.path)' \"$@\"\n".utf8).write(to: wrapper)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: wrapper.path)
         let path = folder.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
-        let script = Self.packageRoot.appendingPathComponent("examples/todo/run.sh")
+        let script = HubCLIExecutable.packageRoot.appendingPathComponent("examples/todo/run.sh")
 
         let ran = try await run(Self.bash, [script.path], environment: Self.clean.merging(["PATH": path]) { $1 })
         #expect(ran.status == 0, "\(ran.stderr)")
