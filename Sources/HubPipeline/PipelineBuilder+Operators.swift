@@ -362,7 +362,7 @@ extension PipelineBuilder {
                 }
             }
         default:
-            throw Self.error("unknown operator '\(stage.name)'", at: stage.position)
+            throw Self.error("unknown operator '\(stage.name)'\(Self.didYouMean(stage.name, among: Self.operatorNames))", at: stage.position)
         }
     }
 
