@@ -38,7 +38,7 @@ public final class HubClient: Sendable {
     public let configuration: Configuration
     /// The loop the client's connection and subscriptions run on.
     public let eventLoop: EventLoop
-    let core: LoopConfined<ClientCore>
+    let core: LoopBound<ClientCore>
     private let ownsLoop: Bool
     private let isClosed = Atomic<Bool>(false)
 
@@ -73,7 +73,7 @@ public final class HubClient: Sendable {
             }
             ownsLoop = true
         }
-        core = LoopConfined(
+        core = LoopBound(
             ClientCore(url: url, configuration: configuration, eventLoop: self.eventLoop, logger: logger),
             eventLoop: self.eventLoop)
     }

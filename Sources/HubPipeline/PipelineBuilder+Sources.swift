@@ -99,7 +99,7 @@ extension PipelineBuilder {
             if Self.operatorNames.contains(stage.name) {
                 throw Self.error("'\(stage.name)' is an operator: a pipeline starts with a source", at: stage.position)
             }
-            throw Self.error("unknown source '\(stage.name)'", at: stage.position)
+            throw Self.error("unknown source '\(stage.name)'\(Self.didYouMean(stage.name, among: Self.sources))", at: stage.position)
         }
     }
 

@@ -35,6 +35,11 @@ final class PipelineBuilder {
         PipelineLexer.error(message, at: position)
     }
 
+    /// ` (did you mean 'NAME'?)` for the known name closest to `name`, or nothing.
+    static func didYouMean(_ name: String, among names: some Sequence<String>) -> String {
+        NameSuggestion.closest(to: name, among: names).map { " (did you mean '\($0)'?)" } ?? ""
+    }
+
     /// The HubError of an expression failure in `stage`.
     static func failure(_ failure: ExpressionEvaluator.Failure, in stage: StageSyntax) -> HubError {
         HubError(
@@ -190,7 +195,8 @@ final class PipelineBuilder {
                 if Self.sources.contains(name) || Self.operatorNames.contains(name) {
                     throw Self.error("'\(name)' is a stage, not a function of expressions", at: e.position)
                 }
-                throw Self.error("unknown function '\(name)'", at: e.position)
+                throw Self.error(
+                    "unknown function '\(name)'\(Self.didYouMean(name, among: ExpressionFunctions.arity.keys))", at: e.position)
             }
             guard range.contains(arguments.count) else {
                 throw Self.error(

@@ -83,8 +83,6 @@ public final class Hub: PipelineEnvironment {
     public let scheduler: any Scheduler
 
     private var entries: [String: Entry] = [:]
-    /// The buffer settings of the subscription whose pipeline is being compiled.
-    private var compiling: (size: Int, overflow: OverflowPolicy?)?
 
     /// An empty hub.
     /// The clock of `now()` in pipelines: nanoseconds since the Unix epoch.
@@ -271,25 +269,37 @@ public final class Hub: PipelineEnvironment {
                 data: ["limit": .int(Int64(limits.maxSourceLength))])
         }
         let size = try bufferCapacity(bufferSize ?? configuration.defaultBufferSize)
-        // A named pipeline used as a source compiles inside another compilation.
-        let outer = compiling
-        compiling = (size, overflow)
-        defer { compiling = outer }
-        return try PipelineCompiler.compile(source, environment: self)
+        // The subscription's buffer settings travel with the environment the pipeline is
+        // compiled against (and that its nested pipelines compile against later).
+        return try PipelineCompiler.compile(
+            source, environment: SubscriptionEnvironment(hub: self, bufferSize: size, overflow: overflow))
     }
 
     // MARK: PipelineEnvironment
 
     /// A bare name in a pipeline: the subject (created if the hub auto-creates names) or
-    /// trigger of that name, hot-buffered with the subscription's settings.
+    /// trigger of that name, hot-buffered with the entry's default settings (a
+    /// subscription's own settings come through ``compile(pipeline:bufferSize:overflow:)``).
     public func source(named name: String) throws(HubError) -> AnyPublisher<Value, HubError> {
-        try bufferedPublisher(try resolve(name), bufferSize: compiling?.size, overflow: compiling?.overflow)
+        try source(named: name, bufferSize: nil, overflow: nil)
     }
 
     /// `trigger(name[, key])` in a pipeline: the trigger's activations (those with an equal
-    /// key when `key` is given), hot-buffered with the subscription's settings.
+    /// key when `key` is given), hot-buffered with the default settings.
     public func trigger(named name: String, key: Value?) throws(HubError) -> AnyPublisher<Value, HubError> {
-        triggerPublisher(try trigger(named: name), key: key, bufferSize: compiling?.size, overflow: compiling?.overflow)
+        try trigger(named: name, key: key, bufferSize: nil, overflow: nil)
+    }
+
+    /// A bare name's publisher, hot-buffered with `bufferSize` and `overflow` (or the entry's defaults).
+    func source(named name: String, bufferSize: Int?, overflow: OverflowPolicy?) throws(HubError) -> AnyPublisher<Value, HubError> {
+        try bufferedPublisher(try resolve(name), bufferSize: bufferSize, overflow: overflow)
+    }
+
+    /// A trigger's publisher, hot-buffered with `bufferSize` and `overflow` (or the defaults).
+    func trigger(
+        named name: String, key: Value?, bufferSize: Int?, overflow: OverflowPolicy?
+    ) throws(HubError) -> AnyPublisher<Value, HubError> {
+        triggerPublisher(try trigger(named: name), key: key, bufferSize: bufferSize, overflow: overflow)
     }
 
     /// What `name` stands for; an unknown name becomes a subject when the hub auto-creates names.

@@ -1,14 +1,22 @@
 import HubRegistry
 import HubTransport
+import HubWire
 import Logging
+import ServiceLifecycle
 
 /// A running hub broker: an event loop, a WebSocket server speaking protocol
 /// v1, and the hub its sessions work on.
 ///
 /// Start it with ``start(setUp:)``, which returns the bound port (ask for
-/// port 0 to get an ephemeral one), and stop it with ``shutdown()``, which
-/// closes every connection with 1001 and returns promptly. Everything of the
-/// hub runs on the service's event loop; ``withHub(_:)`` runs code there.
+/// port 0 to get an ephemeral one), and stop it with ``shutdown(grace:)``, which
+/// ends every live subscription with `shutting_down`, closes every connection
+/// with 1001 and returns once they are closed (or at the grace deadline).
+/// Everything of the hub runs on the service's event loop; ``withHub(_:)`` runs
+/// code there.
+///
+/// It is a swift-service-lifecycle `Service`: in a `ServiceGroup`, ``run()``
+/// serves until the group's graceful shutdown (a signal, or another service
+/// ending), then shuts down as above.
 public final class HubService: Sendable {
     /// Where the service listens and how it behaves.
     public struct Configuration: Sendable {
@@ -54,17 +62,17 @@ public final class HubService: Sendable {
     public let eventLoop: EventLoop
     /// The configuration the service was made with.
     public let configuration: Configuration
-    private let core: ConfinedCore
+    private let core: LoopBound<ServiceCore>
 
     /// A service on a new event loop; nothing listens until ``start(setUp:)``.
+    /// `logger` is the service's, its loop's and its sessions' (each with its session id).
     public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "hub.service")) throws {
-        let loop = try EventLoop(configuration: .init(name: "hub-loop"))
+        let loop = try EventLoop(configuration: .init(name: "hub-loop"), logger: logger)
         eventLoop = loop
         self.configuration = configuration
         // Made here, then only used on the loop: the loop's work queue orders
         // every later use after this initialisation.
-        core = ConfinedCore(
-            core: ServiceCore(configuration: configuration, eventLoop: loop, logger: logger), eventLoop: loop)
+        core = LoopBound(ServiceCore(configuration: configuration, eventLoop: loop, logger: logger), eventLoop: loop)
     }
 
     /// Sets up the hub with `setUp` (declare subjects, triggers…) and starts
@@ -119,37 +127,33 @@ public final class HubService: Sendable {
         try await eventLoop.submit { [core] in try body(core.value.hub) }
     }
 
-    /// Stops the service: every session is ended (its subscriptions cancelled,
-    /// its connection closed with 1001), the listener closed, and the loop
-    /// stopped once the close frames are out (or after `grace`). Idempotent.
+    /// Stops the service: every session is ended (each live subscription gets
+    /// `shutting_down`, then the connection closes with 1001), the listener is
+    /// closed, and the loop stops when the last connection has closed, or at
+    /// `grace` if some are still open then. Idempotent.
     public func shutdown(grace: Duration = .seconds(2)) async {
         let core = self.core
-        _ = try? await eventLoop.submit { core.value.stop() }
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: grace)
-        while clock.now < deadline {
-            let open = (try? await eventLoop.submit { core.value.openConnections }) ?? 0
-            if open == 0 { break }
-            try? await Task.sleep(for: .milliseconds(5))
+        // Resumed by the last connection's close or by the grace timer, whichever
+        // comes first (finishing twice is harmless); no polling.
+        let (drained, whenDrained) = AsyncStream<Never>.makeStream()
+        do {
+            try await eventLoop.submit { core.value.stop(grace: grace) { whenDrained.finish() } }
+            for await _ in drained {}
+        } catch {
+            // The loop had already stopped.
         }
         eventLoop.shutdown()
     }
 }
 
-/// The service's core, handed to the loop's thread and used only there.
-struct ConfinedCore: @unchecked Sendable {
-    private let core: ServiceCore
-    let eventLoop: EventLoop
-
-    init(core: ServiceCore, eventLoop: EventLoop) {
-        self.core = core
-        self.eventLoop = eventLoop
-    }
-
-    /// The core; on the loop's thread only.
-    var value: ServiceCore {
-        eventLoop.preconditionInEventLoop()
-        return core
+extension HubService: Service {
+    /// Serves until a graceful shutdown of the task (a `ServiceGroup`'s signal or
+    /// another service ending) or its cancellation, then shuts down with
+    /// ``shutdown(grace:)``. Starts the service first if ``start(setUp:)`` has not.
+    public func run() async throws {
+        _ = try await start()
+        try? await gracefulShutdown()
+        await shutdown()
     }
 }
 
@@ -164,6 +168,8 @@ final class ServiceCore: WebSocketServerDelegate {
     private var handlers: [ObjectIdentifier: SessionHandler] = [:]
     private(set) var port = 0
     private var stopped = false
+    /// Called when the last connection has closed after ``stop(grace:whenDrained:)``.
+    private var drainWaiters: [() -> Void] = []
 
     init(configuration: HubService.Configuration, eventLoop: EventLoop, logger: Logger) {
         self.configuration = configuration
@@ -201,9 +207,10 @@ final class ServiceCore: WebSocketServerDelegate {
         let server = WebSocketServer(
             eventLoop: eventLoop,
             configuration: .init(
-                host: configuration.host, port: configuration.port, subprotocol: "hub.v1",
+                host: configuration.host, port: configuration.port, subprotocol: HubProtocol.subprotocol,
                 limits: .init(maximumMessageSize: configuration.maxMessageSize),
-                maximumConnections: configuration.maxConnections, connectionLimitCloseCode: WebSocketCloseCode(4429),
+                maximumConnections: configuration.maxConnections,
+                connectionLimitCloseCode: WebSocketCloseCode(HubCloseCode.tooManyConnections.rawValue),
                 pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout,
                 tls: configuration.tls),
             delegate: self)
@@ -215,95 +222,48 @@ final class ServiceCore: WebSocketServerDelegate {
         return server.port
     }
 
-    func stop() {
-        guard !stopped else { return }
-        stopped = true
-        let live = handlers.values
-        for handler in live { handler.session?.shutDown() }
-        // The sessions' last messages (their subscriptions' shutting_down) go out before
-        // the close frames; shutdown(grace:) bounds how long that may take.
-        server?.close(code: .goingAway, reason: "server shutting down", discardingQueued: false)
-        logger.info("stopped")
+    /// Ends every session (their subscriptions' `shutting_down` go out before the close
+    /// frames) and closes the listener; `whenDrained` runs once the last connection has
+    /// closed, or `grace` from now if some are still open then.
+    func stop(grace: Duration, whenDrained: @escaping () -> Void) {
+        if !stopped {
+            stopped = true
+            let live = handlers.values
+            for handler in live { handler.session?.shutDown() }
+            server?.close(code: WebSocketCloseCode(HubCloseCode.goingAway.rawValue), reason: "server shutting down", discardingQueued: false)
+            logger.info("stopped")
+        }
+        drainWaiters.append(whenDrained)
+        if handlers.isEmpty {
+            drained()
+        } else {
+            _ = hub.scheduler.schedule(after: hub.scheduler.now.advanced(by: grace)) { [weak self] in self?.drained() }
+        }
+    }
+
+    private func drained() {
+        let waiters = drainWaiters
+        drainWaiters = []
+        for waiter in waiters { waiter() }
     }
 
     func server(_ server: WebSocketServer, didAccept connection: WebSocketConnection) {
-        let handler = SessionHandler(connection: connection, core: self)
+        let handler = SessionHandler(connection: connection, sessions: sessionFactory) { [unowned self] closed in
+            self.forget(closed)
+        }
         handlers[ObjectIdentifier(handler)] = handler
         connection.handler = handler
     }
 
-    func forget(_ handler: SessionHandler) {
+    /// Makes the session of each new connection.
+    private var sessionFactory: SessionFactory {
+        SessionFactory(hub: hub, configuration: configuration.session, encodingCache: encodingCache, logger: logger)
+    }
+
+    private func forget(_ handler: SessionHandler) {
         closedWriteCalls += handler.writeCalls
         closedMessagesWritten += handler.messagesWritten
         handlers.removeValue(forKey: ObjectIdentifier(handler))
-    }
-
-    func makeSession(for handler: SessionHandler, authorization: String?) -> Session {
-        let id = String(UInt64.random(in: 1...UInt64.max), radix: 16)
-        var sessionLogger = logger
-        sessionLogger[metadataKey: "session"] = "\(id)"
-        return Session(
-            id: id, hub: hub, connection: handler, configuration: configuration.session,
-            authorization: authorization, encodingCache: encodingCache, logger: sessionLogger)
-    }
-}
-
-/// Connects one WebSocket connection to its ``Session``.
-final class SessionHandler: WebSocketConnectionHandler, SessionConnection {
-    private let connection: WebSocketConnection
-    private unowned let core: ServiceCore
-    private(set) var session: Session?
-
-    init(connection: WebSocketConnection, core: ServiceCore) {
-        self.connection = connection
-        self.core = core
-    }
-
-    func connectionDidOpen(_ connection: WebSocketConnection) {
-        let session = core.makeSession(for: self, authorization: connection.authorization)
-        self.session = session
-        session.start()
-    }
-
-    func connection(_ connection: WebSocketConnection, didReceive payload: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {
-        switch kind {
-        case .text: session?.receive(text: payload)
-        case .binary: session?.receiveBinary()
-        }
-    }
-
-    func connection(_ connection: WebSocketConnection, didCloseWith code: WebSocketCloseCode?, reason: String) {
-        session?.connectionClosed()
-        session = nil
-        core.forget(self)
-    }
-
-    /// The connection's raw writes so far.
-    var writeCalls: Int { connection.writeCalls }
-    /// The connection's messages written so far.
-    var messagesWritten: Int { connection.messagesWritten }
-
-    // MARK: SessionConnection
-
-    func sendMessage(_ build: (inout [UInt8]) -> Void) -> Bool {
-        connection.sendFrame(kind: .text, build)
-    }
-
-    func sendMessage(prefix: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, suffix: UnsafeRawBufferPointer) -> Bool {
-        connection.send(prefix: prefix, body: body, suffix: suffix, kind: .text)
-    }
-
-    func sendBatched(key: UInt64, closing: [UInt8], _ append: (inout [UInt8], Bool) -> Void) -> Bool {
-        connection.sendCoalescing(key: key, kind: .text, closing: closing, append)
-    }
-
-    var queuedBytes: Int { connection.queuedBytes }
-
-    func close(code: UInt16, reason: String, discardingQueued: Bool) {
-        connection.close(code: WebSocketCloseCode(code), reason: reason, discardingQueued: discardingQueued)
-    }
-
-    func abort() {
-        connection.abort()
+        if stopped, handlers.isEmpty { drained() }
     }
 }

@@ -50,7 +50,8 @@ public final class WebSocketServer: WebSocketEndpoint {
     ///
     /// - Throws: ``TransportError`` `invalid_argument` for a bad port,
     ///   `tls_configuration_failed` naming a TLS file that cannot be read, `listen_failed`
-    ///   when lws cannot create the listening vhost (or cannot load the TLS files).
+    ///   when lws cannot create the listening vhost (naming the reason when a bind of the
+    ///   address tells it, such as `address already in use`), or cannot load the TLS files.
     public func start() throws {
         eventLoop.preconditionInEventLoop()
         guard vhost == nil else { return }
@@ -87,7 +88,9 @@ public final class WebSocketServer: WebSocketEndpoint {
         }
         guard let vhost = lws_create_vhost(eventLoop.lwsContext, &info) else {
             var message = "cannot listen on \(configuration.host):\(configuration.port)"
-            if let tls = configuration.tls {
+            if let reason = ListenProbe.reason(host: configuration.host, port: configuration.port) {
+                message += ": \(reason)"
+            } else if let tls = configuration.tls {
                 message += " with TLS (is '\(tls.certificatePath)' a PEM certificate and '\(tls.privateKeyPath)' its PEM private key?)"
             }
             throw TransportError(code: .listenFailed, message: message)

@@ -1,18 +1,23 @@
 import ArgumentParser
-import HubEngine
+import Foundation
+import HubWire
 
 /// `hubcli`: the Reactive Hub broker launcher and command-line client.
 @main
 struct HubCLI: AsyncParsableCommand {
+    /// hubcli's release.
+    static let version = "0.1.0"
+
     static let configuration = CommandConfiguration(
         commandName: "hubcli",
         abstract: "Reactive Hub: a broker of subjects, triggers and pipelines with Combine's demand over WebSocket.",
         discussion: """
             'hubcli serve' starts the broker (ws://127.0.0.1:7420 by default). The other
-            commands are its client: they connect to --url (default
-            ws://127.0.0.1:7420), authenticate with --token when given, and speak
-            protocol v1. Values are JSON; data goes to standard output, one compact
-            JSON value per line, and status and errors to standard error.
+            commands are its client: they connect to --url (default $HUB_URL, else
+            ws://127.0.0.1:7420), authenticate with --token, --token-file or
+            $HUB_TOKEN when given, and speak protocol v1. Values are JSON (a string
+            too: '"hello"'); data goes to standard output, one compact JSON value
+            per line, and status and errors to standard error.
 
             Examples:
               hubcli serve --port 7420
@@ -20,7 +25,37 @@ struct HubCLI: AsyncParsableCommand {
               hubcli send prices 101.5 '{"bid": 102}'
               hubcli trigger refresh --key '{"user": 7}'
               hubcli list --json
+
+            Exit status: 0 on success (also when standard output's reader goes
+            away, as with '| head'); 1 for bad input (an invalid URL, bad JSON, a
+            configuration error, a port already in use); 2 when the hub cannot be
+            reached, the connection is lost or an answer times out; 3 when the hub
+            answers with an error; 64 for a usage error (an unknown command or
+            option, a missing or invalid argument).
             """,
+        version: "hubcli \(version) (protocol v1)",
         subcommands: [Serve.self, Subscribe.self, Send.self, Complete.self, Fail.self, Trigger.self, List.self, Bench.self]
     )
+
+    /// The entry point: ignores SIGPIPE (a closed standard output is an error
+    /// that ends a command quietly, see ``Output``), answers a mistyped command
+    /// with the closest one, then runs the command.
+    static func main() async {
+        signal(SIGPIPE, SIG_IGN)
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if let first = arguments.first, let message = unknownCommand(first) {
+            Output.message("Error: \(message)\nUsage: hubcli <subcommand>\n  See 'hubcli --help' for the commands.")
+            Self.exit(withError: ExitCode(ClientExit.usage))
+        }
+        await main(arguments)
+    }
+
+    /// The message for a first argument that is neither an option nor a command, or nil.
+    static func unknownCommand(_ word: String) -> String? {
+        let commands = configuration.subcommands.map { $0._commandName } + ["help"]
+        guard !word.hasPrefix("-"), !commands.contains(word) else { return nil }
+        var message = "unknown command '\(word)'"
+        if let near = NameSuggestion.closest(to: word, among: commands) { message += "; did you mean '\(near)'?" }
+        return message
+    }
 }

@@ -8,7 +8,8 @@ struct Send: AsyncParsableCommand {
         abstract: "Send JSON values into a subject.",
         discussion: """
             Each VALUE argument is one JSON value (quote it for the shell:
-            hubcli send prices '{"bid": 101.5}'). With no VALUE, values are read
+            hubcli send prices '{"bid": 101.5}'; a string needs JSON's quotes too:
+            hubcli send chat '"hello"'). With no VALUE, values are read
             from standard input, one JSON value per line; blank lines are skipped.
             Every value is sent in order and acknowledged by the hub before the
             command exits 0.
@@ -56,7 +57,7 @@ struct Send: AsyncParsableCommand {
                 while let line = readLine(strippingNewline: true) {
                     lineNumber += 1
                     if line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { continue }
-                    switch JSONArgument.parse(line, origin: "line \(lineNumber)") {
+                    switch JSONArgument.parse(line, origin: "line \(lineNumber)", argument: false) {
                     case let .success(value):
                         try await client.send(value, to: name)
                         sent += 1

@@ -3,6 +3,7 @@ import Foundation
 import HubServer
 import HubTransport
 import Logging
+import ServiceLifecycle
 
 /// `hubcli serve`: runs the broker until SIGINT or SIGTERM.
 struct Serve: AsyncParsableCommand {
@@ -88,7 +89,7 @@ struct Serve: AsyncParsableCommand {
                 return
             }
         } catch {
-            FileHandle.standardError.write(Data("\(error)\n".utf8))
+            Output.message("\(error)")
             throw ExitCode.failure
         }
         let logger = Logger(label: "hubcli.serve")
@@ -99,23 +100,35 @@ struct Serve: AsyncParsableCommand {
         do {
             service = try HubService(configuration: configuration, logger: logger)
         } catch {
-            throw CLIError("cannot start the broker on \(host):\(configuration.port): \(error)")
+            throw CLIError(Self.cannotStart(error, host: host, port: configuration.port))
         }
         do {
             bound = try await service.start { hub in try broker.declare(in: hub) }
         } catch let error as ConfigurationError {
             await service.shutdown(grace: .zero)
-            FileHandle.standardError.write(Data("\(error)\n".utf8))
+            Output.message("\(error)")
             throw ExitCode.failure
         } catch {
             await service.shutdown(grace: .zero)
-            throw CLIError("cannot start the broker on \(host):\(configuration.port): \(error)")
+            throw CLIError(Self.cannotStart(error, host: host, port: configuration.port))
         }
         let scheme = configuration.tls == nil ? "ws" : "wss"
-        FileHandle.standardError.write(Data("hubcli: listening on \(scheme)://\(host):\(bound)/\n".utf8))
-        let signal = await SignalWaiter.wait(for: [SIGINT, SIGTERM])
-        logger.info("stopping", metadata: ["signal": "\(signal)"])
-        await service.shutdown()
+        Output.message("hubcli: listening on \(scheme)://\(host):\(bound)/")
+        // SIGINT/SIGTERM start the group's graceful shutdown: the service ends every
+        // live subscription with shutting_down, closes with 1001, and run() returns.
+        let group = ServiceGroup(
+            services: [service], gracefulShutdownSignals: [.sigint, .sigterm], logger: logger)
+        try await group.run()
+    }
+}
+
+extension Serve {
+    /// `cannot start the broker: cannot listen on HOST:PORT: address already in use`, or the error as it is.
+    static func cannotStart(_ error: any Error, host: String, port: Int) -> String {
+        if let transport = error as? TransportError, transport.code == .listenFailed {
+            return "cannot start the broker: \(transport.message)"
+        }
+        return "cannot start the broker on \(host):\(port): \(error)"
     }
 }
 

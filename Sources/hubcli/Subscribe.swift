@@ -1,21 +1,24 @@
 import ArgumentParser
 import HubClient
 import HubEngine
-import HubValue
 import HubTransport
+import HubValue
+import HubWire
 
 /// `hubcli subscribe`: prints a subscription's values, one compact JSON value per line.
 struct Subscribe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Subscribe to a subject, pipeline or trigger and print its values.",
         usage: """
-            hubcli subscribe <name> [--demand <n>|unlimited] [--window <n>] [--count <n>] [--url <url>] [--token <token>]
+            hubcli subscribe <name> [--demand <n>|unlimited] [--window <n>] [--count <n>] [--buffer <n>] [--overflow <policy>] [--batch] [--reconnect] [--url <url>]
             hubcli subscribe --pipeline <text> [options]
             """,
         discussion: """
             Opens one subscription on the hub and prints every value it delivers to
             standard output as one line of compact JSON, so that the output can be
             piped (for example into jq). Status and errors go to standard error.
+            When the reader of standard output goes away ('| head -3'), hubcli
+            cancels the subscription and exits 0.
 
             Demand is explicit, as in Combine: the hub sends nothing that was not
             requested. --demand is the initial demand sent with the subscription
@@ -25,6 +28,18 @@ struct Subscribe: AsyncParsableCommand {
             subscription is cancelled after N values and hubcli exits 0; no more
             than N values are ever requested.
 
+            Values a subject publishes while this subscription has no demand wait
+            in its buffer on the hub: --buffer N sets its size, --overflow what
+            happens when it is full (error: the subscription fails with overflow;
+            dropOldest, dropNewest, or latest: keep only the newest). --batch lets
+            the hub send several values in one message (output is unchanged).
+
+            --reconnect: when the connection is lost (the broker restarts, the
+            network drops), hubcli says so on standard error, reconnects with
+            back-off and subscribes again; it also waits for a hub that is not up
+            yet. Values published while it was disconnected are not delivered:
+            the hub keeps no history (yet). --count counts across reconnections.
+
             The command ends with status 0 when the subscription completes (or
             --count is reached), and with a non-zero status when it fails: the
             hub's error code and message are printed on standard error.
@@ -33,6 +48,7 @@ struct Subscribe: AsyncParsableCommand {
               hubcli subscribe prices
               hubcli subscribe prices --count 10 --window 4
               hubcli subscribe --pipeline 'prices | map(.bid) | filter(. > 100)'
+              hubcli subscribe ticks --buffer 1 --overflow latest --reconnect
 
             \(ClientExit.help)
             """
@@ -56,6 +72,22 @@ struct Subscribe: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Stop (cancel) after this many values and exit 0.", valueName: "n"))
     var count: Int?
 
+    @Option(help: ArgumentHelp(
+        "The hub's buffer for values that arrive while there is no demand (default: the subject's, else the hub's).",
+        valueName: "n"))
+    var buffer: Int?
+
+    @Option(help: ArgumentHelp(
+        "When that buffer is full: error, dropOldest, dropNewest or latest (default: the subject's, else error).",
+        valueName: "policy"))
+    var overflow: OverflowPolicy?
+
+    @Flag(help: "Let the hub send several values in one message.")
+    var batch = false
+
+    @Flag(help: "After a lost connection, reconnect and subscribe again (values published meanwhile are missed).")
+    var reconnect = false
+
     func validate() throws {
         switch (name, pipeline) {
         case (nil, nil): throw ValidationError("give a <name> or --pipeline <text>")
@@ -67,6 +99,7 @@ struct Subscribe: AsyncParsableCommand {
         if let demand, parsedDemand(demand) == nil {
             throw ValidationError("--demand must be a number ≥ 0 or 'unlimited', got '\(demand)'")
         }
+        if let buffer, buffer < 1 { throw ValidationError("--buffer must be at least 1, got \(buffer)") }
     }
 
     private func parsedDemand(_ text: String) -> Subscribers.Demand? {
@@ -75,29 +108,70 @@ struct Subscribe: AsyncParsableCommand {
         return .max(number)
     }
 
+    /// What the client does after a lost connection: nothing, or reconnect forever with back-off.
+    private var policy: ReconnectPolicy {
+        reconnect ? ReconnectPolicy(initialDelay: .milliseconds(100), maximumDelay: .seconds(5)) : .disabled
+    }
+
     func run() async throws {
-        let client: HubClient
-        do throws(HubClientError) {
-            client = try await connection.connect()
-        } catch {
-            throw ClientExit.report(error)
+        let client = try await connectClient()
+        let target = pipeline.map { "pipeline '\($0)'" } ?? "'\(name!)'"
+        let options = SubscribeOptions(batch: batch ? true : nil, buffer: buffer, overflow: overflow)
+        var printed = 0
+        while true {
+            let publisher = pipeline.map { client.subscribe(pipeline: $0, options: options) }
+                ?? client.subscribe(to: name!, options: options)
+            let left = count.map { $0 - printed }
+            var initial = demand.flatMap(parsedDemand) ?? .max(window)
+            if let left, initial > left { initial = .max(left) }
+            let plan = PrintingSubscriber.Plan(initialDemand: initial, window: window, count: left)
+            let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<PrintingSubscriber.Outcome, Never>) in
+                publisher.subscribe(PrintingSubscriber(plan: plan) { continuation.resume(returning: $0) })
+            }
+            printed += outcome.printed
+            switch outcome {
+            case .completed:
+                await client.close()
+                Output.status("completed after \(printed) value\(printed == 1 ? "" : "s")")
+                return
+            case .reachedCount:
+                await client.close()
+                Output.status("stopped after \(printed) value\(printed == 1 ? "" : "s") (--count)")
+                return
+            case .outputClosed:
+                await client.close()
+                return
+            case let .failed(error, _) where reconnect && Self.isConnectionLoss(error):
+                Output.status(
+                    "\(ClientExit.describe(error)); subscribing to \(target) again once reconnected "
+                        + "(values published meanwhile are missed: the hub keeps no history)")
+            case let .failed(error, _):
+                await client.close()
+                throw ClientExit.report(error)
+            }
         }
-        let publisher = pipeline.map { client.subscribe(pipeline: $0) } ?? client.subscribe(to: name!)
-        var initial = demand.flatMap(parsedDemand) ?? .max(window)
-        if let count, initial > count { initial = .max(count) }
-        let plan = PrintingSubscriber.Plan(initialDemand: initial, window: window, count: count)
-        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<PrintingSubscriber.Outcome, Never>) in
-            publisher.subscribe(PrintingSubscriber(plan: plan) { continuation.resume(returning: $0) })
+    }
+
+    /// A connected client; with --reconnect, a hub that is not up yet is waited for.
+    private func connectClient() async throws -> HubClient {
+        var attempt = 0
+        while true {
+            do throws(HubClientError) {
+                return try await connection.connect(reconnect: policy, batch: batch)
+            } catch where reconnect && (error.code == .connectionFailed || error.code == .timeout) {
+                attempt += 1
+                if attempt == 1 { Output.status("\(error.message); retrying until the hub is up") }
+                try await Task.sleep(for: policy.delay(forAttempt: attempt))
+            } catch {
+                throw ClientExit.report(error)
+            }
         }
-        await client.close()
-        switch outcome {
-        case let .completed(printed):
-            Output.status("completed after \(printed) value\(printed == 1 ? "" : "s")")
-        case let .reachedCount(printed):
-            Output.status("stopped after \(printed) value\(printed == 1 ? "" : "s") (--count)")
-        case let .failed(error, _):
-            throw ClientExit.report(error)
-        }
+    }
+
+    /// Whether `error` ended the subscription because the connection went away
+    /// (lost, or the broker shutting down), rather than the subscription itself.
+    static func isConnectionLoss(_ error: HubClientError) -> Bool {
+        error.code == .disconnected || error.code == HubClientError.Code(.shuttingDown)
     }
 }
 
@@ -117,7 +191,16 @@ final class PrintingSubscriber: Subscriber {
     enum Outcome: Sendable {
         case completed(Int)
         case reachedCount(Int)
+        /// Standard output's reader went away: the subscription was cancelled.
+        case outputClosed(Int)
         case failed(HubClientError, printed: Int)
+
+        /// The values printed.
+        var printed: Int {
+            switch self {
+            case let .completed(n), let .reachedCount(n), let .outputClosed(n), let .failed(_, n): n
+            }
+        }
     }
 
     private let plan: Plan
@@ -139,7 +222,12 @@ final class PrintingSubscriber: Subscriber {
 
     func receive(_ input: Value) -> Subscribers.Demand {
         guard finish != nil else { return .none }
-        Output.value(input)
+        guard Output.value(input) else {
+            subscription?.cancel()
+            subscription = nil
+            end(.outputClosed(printed))
+            return .none
+        }
         printed += 1
         if let count = plan.count, printed >= count {
             subscription?.cancel()
@@ -171,3 +259,5 @@ final class PrintingSubscriber: Subscriber {
         finish?(outcome)
     }
 }
+
+extension OverflowPolicy: ExpressibleByArgument {}

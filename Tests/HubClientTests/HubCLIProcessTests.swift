@@ -96,9 +96,15 @@ final class RunningProcess: @unchecked Sendable {
     private let stderrChunks = EventQueue<String>()
     private let exited = EventQueue<Int32>()
 
-    init(_ executable: URL, _ arguments: [String], stdin: String? = nil) throws {
+    /// Starts `executable`; `environment` adds to (or, with a nil value, removes from) this process's.
+    init(_ executable: URL, _ arguments: [String], stdin: String? = nil, environment: [String: String?] = [:]) throws {
         process.executableURL = executable
         process.arguments = arguments
+        if !environment.isEmpty {
+            var merged = ProcessInfo.processInfo.environment
+            for (name, value) in environment { merged[name] = value }
+            process.environment = merged
+        }
         let outPipe = Pipe()
         let errPipe = Pipe()
         process.standardOutput = outPipe
@@ -148,6 +154,20 @@ final class RunningProcess: @unchecked Sendable {
         }
     }
 
+    /// Waits until standard error contains `text`; returns all of it so far.
+    @discardableResult
+    func waitForStderr(containing text: String, timeout: Duration = .seconds(20)) async throws -> String {
+        var seen = lock.withLock { String(decoding: err, as: UTF8.self) }
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: timeout)
+        while !seen.contains(text) {
+            let left = clock.now.duration(to: deadline)
+            guard left > .zero else { throw TimedOut(what: "'\(text)' on standard error, got: \(seen)") }
+            seen += try await stderrChunks.next(timeout: left, "standard error")
+        }
+        return seen
+    }
+
     /// Waits for the exit (killing the process after `timeout`) and returns its output.
     func finish(timeout: Duration = .seconds(20)) async throws -> ProcessResult {
         let status: Int32
@@ -173,6 +193,8 @@ final class RunningProcess: @unchecked Sendable {
 }
 
 /// Runs `hubcli` with `arguments` to completion.
-func run(_ executable: URL, _ arguments: [String], stdin: String? = nil) async throws -> ProcessResult {
-    try await RunningProcess(executable, arguments, stdin: stdin).finish()
+func run(
+    _ executable: URL, _ arguments: [String], stdin: String? = nil, environment: [String: String?] = [:]
+) async throws -> ProcessResult {
+    try await RunningProcess(executable, arguments, stdin: stdin, environment: environment).finish()
 }

@@ -233,6 +233,13 @@ struct PipelineCompilerTests {
         ("a | map(map(.a, x -> x))", "", ""),
         ("a | map($a)", "pipeline_error", "1:9: '$a' is only available in min(by:) and max(by:)"),
         ("a | min($a < $b)", "pipeline_error", "1:9: min expects 'by:' here"),
+        // A near miss of a known name is suggested.
+        ("a | mapp(.)", "pipeline_error", "1:5: unknown operator 'mapp' (did you mean 'map'?)"),
+        ("a | fliter(. > 1)", "pipeline_error", "1:5: unknown operator 'fliter' (did you mean 'filter'?)"),
+        ("a | Scan(0, $acc + .)", "pipeline_error", "1:5: unknown operator 'Scan' (did you mean 'scan'?)"),
+        ("a | removeDups()", "pipeline_error", "1:5: unknown operator 'removeDups'"),
+        ("sequnce([1])", "pipeline_error", "1:1: unknown source 'sequnce' (did you mean 'sequence'?)"),
+        ("a | map(lenght(.))", "pipeline_error", "1:9: unknown function 'lenght' (did you mean 'length'?)"),
     ])
     func compileErrors(text: String, code: String, message: String) {
         let env = PipelineTestEnvironment()

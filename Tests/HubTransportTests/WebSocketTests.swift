@@ -374,9 +374,12 @@ struct WebSocketTests {
         let other = try EventLoop()
         defer { other.shutdown(); loop.shutdown() }
         let (_, port) = try await startEchoServer(on: loop)
-        await #expect(throws: TransportError.self) {
+        let taken = await #expect(throws: TransportError.self) {
             _ = try await startEchoServer(on: other, configuration: .init(port: port))
         }
+        // The message names the address and why (a bind of it tells).
+        #expect(taken?.code == .listenFailed)
+        #expect(taken?.message == "cannot listen on 127.0.0.1:\(port): address already in use")
         // On the same loop too (lws would otherwise share the listener between vhosts).
         await #expect(throws: TransportError.self) {
             _ = try await startEchoServer(on: loop, configuration: .init(port: port))

@@ -2,13 +2,15 @@ import HubEngine
 import HubValue
 import HubWire
 
-/// The end of one remote subscription's pipeline: a HubEngine subscriber whose
-/// demand comes from the client's `request` messages and whose values become
-/// `next` messages.
+/// The end of one remote subscription's pipeline on the server: the engine subscriber
+/// whose demand is what the client granted (`subscribe`'s `demand`, then `request`)
+/// and whose values go out as that subscription's `next`.
 ///
-/// It never asks upstream for more than the client granted (PROTOCOL.md §5.1);
-/// a running total of 2^53−1 or more becomes `.unlimited` (§5.2).
-final class RemoteSubscription: Subscriber {
+/// It never asks upstream for more than the client granted (PROTOCOL.md §5.1); a
+/// running total of 2^53−1 or more becomes `.unlimited` (§5.2). Values, `complete`
+/// and `error` go straight to the session's ``SessionOutbound``; a subscription that
+/// ends removes itself from the session's table. Confined to the hub's event loop.
+final class RemoteSubscriber: Subscriber {
     typealias Input = Value
     typealias Failure = HubError
 
@@ -16,12 +18,12 @@ final class RemoteSubscription: Subscriber {
     let id: UInt64
     /// Whether values go out as the batch form of `next`.
     let batch: Bool
-    /// `{"op":"next","id":<id>,"value":`, the envelope every single `next` starts with.
-    let nextHead: [UInt8]
-    private unowned let session: Session
-    // @exclusivity(unchecked) on the hot fields below: this object is confined to its
-    // event loop and nothing re-enters it while one of these accesses is open, so the dynamic
-    // check (a runtime call per access, the release builds once skipped it by a flag) only costs.
+    /// Its `next` envelope.
+    let envelope: NextEnvelope
+    private unowned let outbound: SessionOutbound
+    private unowned let subscriptions: SessionSubscriptions
+    // Confined to the loop, and never re-entered while one of these accesses is open:
+    // the dynamic exclusivity check would only cost.
     @exclusivity(unchecked) private var upstream: (any Subscription)?
     @exclusivity(unchecked) private var pendingDemand = Subscribers.Demand.none
     @exclusivity(unchecked) private var granted: UInt64 = 0
@@ -31,20 +33,19 @@ final class RemoteSubscription: Subscriber {
     /// The largest exact total; at or beyond it demand is unlimited.
     static let unlimitedThreshold: UInt64 = (1 << 53) - 1
 
-    init(id: UInt64, batch: Bool, session: Session) {
+    init(id: UInt64, batch: Bool, outbound: SessionOutbound, subscriptions: SessionSubscriptions) {
         self.id = id
         self.batch = batch
-        self.session = session
-        var head: [UInt8] = []
-        ServerMessage.appendNextHead(id: id, into: &head)
-        nextHead = head
+        self.envelope = NextEnvelope(id: id)
+        self.outbound = outbound
+        self.subscriptions = subscriptions
     }
 
     /// Adds the client's demand, as `request` or the initial `demand` of `subscribe`.
     func grant(_ demand: Subscribers.Demand) {
         guard !isFinished, !unlimited, demand > 0 else { return }
         let effective: Subscribers.Demand
-        if let n = demand.max, granted + UInt64(n) < RemoteSubscription.unlimitedThreshold {
+        if let n = demand.max, granted + UInt64(n) < RemoteSubscriber.unlimitedThreshold {
             granted += UInt64(n)
             effective = demand
         } else {
@@ -80,14 +81,22 @@ final class RemoteSubscription: Subscriber {
 
     func receive(_ input: Value) -> Subscribers.Demand {
         guard !isFinished else { return .none }
-        session.deliver(input, to: self)
+        outbound.sendNext(input, envelope: envelope, batch: batch)
         return .none
     }
 
+    /// Writes the end of the subscription, `complete` or `error` with its id, unless the
+    /// client or the session ended it first.
     func receive(completion: Subscribers.Completion<HubError>) {
         guard !isFinished else { return }
         isFinished = true
         upstream = nil
-        session.finish(self, with: completion)
+        guard subscriptions.remove(self) else { return }
+        switch completion {
+        case .finished:
+            outbound.send(.complete(id: id))
+        case .failure(let error):
+            outbound.sendError(error, id: id, ack: nil)
+        }
     }
 }
