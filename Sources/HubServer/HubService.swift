@@ -38,6 +38,24 @@ public final class HubService: Sendable {
         public var idleTimeout: UInt16
         /// The certificate and private key to serve `wss://` with; `nil` serves `ws://`.
         public var tls: TLSConfiguration?
+        /// A separate plain-HTTP (and WebSocket) listener for operators: `/metrics`, the
+        /// dashboard and its connection; `nil` serves them on the main port. With one, the
+        /// main port keeps only WebSocket, `/health` and `/ready`.
+        public var admin: AdminListener?
+
+        /// Where the admin listener listens.
+        public struct AdminListener: Sendable, Hashable {
+            /// The address (keep it private: it serves plain HTTP).
+            public var host: String
+            /// The port; 0 picks a free one (``HubService/adminPort``).
+            public var port: Int
+
+            /// A listener on `host:port`.
+            public init(host: String = "127.0.0.1", port: Int) {
+                self.host = host
+                self.port = port
+            }
+        }
 
         /// The embedded defaults: 127.0.0.1:7420, 1 MiB messages, 10,000 connections, no TLS.
         public init(
@@ -89,6 +107,18 @@ public final class HubService: Sendable {
     /// The bound port (0 before ``start(setUp:)``).
     public var port: Int {
         get async { (try? await eventLoop.submit { [core] in core.value.port }) ?? 0 }
+    }
+
+    /// The admin listener's bound port (0 without one, or before ``start(setUp:)``).
+    public var adminPort: Int {
+        get async { (try? await eventLoop.submit { [core] in core.value.adminPort }) ?? 0 }
+    }
+
+    /// Adds a condition to `/ready`: while `check` returns a reason (for example
+    /// "NATS unreachable"), `/ready` answers 503 with it. `check` runs on the loop at
+    /// each probe and must be quick.
+    public func addReadinessCheck(named name: String, _ check: @Sendable @escaping () -> String?) async throws {
+        try await eventLoop.submit { [core] in core.value.readinessChecks.append((name, check)) }
     }
 
     /// A snapshot of the service's connections, sessions and encoding cache.
@@ -165,9 +195,14 @@ final class ServiceCore: WebSocketServerDelegate {
     let logger: Logger
     let encodingCache = ValueEncodingCache()
     private var server: WebSocketServer?
+    /// The separate admin listener, when configured.
+    private var adminServer: WebSocketServer?
     private var handlers: [ObjectIdentifier: SessionHandler] = [:]
     private(set) var port = 0
+    private(set) var adminPort = 0
     private var stopped = false
+    /// Conditions `/ready` checks (name, and a reason while not ready).
+    var readinessChecks: [(name: String, check: @Sendable () -> String?)] = []
     /// Called when the last connection has closed after ``stop(grace:whenDrained:)``.
     private var drainWaiters: [() -> Void] = []
 
@@ -178,7 +213,12 @@ final class ServiceCore: WebSocketServerDelegate {
         hub = Hub(configuration: configuration.hub, scheduler: EventLoopScheduler(eventLoop: eventLoop))
     }
 
-    var openConnections: Int { server?.openConnectionCount ?? 0 }
+    var openConnections: Int { (server?.openConnectionCount ?? 0) + (adminServer?.openConnectionCount ?? 0) }
+
+    /// Every open connection, on the main and the admin listener.
+    var allOpenConnections: [WebSocketConnection] {
+        (server?.openConnections ?? []) + (adminServer?.openConnections ?? [])
+    }
 
     /// Write counters of connections that have closed.
     private var closedWriteCalls = 0
@@ -196,7 +236,7 @@ final class ServiceCore: WebSocketServerDelegate {
             connections: openConnections,
             sessions: sessions.count,
             subscriptions: sessions.reduce(0) { $0 + $1.subscriptionCount },
-            queuedBytes: server?.openConnections.reduce(0) { $0 + $1.queuedBytes } ?? 0,
+            queuedBytes: allOpenConnections.reduce(0) { $0 + $1.queuedBytes },
             encodingCacheHits: encodingCache.hits,
             encodingCacheMisses: encodingCache.misses,
             writeCalls: writeCalls, messagesWritten: messagesWritten)
@@ -217,9 +257,39 @@ final class ServiceCore: WebSocketServerDelegate {
         try server.start()
         self.server = server
         port = server.port
+        if let admin = configuration.admin {
+            let adminServer = WebSocketServer(
+                eventLoop: eventLoop,
+                configuration: .init(
+                    host: admin.host, port: admin.port, subprotocol: HubProtocol.subprotocol,
+                    limits: .init(maximumMessageSize: configuration.maxMessageSize),
+                    maximumConnections: configuration.maxConnections,
+                    connectionLimitCloseCode: WebSocketCloseCode(HubCloseCode.tooManyConnections.rawValue),
+                    pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout),
+                delegate: self)
+            try adminServer.start()
+            self.adminServer = adminServer
+            adminPort = adminServer.port
+            logger.info("admin listening", metadata: ["url": "http://\(admin.host):\(adminServer.port)/"])
+        }
         let scheme = configuration.tls == nil ? "ws" : "wss"
         logger.info("listening", metadata: ["url": "\(scheme)://\(configuration.host):\(server.port)/"])
         return server.port
+    }
+
+    /// Why `/ready` answers 503, or `nil` when the service is serving.
+    var notReadyReason: String? {
+        guard server != nil else { return "starting" }
+        if stopped { return "shutting down" }
+        for (name, check) in readinessChecks {
+            if let reason = check() { return "\(name): \(reason)" }
+        }
+        return nil
+    }
+
+    func server(_ server: WebSocketServer, didReceive exchange: HTTPExchange) {
+        ServiceRoutes.handle(
+            exchange, on: server === adminServer ? .admin : .main, adminSplit: adminServer != nil, core: self)
     }
 
     /// Ends every session (their subscriptions' `shutting_down` go out before the close
@@ -231,6 +301,7 @@ final class ServiceCore: WebSocketServerDelegate {
             let live = handlers.values
             for handler in live { handler.session?.shutDown() }
             server?.close(code: WebSocketCloseCode(HubCloseCode.goingAway.rawValue), reason: "server shutting down", discardingQueued: false)
+            adminServer?.close(code: WebSocketCloseCode(HubCloseCode.goingAway.rawValue), reason: "server shutting down", discardingQueued: false)
             logger.info("stopped")
         }
         drainWaiters.append(whenDrained)
