@@ -67,7 +67,7 @@ public final class HubClient: Sendable {
             ownsLoop = false
         } else {
             do {
-                self.eventLoop = try EventLoop(configuration: .init(name: "hub-client"))
+                self.eventLoop = try EventLoop(configuration: .init(name: "hub-client"), logger: logger)
             } catch {
                 throw HubClientError(code: .connectionFailed, message: "cannot start the client's event loop: \(error)")
             }

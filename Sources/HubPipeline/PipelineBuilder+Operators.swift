@@ -4,7 +4,7 @@ import HubWire
 
 extension PipelineBuilder {
     /// Sources that are also operators (`a | merge(b)`).
-    static let operatorsNamedLikeSources: Set<String> = ["merge", "combineLatest", "zip"]
+    static let operatorsNamedLikeSources: Set<String> = ["merge", "combineLatest", "zip", "reduceLatest", "accumulateLatest"]
 
     /// `tryX` operators fail with `any Error`; the pipeline's failure is ``HubError``.
     private static func typed<P: Publisher>(_ p: P) -> Pub where P.Output == Value {
@@ -88,6 +88,8 @@ extension PipelineBuilder {
         "merge": OperatorFactory(arity: 0...Int.max, labels: nil, PipelineBuilder.makeMerge),
         "combineLatest": OperatorFactory(arity: 0...Int.max, labels: nil, PipelineBuilder.makeMerge),
         "zip": OperatorFactory(arity: 0...Int.max, labels: nil, PipelineBuilder.makeMerge),
+        "reduceLatest": OperatorFactory(arity: 0...Int.max, labels: nil, PipelineBuilder.makeMerge),
+        "accumulateLatest": OperatorFactory(arity: 0...Int.max, labels: nil, PipelineBuilder.makeMerge),
     ]
 
     /// Every operator name (for error messages).
@@ -357,7 +359,8 @@ extension PipelineBuilder {
                 guard case let .array(bounds) = r, bounds.count == 2, let lower = bounds[0].intValue,
                       let upper = bounds[1].intValue, lower >= 0, upper >= lower, upper <= Int64(Int32.max)
                 else { throw Self.error("output(in:) needs [lower, upper] with 0 <= lower <= upper", at: argument.position) }
-                return up.output(in: Int(lower)..<Int(upper)).eraseToAnyPublisher()
+                // Combine's closed range lower...upper: output(in: [2, 3]) gives the third and fourth values.
+                return up.output(in: Int(lower)...Int(upper)).eraseToAnyPublisher()
             }
         }
         let n = try count(argument, of: stage)
@@ -447,14 +450,7 @@ extension PipelineBuilder {
     private func makeMerge(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
         let others = try pipelines(stage, atLeast: 1)
         let name = stage.name
-        return { up, outer throws(HubError) in
-            let all = [up] + (try Self.buildAll(others, outer))
-            switch name {
-            case "merge": return Publishers.MergeMany(all).eraseToAnyPublisher()
-            case "zip": return Self.zip(all)
-            default: return Self.combineLatest(all)
-            }
-        }
+        return { up, outer throws(HubError) in Self.combining(name, [up] + (try Self.buildAll(others, outer))) }
     }
 
     /// The publisher `build` makes for `value`, or a failing one when building fails.

@@ -80,6 +80,15 @@ struct SessionTimingTests {
         #expect(connection.closes.isEmpty)
     }
 
+    @Test func aBearerTokenOnTheUpgradeArmsNoAuthenticationTimer() {
+        let session = makeSession(SessionConfiguration(tokens: ["t"]), authorization: "Bearer t")
+        session.start()
+        #expect(scheduler.pendingActionCount == 0)
+        scheduler.advance(by: .seconds(60))
+        #expect(connection.closes.isEmpty)
+        #expect(connection.messages.count == 1, "only the welcome")
+    }
+
     @Test func noHelloInTimeIsUnauthorizedThenDroppedAfterTheCloseTimeout() {
         let session = makeSession(SessionConfiguration(tokens: ["t"], authenticationTimeout: .seconds(5)))
         session.start()
