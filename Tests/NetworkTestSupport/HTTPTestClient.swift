@@ -45,8 +45,9 @@ public final class HTTPTestClient: @unchecked Sendable {
                 connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
+        // A throwing initializer of a fully initialised class still runs deinit, which
+        // closes the socket (closing it here too would close a descriptor twice).
         guard connected == 0 else {
-            close(socket)
             throw Failure(description: "connect to \(host):\(port): errno \(errno)")
         }
     }
