@@ -20,8 +20,11 @@ final class RemoteSubscriber: Subscriber {
     let batch: Bool
     /// Its `next` envelope.
     let envelope: NextEnvelope
-    private unowned let outbound: SessionOutbound
-    private unowned let subscriptions: SessionSubscriptions
+    // Strong, so that a delivery costs no reference counting (an unowned reference is
+    // retained on every use): the cycle through the session's table is broken when the
+    // subscription leaves the table (cancel, completion, or the session's end).
+    private let outbound: SessionOutbound
+    private let subscriptions: SessionSubscriptions
     // Confined to the loop, and never re-entered while one of these accesses is open:
     // the dynamic exclusivity check would only cost.
     @exclusivity(unchecked) private var upstream: (any Subscription)?
