@@ -25,18 +25,23 @@ extension Publishers {
         public let policy: OverflowPolicy
         /// Where drops and overflows are counted.
         public let metrics: HubMetrics?
+        /// Where they are counted for the buffered name, too.
+        public let counters: NameCounters?
 
         /// A buffer of `capacity` values with `policy` in front of `upstream`.
-        public init(upstream: Upstream, capacity: Int, policy: OverflowPolicy, metrics: HubMetrics?) {
+        public init(
+            upstream: Upstream, capacity: Int, policy: OverflowPolicy, metrics: HubMetrics?, counters: NameCounters? = nil
+        ) {
             self.upstream = upstream
             self.capacity = Swift.max(1, capacity)
             self.policy = policy
             self.metrics = metrics
+            self.counters = counters
         }
 
         /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == HubError {
-            let inner = Inner(downstream: subscriber, capacity: capacity, policy: policy, metrics: metrics)
+            let inner = Inner(downstream: subscriber, capacity: capacity, policy: policy, metrics: metrics, counters: counters)
             upstream.receive(subscriber: inner)
         }
 
@@ -65,18 +70,20 @@ extension Publishers {
             private let capacity: Int
             private let policy: OverflowPolicy
             private let metrics: HubMetrics?
+            private let counters: NameCounters?
             @exclusivity(unchecked) private var buffer = Deque<Input>()
             @exclusivity(unchecked) private var demand = Subscribers.Demand.none
             @exclusivity(unchecked) private var pendingCompletion: Subscribers.Completion<HubError>?
             @exclusivity(unchecked) private var draining = false
 
-            init(downstream: Downstream, capacity: Int, policy: OverflowPolicy, metrics: HubMetrics?) {
+            init(downstream: Downstream, capacity: Int, policy: OverflowPolicy, metrics: HubMetrics?, counters: NameCounters?) {
                 let box = Box(downstream)
                 self.box = box
                 self.target = Unmanaged.passUnretained(box)
                 self.capacity = capacity
                 self.policy = policy
                 self.metrics = metrics
+                self.counters = counters
             }
 
             /// Hands `value` to the downstream through the unretained box.
@@ -126,6 +133,7 @@ extension Publishers {
                 switch policy {
                 case .error:
                     metrics?.recordOverflow()
+                    counters?.overflows += 1
                     let dropped = buffer.count + 1
                     buffer.removeAll()
                     upstream.take()?.cancel()
@@ -137,10 +145,13 @@ extension Publishers {
                     buffer.removeFirst()
                     buffer.append(input)
                     metrics?.recordDropped(1)
+                    counters?.dropped += 1
                 case .dropNewest:
                     metrics?.recordDropped(1)
+                    counters?.dropped += 1
                 case .latest:
                     metrics?.recordDropped(buffer.count)
+                    counters?.dropped += buffer.count
                     buffer.removeAll(keepingCapacity: true)
                     buffer.append(input)
                 }
@@ -195,7 +206,9 @@ extension Publishers {
 
 extension Publisher where Failure == HubError {
     /// Buffers a hot source for one subscription; see ``Publishers/HotBuffer``.
-    public func hotBuffer(capacity: Int, policy: OverflowPolicy, metrics: HubMetrics? = nil) -> Publishers.HotBuffer<Self> {
-        Publishers.HotBuffer(upstream: self, capacity: capacity, policy: policy, metrics: metrics)
+    public func hotBuffer(
+        capacity: Int, policy: OverflowPolicy, metrics: HubMetrics? = nil, counters: NameCounters? = nil
+    ) -> Publishers.HotBuffer<Self> {
+        Publishers.HotBuffer(upstream: self, capacity: capacity, policy: policy, metrics: metrics, counters: counters)
     }
 }
