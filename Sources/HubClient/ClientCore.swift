@@ -300,9 +300,9 @@ final class ClientCore {
             welcomed(connection, session: session)
         case .subscribed:
             break
-        case let .next(id, value):
+        case let .next(id, value, _):
             subscriptions[id]?.deliver(value)
-        case let .nextBatch(id, values):
+        case let .nextBatch(id, values, _):
             for value in values {
                 guard let subscription = subscriptions[id] else { break }
                 subscription.deliver(value)

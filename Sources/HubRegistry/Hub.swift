@@ -33,6 +33,9 @@ public final class Hub: PipelineEnvironment {
         /// How many names get their own counters in the metrics (``HubMetrics``); later
         /// names share one.
         public var metricsNameCapacity: Int = 200
+        /// The history of subjects created on first use (configuration `defaults.history`);
+        /// `nil`: they keep none.
+        public var defaultHistory: HistoryRetention?
 
         /// The defaults of PROTOCOL.md.
         public init(
@@ -100,14 +103,24 @@ public final class Hub: PipelineEnvironment {
     /// The clock of `now()` in pipelines: nanoseconds since the Unix epoch.
     public let wallClock: () -> SchedulerTime
 
+    /// Where subjects that are not durable keep their history (the process's memory).
+    public let historyStore: any SubjectStore
+    /// Where durable subjects keep theirs (the service sets the SQLite store of
+    /// `storage.path`); `nil`: no subject may be durable.
+    public var durableStore: (any SubjectStore)?
+
     /// An empty hub. `wallClock` is the clock of `now()` in pipelines: the
-    /// system's calendar time unless given (tests pass virtual time).
+    /// system's calendar time unless given (tests pass virtual time). `historyStore`
+    /// keeps the history of subjects that are not durable (memory unless given).
     public init(
         configuration: Configuration = Configuration(), scheduler: any Scheduler,
-        wallClock: (() -> SchedulerTime)? = nil
+        wallClock: (() -> SchedulerTime)? = nil, historyStore: (any SubjectStore)? = nil,
+        durableStore: (any SubjectStore)? = nil
     ) {
         self.configuration = configuration
         self.scheduler = scheduler
+        self.historyStore = historyStore ?? MemoryStore()
+        self.durableStore = durableStore
         metrics = HubMetrics(nameCapacity: configuration.metricsNameCapacity)
         self.wallClock = wallClock ?? Hub.systemWallClock
     }
@@ -133,18 +146,41 @@ public final class Hub: PipelineEnvironment {
     // MARK: Declaring
 
     /// Declares a subject (from configuration). A name already in use is refused.
+    /// With `history` it keeps that much of its history, in ``historyStore``; `durable`
+    /// keeps it in ``durableStore`` instead (with `history`, or the default retention),
+    /// so that it survives restarts.
     @discardableResult
     public func declareSubject(
-        _ name: String, initialValue: Value? = nil, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
+        _ name: String, initialValue: Value? = nil, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
+        history: HistoryRetention? = nil, durable: Bool = false
     ) throws(HubError) -> HubSubject {
         try Hub.check(name)
         guard entries[name] == nil else {
             throw HubError(.badMessage, "'\(name)' is already declared as a \(entries[name]!.kindName)")
         }
-        let subject = HubSubject(
-            name: name, initialValue: initialValue,
-            bufferSize: bufferSize ?? configuration.defaultBufferSize,
-            overflow: overflow ?? configuration.defaultOverflow)
+        let subject: HubSubject
+        if durable || history != nil {
+            let retention = history ?? HistoryRetention()
+            let store: any SubjectStore
+            if durable {
+                guard let durableStore else {
+                    throw HubError(.badMessage, "subject '\(name)' is durable, but the hub has no durable store (storage.path)")
+                }
+                store = durableStore
+            } else {
+                store = historyStore
+            }
+            subject = HubSubject(
+                name: name, initialValue: initialValue,
+                bufferSize: bufferSize ?? configuration.defaultBufferSize,
+                overflow: overflow ?? configuration.defaultOverflow,
+                log: try store.openLog(subject: name, retention: retention), retention: retention, isDurable: durable)
+        } else {
+            subject = HubSubject(
+                name: name, initialValue: initialValue,
+                bufferSize: bufferSize ?? configuration.defaultBufferSize,
+                overflow: overflow ?? configuration.defaultOverflow)
+        }
         subject.counters = metrics.counters(for: name)
         entries[name] = .subject(subject)
         return subject
@@ -202,7 +238,7 @@ public final class Hub: PipelineEnvironment {
             throw HubError(.notFound, "'\(name)' is a \(other.kindName), not a subject")
         case nil:
             guard configuration.autoCreate else { throw HubError(.notFound, "no subject named '\(name)'") }
-            return try declareSubject(name)
+            return try declareSubject(name, history: configuration.defaultHistory)
         }
     }
 
@@ -234,11 +270,20 @@ public final class Hub: PipelineEnvironment {
         publish(value, to: try openSubject(named: name))
     }
 
-    /// Publishes `value` into `subject` (resolved with ``openSubject(named:)``).
+    /// Publishes `value` into `subject` (resolved with ``openSubject(named:)``); a
+    /// subject with history stores it first.
     public func publish(_ value: Value, to subject: HubSubject) {
+        publish(value, to: subject, whenStored: nil)
+    }
+
+    /// Publishes `value` into `subject`; `whenStored` runs before the subscribers get
+    /// it: at once without history (with `nil`), else once it is stored (with its offset)
+    /// or could not be (with the store's error, and the value goes nowhere). This is
+    /// how a `send` with `ack` is acknowledged only once its value is stored.
+    public func publish(_ value: Value, to subject: HubSubject, whenStored: ((Result<UInt64?, HubError>) -> Void)?) {
         metrics.published += 1
         subject.counters.published &+= 1
-        subject.send(value)
+        subject.send(value, whenStored: whenStored)
     }
 
     /// Finishes the subject `name`: its subscribers get `complete` after their buffered values.
@@ -320,8 +365,25 @@ public final class Hub: PipelineEnvironment {
         triggerPublisher(try trigger(named: name), key: key, bufferSize: bufferSize, overflow: overflow)
     }
 
+    /// A subscription to a subject with history (PROTOCOL.md §10): its values with their
+    /// offsets from `since` (see ``Publishers/HistoryReplay``), hot-buffered live with
+    /// `bufferSize` and `overflow` (or the subject's), reads paced by `pacer`; `onStart`
+    /// hears the epoch, latest offset and, with `since`, whether it was recovered.
+    public func historyPublisher(
+        for subject: HubSubject, since: HistorySince?, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
+        pacer: (any ReplayPacer)? = nil, onStart: @escaping (HistoryPosition, Bool?) -> Void
+    ) throws(HubError) -> Publishers.HistoryReplay {
+        guard let history = subject.history else {
+            throw HubError(.internal, "subject '\(subject.name)' keeps no history")
+        }
+        return Publishers.HistoryReplay(
+            history: history, since: since, capacity: try bufferCapacity(bufferSize ?? subject.bufferSize),
+            policy: overflow ?? subject.overflow, metrics: metrics, counters: subject.counters, pacer: pacer,
+            onStart: onStart)
+    }
+
     /// What `name` stands for; an unknown name becomes a subject when the hub auto-creates names.
-    private func resolve(_ name: String) throws(HubError) -> Entry {
+    public func resolve(_ name: String) throws(HubError) -> Entry {
         try Hub.check(name)
         if let entry = entries[name] { return entry }
         return .subject(try subject(named: name))

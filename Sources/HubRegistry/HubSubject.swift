@@ -4,6 +4,10 @@ import HubWire
 
 /// A named subject of the hub: a passthrough or a current-value subject of `Value`,
 /// with the buffer its subscribers get unless they ask for another.
+///
+/// A subject with ``history`` stores each value it is sent in its log before its
+/// subscribers get it, with its offset (see ``SubjectHistory``); its ``publisher``
+/// of values is then the history's entries without their offsets.
 public final class HubSubject {
     /// Which Combine subject backs it.
     public enum Kind: String, Hashable, Sendable {
@@ -24,6 +28,9 @@ public final class HubSubject {
     /// Its counters for the metrics (the hub's bounded table hands them out).
     public internal(set) var counters: NameCounters
 
+    /// Its history, when it keeps one (configuration `history`, or `durable`).
+    public let history: SubjectHistory?
+
     private let passthrough: PassthroughSubject<Value, HubError>?
     private let current: CurrentValueSubject<Value, HubError>?
 
@@ -33,6 +40,7 @@ public final class HubSubject {
         self.bufferSize = bufferSize
         self.overflow = overflow
         counters = NameCounters(name: name)
+        history = nil
         if let initialValue {
             kind = .currentValue
             current = CurrentValueSubject(initialValue)
@@ -44,22 +52,57 @@ public final class HubSubject {
         }
     }
 
-    /// Whether the subject has completed or failed.
-    public var isCompleted: Bool { passthrough?.isCompleted ?? current!.isCompleted }
+    /// A subject named `name` keeping its history in `log` (retained per `retention`);
+    /// `initialValue` makes it a current-value subject, whose value comes back from the
+    /// log when the log has one (a durable subject after a restart).
+    public init(
+        name: String, initialValue: Value? = nil, bufferSize: Int = 1000, overflow: OverflowPolicy = .error,
+        log: any SubjectLog, retention: HistoryRetention, isDurable: Bool
+    ) {
+        self.name = name
+        self.bufferSize = bufferSize
+        self.overflow = overflow
+        counters = NameCounters(name: name)
+        kind = initialValue == nil ? .passthrough : .currentValue
+        history = SubjectHistory(log: log, retention: retention, isDurable: isDurable, initialValue: initialValue)
+        passthrough = nil
+        current = nil
+    }
+
+    /// Whether the subject has completed or failed (or will, once the values it is
+    /// storing have been delivered).
+    public var isCompleted: Bool { history?.isCompleted ?? passthrough?.isCompleted ?? current!.isCompleted }
 
     /// The number of live subscribers.
-    public var subscriberCount: Int { passthrough?.subscriberCount ?? current!.subscriberCount }
+    public var subscriberCount: Int { history?.subscriberCount ?? passthrough?.subscriberCount ?? current!.subscriberCount }
 
     /// The current value of a current-value subject.
-    public var currentValue: Value? { current?.value }
+    public var currentValue: Value? { history?.currentEntry?.value ?? current?.value }
 
-    /// Publishes `value` to the subscribers.
+    /// Publishes `value` to the subscribers; with history, stores it first.
     public func send(_ value: Value) {
+        send(value, whenStored: nil)
+    }
+
+    /// Publishes `value` to the subscribers. Without history it is delivered now and
+    /// `whenStored` gets `nil` first; with history it is stored first, and `whenStored`
+    /// gets its offset (or the store's error, and the value goes nowhere) before the
+    /// subscribers get it.
+    public func send(_ value: Value, whenStored: ((Result<UInt64?, HubError>) -> Void)?) {
+        if let history {
+            history.append(value, completion: whenStored.map { done in { done($0.map(Optional.some)) } })
+            return
+        }
+        whenStored?(.success(nil))
         if let passthrough { passthrough.send(value) } else { current!.send(value) }
     }
 
-    /// Finishes or fails the subject.
+    /// Finishes or fails the subject (with history: after the values it is storing).
     public func send(completion: Subscribers.Completion<HubError>) {
+        if let history {
+            history.finish(completion)
+            return
+        }
         if let passthrough { passthrough.send(completion: completion) } else { current!.send(completion: completion) }
     }
 
@@ -71,6 +114,7 @@ public final class HubSubject {
     /// The subject as a publisher, unbuffered (Combine's demand rules: a subscriber
     /// without demand misses values).
     public var publisher: AnyPublisher<Value, HubError> {
+        if let history { return history.entries.map(\.value).eraseToAnyPublisher() }
         if let passthrough { return passthrough.eraseToAnyPublisher() }
         return current!.eraseToAnyPublisher()
     }

@@ -1,4 +1,5 @@
 import HubRegistry
+import HubSQLite
 import HubTransport
 import HubWire
 import Logging
@@ -42,6 +43,23 @@ public final class HubService: Sendable {
         /// dashboard and its connection; `nil` serves them on the main port. With one, the
         /// main port keeps only WebSocket, `/health` and `/ready`.
         public var admin: AdminListener?
+        /// Where durable subjects are stored (configuration `storage`); `nil`: no subject
+        /// may be durable.
+        public var storage: Storage?
+
+        /// The durable store: an SQLite database (WAL) in a directory.
+        public struct Storage: Sendable, Hashable {
+            /// The directory of the database (created if missing).
+            public var path: String
+            /// When a durable value counts as stored (its `ack`): see ``SQLiteStore/Sync``.
+            public var sync: SQLiteStore.Sync
+
+            /// Storage in `path` with the sync policy `sync` (default: fsync at each group commit).
+            public init(path: String, sync: SQLiteStore.Sync = .full) {
+                self.path = path
+                self.sync = sync
+            }
+        }
 
         /// Where the admin listener listens.
         public struct AdminListener: Sendable, Hashable {
@@ -99,6 +117,7 @@ public final class HubService: Sendable {
     public func start(setUp: @Sendable @escaping (Hub) throws -> Void = { _ in }) async throws -> Int {
         let core = self.core
         return try await eventLoop.submit {
+            try core.value.openStorage()
             try setUp(core.value.hub)
             return try core.value.start()
         }
@@ -169,6 +188,8 @@ public final class HubService: Sendable {
         do {
             try await eventLoop.submit { core.value.stop(grace: grace) { whenDrained.finish() } }
             for await _ in drained {}
+            // Every acknowledged durable value is stored; the writer's last group commits.
+            try await eventLoop.submit { core.value.closeStorage() }
         } catch {
             // The loop had already stopped.
         }
@@ -217,6 +238,21 @@ final class ServiceCore: WebSocketServerDelegate {
         self.eventLoop = eventLoop
         self.logger = logger
         hub = Hub(configuration: configuration.hub, scheduler: EventLoopScheduler(eventLoop: eventLoop))
+    }
+
+    /// Opens the durable store of ``HubService/Configuration/storage`` (blocking on the
+    /// disk: the broker does not listen yet) and gives it to the hub.
+    func openStorage() throws {
+        guard let storage = configuration.storage, hub.durableStore == nil else { return }
+        let store = try SQLiteStore(
+            directory: storage.path, sync: storage.sync, executor: LoopStoreExecutor(eventLoop: eventLoop))
+        hub.durableStore = store
+        logger.info("durable store open", metadata: ["path": "\(store.path)", "sync": "\(storage.sync.rawValue)"])
+    }
+
+    /// Closes the durable store once nothing appends any more.
+    func closeStorage() {
+        hub.durableStore?.close()
     }
 
     var openConnections: Int { (server?.openConnectionCount ?? 0) + (adminServer?.openConnectionCount ?? 0) }

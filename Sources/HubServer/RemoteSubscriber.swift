@@ -99,6 +99,22 @@ final class RemoteSubscriber: Subscriber {
         return .none
     }
 
+    /// The offset of the last value of a subject with history it queued.
+    @exclusivity(unchecked) private var lastOffset: UInt64?
+
+    /// A value of a subject with history, sent with its offset. In the batch form a value
+    /// joins the open batch only when it follows the batch's last one (a batch carries its
+    /// first offset; the others follow one by one); after a gap (values a full buffer
+    /// dropped) it goes out on its own, which closes that batch.
+    func receive(_ input: Value, offset: UInt64) -> Subscribers.Demand {
+        guard !isFinished else { return .none }
+        counters.delivered &+= 1
+        let follows = lastOffset.map { $0 &+ 1 == offset } ?? true
+        lastOffset = offset
+        outbound.sendNext(input, offset: offset, envelope: envelope, batch: batch && follows)
+        return .none
+    }
+
     /// Writes the end of the subscription, `complete` or `error` with its id, unless the
     /// client or the session ended it first.
     func receive(completion: Subscribers.Completion<HubError>) {

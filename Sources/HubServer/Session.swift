@@ -112,6 +112,11 @@ public final class Session {
         handle(message)
     }
 
+    /// The connection's outbound queue is empty: replays waiting for room read on.
+    public func outboundDrained() {
+        outbound.drained()
+    }
+
     /// Handles a binary message: the protocol has none.
     public func receiveBinary() {
         guard !isClosed else { return }
@@ -157,10 +162,7 @@ public final class Session {
         case .cancel(let id):
             subscriptions.remove(id: id)?.cancel()
         case .send(let name, let value, let ack):
-            perform(ack: ack) { () throws(HubError) in
-                let subject = try hub.openSubject(named: name)
-                return { [hub] in hub.publish(value, to: subject) }
-            }
+            send(value, to: name, ack: ack)
         case .complete(let name, let ack):
             perform(ack: ack) { () throws(HubError) in
                 let subject = try hub.openSubject(named: name)
@@ -194,6 +196,33 @@ public final class Session {
         }
         if let ack { outbound.send(.ack(ack)) }
         effect()
+    }
+
+    /// `send`: the ack precedes the value's delivery. A subject with history stores the
+    /// value first, so its ack (or the store's error) comes once it is stored
+    /// (PROTOCOL.md §10), possibly after the acks of later requests to other subjects.
+    private func send(_ value: Value, to name: String, ack: Int64?) {
+        let subject: HubSubject
+        do {
+            subject = try hub.openSubject(named: name)
+        } catch {
+            sendError(error, id: nil, ack: ack)
+            return
+        }
+        guard subject.history != nil else {
+            if let ack { outbound.send(.ack(ack)) }
+            hub.publish(value, to: subject)
+            return
+        }
+        hub.publish(value, to: subject) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success:
+                if let ack { self.outbound.send(.ack(ack)) }
+            case .failure(let error):
+                self.sendError(error, id: nil, ack: ack)
+            }
+        }
     }
 
     private func hello(token: String?, client: String?, batch: Bool) {
@@ -236,6 +265,10 @@ public final class Session {
         do throws(HubError) {
             switch request.target {
             case .name(let name):
+                if case .subject(let subject) = try hub.resolve(name), subject.history != nil {
+                    try subscribe(id: id, to: subject, request)
+                    return
+                }
                 let resolved = try hub.publisher(for: name, bufferSize: request.buffer, overflow: request.overflow)
                 switch resolved.entry {
                 case .subject: kind = .subject
@@ -266,9 +299,31 @@ public final class Session {
             id: id, batch: request.batch ?? batchAll, outbound: outbound, subscriptions: subscriptions,
             counters: counters, pipeline: pipeline)
         subscriptions.insert(remote)
-        outbound.send(.subscribed(id: id, kind: kind))
+        // A `since` on a name without history: the subscription goes on live from now.
+        outbound.send(.subscribed(id: id, kind: kind, recovered: request.since == nil ? nil : false))
         remote.grant(request.demand)
         publisher.subscribe(remote)
+    }
+
+    /// A subscription to a subject with history: its values carry their offsets, and
+    /// `subscribed` (with the epoch, the latest offset and, for a `since`, whether it was
+    /// recovered) goes out once the replay knows where it starts, which for a durable
+    /// subject may be after a read of the store. Meanwhile the id is live: `request`
+    /// adds demand and `cancel` ends it (then no `subscribed` is sent).
+    private func subscribe(id: UInt64, to subject: HubSubject, _ request: SubscribeRequest) throws(HubError) {
+        let remote = RemoteSubscriber(
+            id: id, batch: request.batch ?? batchAll, outbound: outbound, subscriptions: subscriptions,
+            counters: subject.counters)
+        let publisher = try hub.historyPublisher(
+            for: subject, since: request.since, bufferSize: request.buffer, overflow: request.overflow,
+            pacer: outbound
+        ) { [outbound, subscriptions] position, recovered in
+            guard subscriptions[id] === remote else { return }
+            outbound.send(.subscribed(id: id, kind: .subject, history: position, recovered: recovered))
+        }
+        subscriptions.insert(remote)
+        remote.grant(request.demand)
+        publisher.subscribe(OffsetSubscriber(remote))
     }
 
     private func request(id: UInt64, _ check: DemandCheck) {

@@ -69,6 +69,10 @@ final class SessionHandler: WebSocketConnectionHandler, SessionConnection {
         }
     }
 
+    func connectionDidDrainOutbound(_ connection: WebSocketConnection) {
+        session?.outboundDrained()
+    }
+
     func connection(_ connection: WebSocketConnection, didCloseWith code: WebSocketCloseCode?, reason: String) {
         if var logger, let session {
             if let client = session.clientName { logger[metadataKey: "client"] = "\(client)" }

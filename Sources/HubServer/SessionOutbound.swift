@@ -1,4 +1,5 @@
 import HubEngine
+import HubRegistry
 import HubValue
 import HubWire
 import Logging
@@ -84,6 +85,48 @@ final class SessionOutbound {
         checkQueue()
     }
 
+    /// Writes one value of a subject with history: `next` with its offset, or one more
+    /// element of the subscription's open batch `next` (whose head carries the offset of
+    /// its first value).
+    func sendNext(_ value: Value, offset: UInt64, envelope: NextEnvelope, batch: Bool) {
+        guard !isClosed else { return }
+        let encodingCache = self.encodingCache
+        if batch {
+            connection.sendBatched(key: envelope.id, closing: NextEnvelope.batchTail) { buffer, opensMessage in
+                if opensMessage {
+                    NextEnvelope.appendBatchHead(id: envelope.id, offset: offset, to: &buffer)
+                } else {
+                    buffer.append(NextEnvelope.batchSeparator)
+                }
+                encodingCache.append(value, to: &buffer)
+            }
+        } else {
+            connection.sendMessage { buffer in
+                NextEnvelope.appendHead(id: envelope.id, offset: offset, to: &buffer)
+                encodingCache.append(value, to: &buffer)
+                buffer.append(contentsOf: NextEnvelope.tail)
+            }
+        }
+        checkQueue()
+    }
+
+    // MARK: Pacing replays
+
+    /// Replays waiting for the connection's queue to drain.
+    private var replayWaiters: [() -> Void] = []
+
+    /// The queued bytes under which a replay may read its next page: a quarter of the
+    /// slow-consumer bound, at most 1 MiB.
+    var replayWatermark: Int { Swift.min(maxQueuedBytes / 4, 1 << 20) }
+
+    /// The connection's queue has drained: the waiting replays read on.
+    func drained() {
+        guard !replayWaiters.isEmpty else { return }
+        let waiters = replayWaiters
+        replayWaiters = []
+        for resume in waiters { resume() }
+    }
+
     /// A pipeline subscription ended with `failed`: counted and logged with the pipeline's name.
     func pipelineFailed(_ pipeline: String, subscription id: UInt64, error: HubError) {
         counters.pipelineFailures += 1
@@ -129,5 +172,18 @@ final class SessionOutbound {
         logger.warning(
             "closing slow consumer", metadata: ["queued": "\(connection.queuedBytes)", "limit": "\(maxQueuedBytes)"])
         end(closing: .slowConsumer, reason: "slow consumer", discardingQueued: true)
+    }
+}
+
+extension SessionOutbound: ReplayPacer {
+    /// A replay reads its next page while the connection's queue is under
+    /// ``replayWatermark``, else once it has drained; nothing once the session is closed.
+    func whenReady(_ resume: @escaping () -> Void) {
+        guard !isClosed else { return }
+        if connection.queuedBytes < replayWatermark {
+            resume()
+        } else {
+            replayWaiters.append(resume)
+        }
     }
 }

@@ -201,7 +201,40 @@ extension ClientMessage {
             }
             request.overflow = policy
         }
+        if let raw = fields["since"] {
+            switch checkSince(raw) {
+            case let .success(since): request.since = since
+            case let .failure(error): return .invalid(error)
+            }
+        }
         return .valid(request)
+    }
+
+    /// `since`: `{"offset": N, "epoch"?: "E"}` or `{"last": K}`, N and K in 0...2^53−1.
+    private static func checkSince(_ raw: Value) -> Result<HistorySince, HubError> {
+        let rule = #"subscribe: 'since' must be {"offset": N, "epoch": "E"} or {"last": K} with integers 0 ≤ N, K ≤ 2^53−1"#
+        guard case let .object(since) = raw else { return .failure(WireFields.bad(rule)) }
+        func number(_ value: Value) -> UInt64? {
+            guard let number = WireFields.integer(value), number >= 0, UInt64(number) <= HistorySince.maxNumber else { return nil }
+            return UInt64(number)
+        }
+        switch (since["offset"], since["last"]) {
+        case let (offset?, nil):
+            guard let offset = number(offset) else { return .failure(WireFields.bad(rule)) }
+            switch since["epoch"] {
+            case nil:
+                return .success(.offset(offset, epoch: nil))
+            case let .string(epoch)?:
+                return .success(.offset(offset, epoch: epoch))
+            default:
+                return .failure(WireFields.bad("subscribe: 'since.epoch' must be a string"))
+            }
+        case let (nil, last?):
+            guard let last = number(last) else { return .failure(WireFields.bad(rule)) }
+            return .success(.last(last))
+        default:
+            return .failure(WireFields.bad(rule))
+        }
     }
 
     private static func checkRequest(_ fields: Value.Object) -> DemandCheck {
@@ -272,6 +305,22 @@ extension ClientMessage {
                 if let policy = request.overflow {
                     WireBytes.append(#","overflow":"#, to: &buffer)
                     WireBytes.appendString(policy.rawValue, to: &buffer)
+                }
+                switch request.since {
+                case nil:
+                    break
+                case let .offset(offset, epoch)?:
+                    WireBytes.append(#","since":{"offset":"#, to: &buffer)
+                    WireBytes.append(offset, to: &buffer)
+                    if let epoch {
+                        WireBytes.append(#","epoch":"#, to: &buffer)
+                        WireBytes.appendString(epoch, to: &buffer)
+                    }
+                    buffer.append(UInt8(ascii: "}"))
+                case let .last(count)?:
+                    WireBytes.append(#","since":{"last":"#, to: &buffer)
+                    WireBytes.append(count, to: &buffer)
+                    buffer.append(UInt8(ascii: "}"))
                 }
             }
         case let .request(id, check):

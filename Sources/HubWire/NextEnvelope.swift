@@ -2,7 +2,9 @@
 /// subscriber (PROTOCOL.md §4): `{"op":"next","id":N,"value":` ``head``, the
 /// value's compact JSON, ``tail``; or in the batch form
 /// `{"op":"next","id":N,"values":[` ``batchHead``, the values separated by
-/// ``batchSeparator``, ``batchTail``.
+/// ``batchSeparator``, ``batchTail``. A value of a subject with history carries its
+/// offset after the id (`"offset":O`; in the batch form, the first value's), written
+/// by ``appendHead(id:offset:to:)`` and ``appendBatchHead(id:offset:to:)``.
 ///
 /// This is the one definition of the envelope: ``ServerMessage/encode(into:)``
 /// writes `next` with it, and the server's remote subscribers copy ``head`` and
@@ -35,6 +37,28 @@ public struct NextEnvelope: Sendable {
         WireBytes.append(#"{"op":"next","id":"#, to: &buffer)
         WireBytes.append(id, to: &buffer)
         WireBytes.append(#","value":"#, to: &buffer)
+    }
+
+    /// Appends `{"op":"next","id":N,"offset":O,"value":` (the head of a value of a
+    /// subject with history).
+    @inline(__always)
+    public static func appendHead(id: UInt64, offset: UInt64, to buffer: inout [UInt8]) {
+        WireBytes.append(#"{"op":"next","id":"#, to: &buffer)
+        WireBytes.append(id, to: &buffer)
+        WireBytes.append(#","offset":"#, to: &buffer)
+        WireBytes.append(offset, to: &buffer)
+        WireBytes.append(#","value":"#, to: &buffer)
+    }
+
+    /// Appends `{"op":"next","id":N,"offset":O,"values":[`: a batch whose first value
+    /// has offset O (the others follow one by one).
+    @inline(__always)
+    public static func appendBatchHead(id: UInt64, offset: UInt64, to buffer: inout [UInt8]) {
+        WireBytes.append(#"{"op":"next","id":"#, to: &buffer)
+        WireBytes.append(id, to: &buffer)
+        WireBytes.append(#","offset":"#, to: &buffer)
+        WireBytes.append(offset, to: &buffer)
+        WireBytes.append(#","values":["#, to: &buffer)
     }
 
     /// Appends `{"op":"next","id":N,"values":[`.

@@ -11,12 +11,15 @@ import HubValue
 public enum ServerMessage: Hashable, Sendable {
     /// The first message of a connection (`"protocol": 1`).
     case welcome(server: String, session: String)
-    /// The subscription `id` exists.
-    case subscribed(id: UInt64, kind: SubscriptionKind)
-    /// One value for subscription `id`.
-    case next(id: UInt64, value: Value)
-    /// Several values, in order, for subscription `id` (`values`, at least one).
-    case nextBatch(id: UInt64, values: [Value])
+    /// The subscription `id` exists. To a subject with history, it says where the subject
+    /// stands (`epoch`, `offset`); for a `subscribe` with `since`, `recovered` says whether
+    /// the values asked for were still in history (`false`: it goes on live from now).
+    case subscribed(id: UInt64, kind: SubscriptionKind, history: HistoryPosition? = nil, recovered: Bool? = nil)
+    /// One value for subscription `id`, with its offset for a subject with history.
+    case next(id: UInt64, value: Value, offset: UInt64? = nil)
+    /// Several values, in order, for subscription `id` (`values`, at least one); with
+    /// history, `offset` is the first one's and the others follow one by one.
+    case nextBatch(id: UInt64, values: [Value], offset: UInt64? = nil)
     /// Subscription `id` finished.
     case complete(id: UInt64)
     /// An error: of a subscription (`id`), of an acked request (`ack`), or
@@ -50,7 +53,7 @@ extension ServerMessage {
             WireBytes.appendString(server, to: &buffer)
             WireBytes.append(#","session":"#, to: &buffer)
             WireBytes.appendString(session, to: &buffer)
-        case let .subscribed(id, kind):
+        case let .subscribed(id, kind, history, recovered):
             WireBytes.append(#"{"op":"subscribed","id":"#, to: &buffer)
             WireBytes.append(id, to: &buffer)
             switch kind {
@@ -58,13 +61,30 @@ extension ServerMessage {
             case .pipeline: WireBytes.append(#","kind":"pipeline""#, to: &buffer)
             case .trigger: WireBytes.append(#","kind":"trigger""#, to: &buffer)
             }
-        case let .next(id, value):
-            NextEnvelope.appendHead(id: id, to: &buffer)
+            if let history {
+                WireBytes.append(#","epoch":"#, to: &buffer)
+                WireBytes.appendString(history.epoch, to: &buffer)
+                WireBytes.append(#","offset":"#, to: &buffer)
+                WireBytes.append(history.offset, to: &buffer)
+            }
+            if let recovered {
+                WireBytes.append(recovered ? #","recovered":true"# : #","recovered":false"#, to: &buffer)
+            }
+        case let .next(id, value, offset):
+            if let offset {
+                NextEnvelope.appendHead(id: id, offset: offset, to: &buffer)
+            } else {
+                NextEnvelope.appendHead(id: id, to: &buffer)
+            }
             value.writeJSON(into: &buffer)
             buffer.append(contentsOf: NextEnvelope.tail)
             return
-        case let .nextBatch(id, values):
-            NextEnvelope.appendBatchHead(id: id, to: &buffer)
+        case let .nextBatch(id, values, offset):
+            if let offset {
+                NextEnvelope.appendBatchHead(id: id, offset: offset, to: &buffer)
+            } else {
+                NextEnvelope.appendBatchHead(id: id, to: &buffer)
+            }
             for (index, value) in values.enumerated() {
                 if index > 0 { buffer.append(NextEnvelope.batchSeparator) }
                 value.writeJSON(into: &buffer)
@@ -138,14 +158,15 @@ extension ServerMessage {
         switch op {
         case "next":
             let id = try requiredId(fields, op: op)
+            let offset = try optionalOffset(fields, "offset", op: op)
             switch (fields["value"], fields["values"]) {
             case let (value?, nil):
-                return .next(id: id, value: value)
+                return .next(id: id, value: value, offset: offset)
             case let (nil, values?):
                 guard case let .array(elements) = values, !elements.isEmpty else {
                     throw WireError(WireFields.bad("next: 'values' must be a non-empty array"))
                 }
-                return .nextBatch(id: id, values: elements)
+                return .nextBatch(id: id, values: elements, offset: offset)
             default:
                 throw WireError(WireFields.bad("next: exactly one of 'value' or 'values' is required"))
             }
@@ -168,7 +189,24 @@ extension ServerMessage {
             guard case let .string(kindText)? = fields["kind"], let kind = SubscriptionKind(rawValue: kindText) else {
                 throw WireError(WireFields.bad("subscribed: 'kind' must be \"subject\", \"pipeline\" or \"trigger\""))
             }
-            return .subscribed(id: id, kind: kind)
+            var recovered: Bool?
+            if let raw = fields["recovered"] {
+                guard case let .bool(flag) = raw else {
+                    throw WireError(WireFields.bad("subscribed: 'recovered' must be a boolean"))
+                }
+                recovered = flag
+            }
+            var history: HistoryPosition?
+            if let epochField = fields["epoch"] {
+                guard case let .string(epoch) = epochField else {
+                    throw WireError(WireFields.bad("subscribed: 'epoch' must be a string"))
+                }
+                guard let offset = try optionalOffset(fields, "offset", op: op) else {
+                    throw WireError(WireFields.bad("subscribed: 'offset' is required with 'epoch'"))
+                }
+                history = HistoryPosition(epoch: epoch, offset: offset)
+            }
+            return .subscribed(id: id, kind: kind, history: history, recovered: recovered)
         case "complete":
             return .complete(id: try requiredId(fields, op: op))
         case "welcome":
@@ -195,6 +233,15 @@ extension ServerMessage {
             throw WireError(WireFields.bad("\(op): 'id' must be \(WireFields.idRange)"))
         }
         return id
+    }
+
+    /// An optional offset field: an integer in 0...2^53−1.
+    private static func optionalOffset(_ fields: Value.Object, _ key: String, op: String) throws(WireError) -> UInt64? {
+        guard let raw = fields[key] else { return nil }
+        guard let offset = WireFields.integer(raw), offset >= 0, offset <= WireFields.maxSafeInteger else {
+            throw WireError(WireFields.bad("\(op): '\(key)' must be an integer from 0 to 9007199254740991"))
+        }
+        return UInt64(offset)
     }
 
     private static func requiredAck(_ fields: Value.Object, op: String) throws(WireError) -> Int64 {

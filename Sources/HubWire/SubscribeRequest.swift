@@ -24,6 +24,8 @@ public struct SubscribeRequest: Hashable, Sendable {
     public var buffer: Int?
     /// `overflow`, when present.
     public var overflow: OverflowPolicy?
+    /// `since`, when present: where a subscription to a subject with history starts.
+    public var since: HistorySince?
 
     /// A request; everything but the target is optional.
     public init(
@@ -31,12 +33,14 @@ public struct SubscribeRequest: Hashable, Sendable {
         demand: Subscribers.Demand = .none,
         batch: Bool? = nil,
         buffer: Int? = nil,
-        overflow: OverflowPolicy? = nil
+        overflow: OverflowPolicy? = nil,
+        since: HistorySince? = nil
     ) {
         self.target = target
         self.demand = demand
         self.batch = batch
         self.buffer = buffer
         self.overflow = overflow
+        self.since = since
     }
 }

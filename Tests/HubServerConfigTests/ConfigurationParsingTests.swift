@@ -187,7 +187,8 @@ struct ConfigurationParsingTests {
         let text = try String(contentsOfFile: path, encoding: .utf8)
         for key in BrokerConfiguration.topLevelKeys + BrokerConfiguration.limitsKeys
             + BrokerConfiguration.pipelineLimitsKeys + BrokerConfiguration.authKeys
-            + BrokerConfiguration.subjectKeys + BrokerConfiguration.pipelineKeys + BrokerConfiguration.listenKeys {
+            + BrokerConfiguration.subjectKeys + BrokerConfiguration.pipelineKeys + BrokerConfiguration.listenKeys
+            + BrokerConfiguration.storageKeys + BrokerConfiguration.defaultsKeys + BrokerConfiguration.historyKeys {
             #expect(text.contains("\(key):"), "examples/hub.yml does not show '\(key)'")
         }
         #expect(!configuration.subjects.isEmpty && !configuration.triggers.isEmpty && !configuration.pipelines.isEmpty)

@@ -20,6 +20,10 @@ struct ConfigurationReferenceTests {
         paths.formUnion(BrokerConfiguration.authKeys.map { "auth.\($0)" })
         paths.formUnion(BrokerConfiguration.subjectKeys.map { "subjects.<name>.\($0)" })
         paths.formUnion(BrokerConfiguration.pipelineKeys.map { "pipelines.<name>.\($0)" })
+        paths.formUnion(BrokerConfiguration.storageKeys.map { "storage.\($0)" })
+        paths.formUnion(BrokerConfiguration.defaultsKeys.map { "defaults.\($0)" })
+        paths.formUnion(BrokerConfiguration.historyKeys.map { "defaults.history.\($0)" })
+        paths.formUnion(BrokerConfiguration.historyKeys.map { "subjects.<name>.history.\($0)" })
         return paths
     }
 
@@ -68,6 +72,7 @@ struct ConfigurationReferenceTests {
     /// What an example needs around it to be a whole configuration.
     static func context(of key: String) -> String {
         if key == "allowAdHocPipelines" { return "auth: {tokens: [dashboard-secret]}\n" }
+        if key == "subjects.<name>.durable" { return "storage: {path: /tmp/hub-example-storage}\n" }
         return ""
     }
 
@@ -85,6 +90,7 @@ struct ConfigurationReferenceTests {
             if row.key.hasPrefix("pipelines.<name>."), row.key != "pipelines.<name>.source" {
                 yaml += indent + "source: \"sequence([1])\"\n"
             }
+            if row.key == "storage.sync" { yaml += indent + "path: /tmp/hub-example-storage\n" }
             do {
                 let configuration = try BrokerConfiguration.parse(yaml: yaml)
                 try configuration.check()

@@ -27,6 +27,10 @@ struct WireRoundTripTests {
                 target: .pipeline(pipelineText), demand: demand, batch: seed % 3 == 0,
                 buffer: Int(seed % 7) + 1, overflow: OverflowPolicy.allCases[Int(seed % 4)]))),
             .subscribe(id: id, .valid(SubscribeRequest(target: .name(name), demand: demand, batch: false))),
+            .subscribe(id: id, .valid(SubscribeRequest(
+                target: .name(name), demand: demand, since: .offset(seed * 1000, epoch: seed % 2 == 0 ? gen.string() : nil)))),
+            .subscribe(id: id, .valid(SubscribeRequest(target: .name(name), since: .last(seed)))),
+            .subscribe(id: id, .valid(SubscribeRequest(target: .name(name), since: .offset(HistorySince.maxNumber, epoch: "e")))),
             .request(id: id, .valid(demand == .none ? .max(1) : demand)),
             .cancel(id: id),
             .send(to: name, value: gen.value(depth: 0), ack: ack),
@@ -73,6 +77,37 @@ struct WireRoundTripTests {
             == #"{"op":"list","ack":-9007199254740991}"#)
         #expect(String(decoding: ClientMessage.hello(token: "t", client: nil, batch: true).jsonBytes(), as: UTF8.self)
             == #"{"op":"hello","token":"t","batch":true}"#)
+        #expect(String(decoding: ClientMessage.subscribe(id: 2, .valid(SubscribeRequest(
+            target: .name("orders"), since: .offset(41, epoch: "e1")))).jsonBytes(), as: UTF8.self)
+            == #"{"op":"subscribe","id":2,"to":"orders","since":{"offset":41,"epoch":"e1"}}"#)
+        #expect(String(decoding: ClientMessage.subscribe(id: 2, .valid(SubscribeRequest(
+            target: .name("orders"), since: .last(10)))).jsonBytes(), as: UTF8.self)
+            == #"{"op":"subscribe","id":2,"to":"orders","since":{"last":10}}"#)
+    }
+
+    @Test func invalidSinceIsRefusedOnTheSubscription() throws {
+        for text in [
+            #"{"op":"subscribe","id":1,"to":"a","since":5}"#,
+            #"{"op":"subscribe","id":1,"to":"a","since":{}}"#,
+            #"{"op":"subscribe","id":1,"to":"a","since":{"offset":-1}}"#,
+            #"{"op":"subscribe","id":1,"to":"a","since":{"offset":1.5}}"#,
+            #"{"op":"subscribe","id":1,"to":"a","since":{"offset":9007199254740992}}"#,
+            #"{"op":"subscribe","id":1,"to":"a","since":{"offset":1,"epoch":7}}"#,
+            #"{"op":"subscribe","id":1,"to":"a","since":{"offset":1,"last":2}}"#,
+            #"{"op":"subscribe","id":1,"to":"a","since":{"last":"all"}}"#,
+        ] {
+            guard case let .subscribe(id, .invalid(error)) = try ClientMessage.decode(text) else {
+                Issue.record("\(text) was accepted")
+                continue
+            }
+            #expect(id == 1)
+            #expect(error.code == .badMessage, "\(text)")
+            #expect(error.message.contains("since"), "\(text): \(error.message)")
+        }
+        #expect(try ClientMessage.decode(#"{"op":"subscribe","id":1,"to":"a","since":{"offset":0}}"#)
+            == .subscribe(id: 1, .valid(SubscribeRequest(target: .name("a"), since: .offset(0, epoch: nil)))))
+        #expect(try ClientMessage.decode(#"{"op":"subscribe","id":1,"to":"a","since":{"last":2.0}}"#)
+            == .subscribe(id: 1, .valid(SubscribeRequest(target: .name("a"), since: .last(2)))))
     }
 
     @Test func hugeFiniteDemandIsWrittenUnlimited() throws {
@@ -108,7 +143,13 @@ struct WireRoundTripTests {
         return [
             .welcome(server: "reactive-hub/0.1", session: gen.string()),
             .subscribed(id: id, kind: SubscriptionKind.allCases[Int(seed % 3)]),
+            .subscribed(id: id, kind: .subject, history: HistoryPosition(epoch: gen.string(), offset: seed * 7)),
+            .subscribed(id: id, kind: .subject, history: HistoryPosition(epoch: "e", offset: 0), recovered: seed % 2 == 0),
+            .subscribed(id: id, kind: .pipeline, recovered: false),
             .next(id: id, value: gen.value(depth: 0)),
+            .next(id: id, value: gen.value(depth: 0), offset: seed),
+            .next(id: id, value: gen.value(depth: 0), offset: UInt64(maxSafe)),
+            .nextBatch(id: id, values: [gen.value(depth: 0), gen.document()], offset: seed + 1),
             .next(id: id, value: gen.document()),
             .next(id: id, value: .array([])),
             .nextBatch(id: id, values: [gen.value(depth: 0)]),
@@ -131,7 +172,7 @@ struct WireRoundTripTests {
             let bytes = message.jsonBytes()
             let decoded = try ServerMessage.decode(bytes)
             #expect(decoded == message, "\(String(decoding: bytes, as: UTF8.self))")
-            if case let (.next(_, a), .next(_, b)) = (message, decoded) { #expect(identical(a, b)) }
+            if case let (.next(_, a, _), .next(_, b, _)) = (message, decoded) { #expect(identical(a, b)) }
             // Re-encoding the decoded message gives the same bytes.
             #expect(decoded.jsonBytes() == bytes)
         }
@@ -144,6 +185,13 @@ struct WireRoundTripTests {
         #expect(text(.subscribed(id: 2, kind: .trigger)) == #"{"op":"subscribed","id":2,"kind":"trigger"}"#)
         #expect(text(.next(id: 1, value: 101.5)) == #"{"op":"next","id":1,"value":101.5}"#)
         #expect(text(.nextBatch(id: 3, values: [1, "a"])) == #"{"op":"next","id":3,"values":[1,"a"]}"#)
+        #expect(text(.next(id: 1, value: 101.5, offset: 42)) == #"{"op":"next","id":1,"offset":42,"value":101.5}"#)
+        #expect(text(.nextBatch(id: 3, values: [1, "a"], offset: 7)) == #"{"op":"next","id":3,"offset":7,"values":[1,"a"]}"#)
+        #expect(text(.subscribed(id: 1, kind: .subject, history: HistoryPosition(epoch: "e1", offset: 41), recovered: true))
+            == #"{"op":"subscribed","id":1,"kind":"subject","epoch":"e1","offset":41,"recovered":true}"#)
+        #expect(text(.subscribed(id: 1, kind: .subject, history: HistoryPosition(epoch: "e1", offset: 0)))
+            == #"{"op":"subscribed","id":1,"kind":"subject","epoch":"e1","offset":0}"#)
+        #expect(text(.subscribed(id: 4, kind: .pipeline, recovered: false)) == #"{"op":"subscribed","id":4,"kind":"pipeline","recovered":false}"#)
         #expect(text(.complete(id: 9_007_199_254_740_991)) == #"{"op":"complete","id":9007199254740991}"#)
         #expect(text(.ack(-9_007_199_254_740_991)) == #"{"op":"ack","ack":-9007199254740991}"#)
         #expect(text(.error(HubError(.unknownOp, "unknown op 'x'", data: ["op": "x"]), id: nil, ack: 4))

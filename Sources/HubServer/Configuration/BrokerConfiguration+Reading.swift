@@ -4,6 +4,7 @@ import HubValue
 import HubWire
 import HubPipeline
 import HubRegistry
+import HubSQLite
 import HubTransport
 import Yams
 
@@ -31,6 +32,11 @@ extension BrokerConfiguration {
         if let limits = top["limits"] { try readLimits(limits, reader) }
         if let auth = top["auth"] { try readAuth(auth, reader) }
         if let adHoc = top["allowAdHocPipelines"] { try readAdHoc(adHoc, reader) }
+        if let storage = top["storage"] { try readStorage(storage, reader) }
+        if let defaults = top["defaults"] {
+            let fields = try reader.fields(defaults.value, defaults.path, allowed: BrokerConfiguration.defaultsKeys)
+            if let history = fields["history"] { service.hub.defaultHistory = try readHistory(history, reader) }
+        }
         BrokerConfiguration.apply(adHocPipelines, to: &service.session)
 
         var names: [String: (kind: String, at: Node)] = [:]
@@ -162,6 +168,38 @@ extension BrokerConfiguration {
         adHocPipelines = allowed ? .allowed : .forbidden
     }
 
+    /// `storage`: the directory of the durable store (relative paths are taken from the
+    /// configuration file's directory) and its sync policy.
+    private mutating func readStorage(_ storage: ConfigurationReader.Entry, _ reader: ConfigurationReader) throws(ConfigurationError) {
+        let fields = try reader.fields(storage.value, storage.path, allowed: BrokerConfiguration.storageKeys)
+        guard let pathField = fields["path"] else {
+            throw reader.error(storage.value, storage.path, "missing 'path' (the directory of the durable store)")
+        }
+        let text = try reader.string(pathField.value, pathField.path)
+        guard !text.isEmpty else {
+            throw reader.error(pathField.value, pathField.path, "expected the directory of the durable store (got an empty string)")
+        }
+        let path = BrokerConfiguration.resolve(text, relativeTo: self.file)
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue {
+            throw reader.error(pathField.value, pathField.path, "'\(path)' is a file, not a directory")
+        }
+        var sync = SQLiteStore.Sync.full
+        if let field = fields["sync"] { sync = try reader.choice(field.value, field.path, SQLiteStore.Sync.allCases) }
+        service.storage = HubService.Configuration.Storage(path: path, sync: sync)
+    }
+
+    /// A `history`: `{size: N, ttl: "10m"}`, either bound optional (size defaults to
+    /// ``HistoryRetention/defaultSize``).
+    private func readHistory(_ history: ConfigurationReader.Entry, _ reader: ConfigurationReader) throws(ConfigurationError) -> HistoryRetention {
+        var retention = HistoryRetention()
+        if reader.isNull(history.value) { return retention }
+        let fields = try reader.fields(history.value, history.path, allowed: BrokerConfiguration.historyKeys)
+        if let field = fields["size"] { retention.size = try reader.int(field.value, field.path, in: 1...100_000_000) }
+        if let field = fields["ttl"] { retention.ttl = try reader.duration(field.value, field.path, minimum: .milliseconds(1)) }
+        return retention
+    }
+
     private func readSubject(_ name: String, _ entry: ConfigurationReader.Entry, _ reader: ConfigurationReader) throws(ConfigurationError) -> Subject {
         let fields = try reader.fields(entry.value, entry.path, allowed: BrokerConfiguration.subjectKeys)
         var initial: Value?
@@ -173,10 +211,18 @@ extension BrokerConfiguration {
                 throw reader.error(initialField.keyNode, initialField.path, "a passthrough subject has no initial value (use kind: currentValue)")
             }
         }
-        return Subject(
+        var subject = Subject(
             name: name, kind: kind, initial: kind == .currentValue ? (initial ?? .null) : Value?.none,
             buffer: try buffer(fields, reader), overflow: try overflow(fields, reader),
             location: BrokerConfiguration.position(entry.keyNode))
+        if let field = fields["history"] { subject.history = try readHistory(field, reader) }
+        if let field = fields["durable"] {
+            subject.durable = try reader.bool(field.value, field.path)
+            if subject.durable, service.storage == nil {
+                throw reader.error(field.value, field.path, "a durable subject needs storage.path (where the broker stores it)")
+            }
+        }
+        return subject
     }
 
     private func readPipeline(_ name: String, _ entry: ConfigurationReader.Entry, _ reader: ConfigurationReader) throws(ConfigurationError) -> Pipeline {

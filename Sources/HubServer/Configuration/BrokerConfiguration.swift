@@ -41,6 +41,10 @@ public struct BrokerConfiguration: Sendable {
         public var overflow: OverflowPolicy?
         /// Whether a subscriber joining the open connection first receives its latest value (shared only; default false).
         public var currentValue: Bool = false
+        /// How much history it keeps (`history`), if any.
+        public var history: HistoryRetention?
+        /// Whether its history and current value survive restarts (`durable`, in `storage.path`).
+        public var durable: Bool = false
         /// Where it is declared (its key).
         public var location: SourceSegment
     }
@@ -128,8 +132,15 @@ public struct BrokerConfiguration: Sendable {
 
     /// The keys of the top level.
     public static let topLevelKeys = [
-        "listen", "autoCreate", "limits", "auth", "allowAdHocPipelines", "subjects", "triggers", "pipelines",
+        "listen", "autoCreate", "limits", "auth", "allowAdHocPipelines", "storage", "defaults", "subjects", "triggers",
+        "pipelines",
     ]
+    /// The keys of `storage`.
+    public static let storageKeys = ["path", "sync"]
+    /// The keys of `defaults`.
+    public static let defaultsKeys = ["history"]
+    /// The keys of a `history` (a subject's, or `defaults.history`).
+    public static let historyKeys = ["size", "ttl"]
     /// The keys of `listen`.
     public static let listenKeys = ["host", "port", "tls"]
     /// The keys of `listen.tls`.
@@ -144,7 +155,7 @@ public struct BrokerConfiguration: Sendable {
     /// The keys of `auth`.
     public static let authKeys = ["tokens", "timeout"]
     /// The keys of a subject.
-    public static let subjectKeys = ["kind", "initial", "buffer", "overflow"]
+    public static let subjectKeys = ["kind", "initial", "buffer", "overflow", "history", "durable"]
     /// The keys of a pipeline.
     public static let pipelineKeys = ["source", "shared", "currentValue", "buffer", "overflow"]
 
@@ -193,7 +204,7 @@ public struct BrokerConfiguration: Sendable {
             do {
                 try hub.declareSubject(
                     subject.name, initialValue: subject.kind == .currentValue ? (subject.initial ?? .null) : Value?.none,
-                    bufferSize: subject.buffer, overflow: subject.overflow)
+                    bufferSize: subject.buffer, overflow: subject.overflow, history: subject.history, durable: subject.durable)
             } catch {
                 throw ConfigurationError(file: file, at: subject.location, path: "subjects.\(subject.name)", message: error.message)
             }
@@ -227,7 +238,10 @@ public struct BrokerConfiguration: Sendable {
     /// Validates everything, as `hubcli serve --check-config` does: declares
     /// the entries in a scratch hub with this configuration and compiles every pipeline.
     public func check() throws(ConfigurationError) {
-        try declare(in: Hub(configuration: service.hub, scheduler: ImmediateScheduler.shared))
+        // Durable subjects are checked against a store in memory: checking touches no disk.
+        try declare(in: Hub(
+            configuration: service.hub, scheduler: ImmediateScheduler.shared,
+            durableStore: service.storage == nil ? nil : MemoryStore()))
     }
 
     /// Applies ``adHocPipelines`` to session settings.

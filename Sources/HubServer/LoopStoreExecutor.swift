@@ -1,0 +1,12 @@
+import HubRegistry
+import HubTransport
+
+/// The service loop's queue as a store's way back: a durable store's threads hand
+/// their results to the hub's loop through it.
+struct LoopStoreExecutor: StoreExecutor {
+    let eventLoop: EventLoop
+
+    func execute(_ work: @Sendable @escaping () -> Void) {
+        eventLoop.execute(work)
+    }
+}

@@ -1,0 +1,62 @@
+import HubEngine
+import HubRegistry
+import HubServer
+import HubSQLite
+import Testing
+
+@Suite("Broker configuration: history and storage")
+struct HistoryConfigTests {
+    @Test func historyDurableStorageAndDefaultsAreRead() throws {
+        let configuration = try BrokerConfiguration.parse(yaml: """
+            storage: {path: data, sync: normal}
+            defaults: {history: {size: 7}}
+            subjects:
+              a: {history: {size: 50, ttl: "10m"}}
+              b: {history: {ttl: "2s"}}
+              c: {history: }
+              d: {durable: true, kind: currentValue, initial: 1}
+              e:
+            """, file: "/etc/hub/hub.yml")
+        #expect(configuration.service.storage == .init(path: "/etc/hub/data", sync: .normal))
+        #expect(configuration.service.hub.defaultHistory == HistoryRetention(size: 7))
+        let subjects = Dictionary(uniqueKeysWithValues: configuration.subjects.map { ($0.name, $0) })
+        #expect(subjects["a"]?.history == HistoryRetention(size: 50, ttl: .seconds(600)))
+        #expect(subjects["b"]?.history == HistoryRetention(size: HistoryRetention.defaultSize, ttl: .seconds(2)))
+        #expect(subjects["c"]?.history == HistoryRetention())
+        #expect(subjects["d"]?.durable == true && subjects["d"]?.history == nil)
+        #expect(subjects["e"]?.history == nil && subjects["e"]?.durable == false)
+        try configuration.check()
+    }
+
+    @Test func declaredSubjectsGetTheirHistory() throws {
+        let configuration = try BrokerConfiguration.parse(yaml: """
+            defaults: {history: {size: 3}}
+            subjects:
+              kept: {history: {size: 2}}
+              plain:
+            """)
+        let hub = Hub(configuration: configuration.service.hub, scheduler: ImmediateScheduler.shared)
+        try configuration.declare(in: hub)
+        guard case .subject(let kept)? = hub.entry(named: "kept"), case .subject(let plain)? = hub.entry(named: "plain") else {
+            Issue.record("subjects not declared")
+            return
+        }
+        #expect(kept.history?.retention == HistoryRetention(size: 2))
+        #expect(plain.history == nil)
+        #expect(try hub.subject(named: "fresh").history?.retention == HistoryRetention(size: 3))
+    }
+
+    @Test func mistakesNameTheirKey() {
+        #expect(parseError("subjects:\n  a: {durable: true}\n")
+            == "hub.yml:2:16: subjects.a.durable: a durable subject needs storage.path (where the broker stores it)")
+        #expect(parseError("storage: {sync: full}\n")?.contains("storage: missing 'path'") == true)
+        #expect(parseError("storage: {path: x, sync: sometimes}\n")?.contains("storage.sync") == true)
+        #expect(parseError("storage: {path: x, colour: red}\n")?.contains("storage.colour") == true)
+        #expect(parseError("subjects:\n  a: {history: {size: 0}}\n")?.contains("subjects.a.history.size") == true)
+        #expect(parseError("subjects:\n  a: {history: {ttl: 5}}\n")?.contains("subjects.a.history.ttl") == true)
+        #expect(parseError("subjects:\n  a: {history: {depth: 5}}\n")?.contains("subjects.a.history.depth") == true)
+        #expect(parseError("subjects:\n  a: {history: 5}\n")?.contains("subjects.a.history") == true)
+        #expect(parseError("defaults: {history: {size: -1}}\n")?.contains("defaults.history.size") == true)
+        #expect(parseError("defaults: {durable: true}\n")?.contains("defaults.durable") == true)
+    }
+}
