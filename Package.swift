@@ -218,6 +218,7 @@ let package = Package(
                 "NetworkTestSupport",
                 "HubClient",
                 "HubServer",
+                "HubRegistry",
                 "HubEngine",
                 "HubValue",
                 "HubWire",

@@ -37,6 +37,8 @@ final class ClientCore {
     private var waiting: [(id: UInt64, run: (Result<WebSocketConnection, HubClientError>) -> Void)] = []
     private var nextWaitingID: UInt64 = 0
     private var subscriptions: [UInt64: any RemoteSubscriptionEndpoint] = [:]
+    /// Subscriptions to subjects with history waiting for the next connection to resume.
+    private var resuming: [any RemoteSubscriptionEndpoint] = []
     private var acks: [Int64: (Result<ServerMessage, HubClientError>) -> Void] = [:]
     private var nextID: UInt64 = 1
     private var nextAck: Int64 = 1
@@ -145,6 +147,10 @@ final class ClientCore {
         connectCount += 1
         self.session = session
         logger.debug("connected", metadata: ["url": "\(url)", "session": "\(session)"])
+        // Subscriptions that survived the lost connection subscribe again first.
+        let resumed = resuming
+        resuming = []
+        for endpoint in resumed { open(endpoint) }
         flushWaiting(.success(connection))
     }
 
@@ -174,6 +180,7 @@ final class ClientCore {
                 code: .disconnected, message: "gave up reconnecting to \(url) after \(attempt) attempts: \(error.message)")
         }
         attempt = 0
+        failResuming(reported)
         flushWaiting(.failure(reported))
     }
 
@@ -238,33 +245,52 @@ final class ClientCore {
         }
     }
 
-    /// An established connection was lost: subscriptions and pending calls fail;
-    /// then reconnect (or not) by the policy.
+    /// An established connection was lost: pending calls fail; subscriptions to subjects
+    /// with history wait to resume when the client reconnects, the others fail; then
+    /// reconnect (or not) by the policy.
     private func lost(_ failure: HubClientError) {
         session = nil
         generation += 1
-        failEverything(failure)
         let policy = configuration.reconnect
         let authFailure = failure.code == HubClientError.Code(.unauthorized)
-        if policy.isEnabled, !authFailure {
+        let reconnecting = policy.isEnabled && !authFailure
+        // Before the subscriptions hear of it, so that one that resumes waits for the next connection.
+        state = reconnecting ? .waitingToReconnect : .idle
+        failEverything(failure, resuming: reconnecting)
+        if reconnecting {
             attempt = 0
             scheduleReconnect()
-        } else {
-            state = .idle
         }
     }
 
-    private func failEverything(_ failure: HubClientError) {
+    private func failEverything(_ failure: HubClientError, resuming canResume: Bool = false) {
         let live = subscriptions
         subscriptions = [:]
         let pending = acks
         acks = [:]
         for (_, subscription) in live.sorted(by: { $0.key < $1.key }) {
-            subscription.fail(failure)
+            if canResume, subscription.prepareToResume() {
+                resuming.append(subscription)
+            } else {
+                subscription.fail(canResume ? failure.explainingNoHistory : failure)
+            }
         }
+        if !canResume { failResuming(failure) }
         for (_, completion) in pending.sorted(by: { $0.key < $1.key }) {
             completion(.failure(failure))
         }
+    }
+
+    /// The subscriptions waiting to resume fail: there will be no next connection.
+    private func failResuming(_ failure: HubClientError) {
+        let waiting = resuming
+        resuming = []
+        for endpoint in waiting { endpoint.fail(failure) }
+    }
+
+    /// A subscription waiting to resume was cancelled.
+    func forgetResuming(_ endpoint: any RemoteSubscriptionEndpoint) {
+        resuming.removeAll { $0 === endpoint }
     }
 
     // MARK: - Inbound
@@ -298,19 +324,26 @@ final class ClientCore {
         switch message {
         case let .welcome(_, session):
             welcomed(connection, session: session)
-        case .subscribed:
-            break
-        case let .next(id, value, _):
-            subscriptions[id]?.deliver(value)
-        case let .nextBatch(id, values, _):
-            for value in values {
+        case let .subscribed(id, _, history, recovered):
+            subscriptions[id]?.confirmed(history: history, recovered: recovered)
+        case let .next(id, value, offset):
+            subscriptions[id]?.deliver(value, offset: offset)
+        case let .nextBatch(id, values, offset):
+            for (index, value) in values.enumerated() {
                 guard let subscription = subscriptions[id] else { break }
-                subscription.deliver(value)
+                subscription.deliver(value, offset: offset.map { $0 + UInt64(index) })
             }
         case let .complete(id):
             subscriptions.removeValue(forKey: id)?.finish()
         case let .error(error, id?, _):
-            subscriptions.removeValue(forKey: id)?.fail(HubClientError(server: error))
+            guard let subscription = subscriptions.removeValue(forKey: id) else { break }
+            // A server that shuts down ends each subscription before closing: one to a
+            // subject with history resumes once the client has reconnected.
+            if error.code == .shuttingDown, configuration.reconnect.isEnabled, subscription.prepareToResume() {
+                resuming.append(subscription)
+            } else {
+                subscription.fail(HubClientError(server: error))
+            }
         case let .error(error, nil, ack?):
             acks.removeValue(forKey: ack)?(.failure(HubClientError(server: error)))
         case let .error(error, nil, nil):
@@ -414,6 +447,7 @@ final class ClientCore {
         reconnectTimer?.cancel()
         let failure = HubClientError(code: .closed, message: "the client was closed")
         failEverything(failure)
+        failResuming(failure)
         flushWaiting(.failure(failure))
         guard let connection else {
             completion()

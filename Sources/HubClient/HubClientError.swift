@@ -30,11 +30,17 @@ public struct HubClientError: Error, Hashable, Sendable, CustomStringConvertible
         public static let timeout = Code(rawValue: "timeout")
         /// The server sent something that is not protocol v1.
         public static let protocolError = Code(rawValue: "protocol_error")
-        /// The connection was lost while a subscription or request was live (subscriptions
-        /// are never resumed across a reconnect). ``closeCode`` holds the close code, if any.
+        /// The connection was lost while a subscription or request was live. Subscriptions
+        /// to subjects with history resume after the reconnect instead; others fail with
+        /// it. ``closeCode`` holds the close code, if any.
         public static let disconnected = Code(rawValue: "disconnected")
         /// The client was closed with ``HubClient/close()``.
         public static let closed = Code(rawValue: "closed")
+        /// A subscription to a subject with history could not go on without a gap: the
+        /// server no longer holds the values after the last offset it delivered (or
+        /// those a `since` asked for), for example after a restart of a subject that is
+        /// not durable (a new epoch). ``HubClientError/data`` holds `{"offset", "epoch"}`.
+        public static let resumeFailed = Code(rawValue: "resume_failed")
 
         /// The raw code.
         public var description: String { rawValue }
@@ -70,4 +76,15 @@ public struct HubClientError: Error, Hashable, Sendable, CustomStringConvertible
 
     /// `code: message`.
     public var description: String { "\(code.rawValue): \(message)" }
+}
+
+extension HubClientError {
+    /// A lost connection's error, as a subscription that cannot resume gets it: it says
+    /// why (its name keeps no history to resume from).
+    var explainingNoHistory: HubClientError {
+        guard code == .disconnected else { return self }
+        var error = self
+        error.message += " (the subscription cannot resume: it keeps no history)"
+        return error
+    }
 }

@@ -13,8 +13,11 @@ import HubTransport
 /// and the extra demand returned from `receive(_:)`, become `request` frames;
 /// `cancel()` becomes `cancel`. A server `error` for the subscription fails it
 /// with that error's code (``HubClientError/serverError``); `complete`
-/// finishes it; a lost connection or ``HubClient/close()`` fails it with
-/// `disconnected` or `closed`.
+/// finishes it; ``HubClient/close()`` fails it with `closed`. A lost connection
+/// fails it with `disconnected`, unless it subscribes to a subject with history and
+/// the client reconnects: then it resumes after the last value it delivered, within
+/// the demand still unmet, with no gap, duplicate or failure (`resume_failed` if the
+/// hub no longer holds what followed).
 ///
 /// Threading: the subscriber's callbacks (`receive(subscription:)`,
 /// `receive(_:)`, `receive(completion:)`) always run on the client's event
@@ -44,25 +47,17 @@ public struct HubPublisher: Publisher, Sendable {
     /// Attaches `subscriber`: on the loop, it receives its subscription, then the
     /// remote subscription is opened with the demand it requested so far.
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Value, S.Failure == HubClientError {
-        let core = client.core
-        let target = self.target
-        let options = self.options
-        let attach = {
-            let subscription = RemoteSubscription(
-                core: core.value, target: target, options: options, subscriber: subscriber)
-            subscriber.receive(subscription: subscription)
-            subscription.start()
-        }
-        if core.eventLoop.inEventLoop {
-            attach()
-        } else {
-            let box = LoopBound(attach, eventLoop: core.eventLoop)
-            core.eventLoop.execute { box.value() }
-        }
+        RemoteSubscriptions.attach(subscriber, core: client.core, target: target, options: options)
     }
 
     /// The values as an `AsyncSequence` that keeps `prefetch` values requested
     /// ahead of the consumer (see ``HubValues``).
+    /// The same subscription delivering each value with its offset and epoch (a subject
+    /// with history), as ``HubEntry``.
+    public var entries: HubEntryPublisher {
+        HubEntryPublisher(client: client, target: target, options: options)
+    }
+
     public func values(prefetch: Int = 16) -> HubValues {
         HubValues(publisher: self, prefetch: prefetch)
     }

@@ -2,8 +2,9 @@
 ///
 /// Delays grow exponentially: `initialDelay`, then ×`multiplier` per failed
 /// attempt, capped at `maximumDelay`. The first connection is never retried: a
-/// refused first connect fails the call that asked for it. Subscriptions are
-/// never resumed: they fail with `disconnected` when the connection is lost.
+/// refused first connect fails the call that asked for it. A subscription to a
+/// subject with history resumes on the new connection after the last value it
+/// delivered; others fail with `disconnected` when the connection is lost.
 public struct ReconnectPolicy: Hashable, Sendable {
     /// Whether to reconnect at all.
     public var isEnabled: Bool

@@ -10,11 +10,17 @@ public struct SubscribeOptions: Hashable, Sendable {
     public var buffer: Int?
     /// `overflow`: what the server does when that buffer is full.
     public var overflow: OverflowPolicy?
+    /// `since`: on a subject with history, start after an offset the subscriber already
+    /// has (`.offset(n, epoch:)`) or with the last values (`.last(k)`), then go on live.
+    /// If the server no longer holds them, the subscription fails with
+    /// ``HubClientError/Code/resumeFailed`` (its values would have a gap).
+    public var since: HistorySince?
 
     /// Options; all absent by default (the server's defaults apply).
-    public init(batch: Bool? = nil, buffer: Int? = nil, overflow: OverflowPolicy? = nil) {
+    public init(batch: Bool? = nil, buffer: Int? = nil, overflow: OverflowPolicy? = nil, since: HistorySince? = nil) {
         self.batch = batch
         self.buffer = buffer
         self.overflow = overflow
+        self.since = since
     }
 }

@@ -134,7 +134,8 @@ enum ClientExit {
         as with '| head'); 1 for bad input (an invalid URL, bad JSON); 2 when the
         hub cannot be reached, the connection is lost or an answer times out; 3
         when the hub answers with an error (its code, such as not_found or
-        completed, is printed on standard error); 64 for a usage error (an
+        completed, is printed on standard error) or no longer holds the history
+        a subscription asked for (resume_failed); 64 for a usage error (an
         unknown command or option, a missing or invalid argument).
         """
 
@@ -146,14 +147,14 @@ enum ClientExit {
 
     /// The status for `error`.
     static func status(of error: HubClientError) -> Int32 {
-        if error.serverError != nil { return server }
+        if error.serverError != nil || error.code == .resumeFailed { return server }
         if error.code == .invalidURL || error.code == badTokenFile { return badInput }
         return connection
     }
 
     /// `code: message` for server errors (with their data), the message otherwise.
     static func describe(_ error: HubClientError) -> String {
-        guard error.serverError != nil else { return error.message }
+        guard error.serverError != nil || error.code == .resumeFailed else { return error.message }
         var text = "\(error.code.rawValue): \(error.message)"
         if let data = error.data { text += " (data: \(data.jsonString()))" }
         return text

@@ -10,7 +10,7 @@ struct Subscribe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Subscribe to a subject, pipeline or trigger and print its values.",
         usage: """
-            hubcli subscribe <name> [--demand <n>|unlimited] [--window <n>] [--count <n>] [--buffer <n>] [--overflow <policy>] [--batch] [--reconnect] [--url <url>]
+            hubcli subscribe <name> [--since <offset>[@<epoch>] | --last <k>] [--offsets] [--demand <n>|unlimited] [--window <n>] [--count <n>] [--buffer <n>] [--overflow <policy>] [--batch] [--reconnect] [--url <url>]
             hubcli subscribe --pipeline <text> [options]
             """,
         discussion: """
@@ -34,11 +34,23 @@ struct Subscribe: AsyncParsableCommand {
             dropOldest, dropNewest, or latest: keep only the newest). --batch lets
             the hub send several values in one message (output is unchanged).
 
+            A subject with history (configuration `history`, or `durable`) numbers
+            its values with offsets within an epoch. --since OFFSET[@EPOCH] starts
+            after that offset (of that epoch; without one, the subject's current
+            epoch), --last K with its last K values, then goes on live; if the hub
+            no longer holds them, hubcli fails with resume_failed. --offsets prints
+            each value's offset before it ('OFFSET VALUE'; '-' for a name without
+            history), and says the epoch on standard error.
+
             --reconnect: when the connection is lost (the broker restarts, the
             network drops), hubcli says so on standard error, reconnects with
             back-off and subscribes again; it also waits for a hub that is not up
-            yet. Values published while it was disconnected are not delivered:
-            the hub keeps no history (yet). --count counts across reconnections.
+            yet. On a subject with history it resumes after the last value it
+            printed: nothing is missed or printed twice (a subject that is not
+            durable begins a new epoch when its broker restarts: hubcli says that
+            values were missed and goes on live). On a name without history,
+            values published while it was disconnected are missed. --count counts
+            across reconnections.
 
             The command ends with status 0 when the subscription completes (or
             --count is reached), and with a non-zero status when it fails: the
@@ -49,6 +61,8 @@ struct Subscribe: AsyncParsableCommand {
               hubcli subscribe prices --count 10 --window 4
               hubcli subscribe --pipeline 'prices | map(.bid) | filter(. > 100)'
               hubcli subscribe ticks --buffer 1 --overflow latest --reconnect
+              hubcli subscribe orders --since 41@5f0c2a9e1b3d4c7a --offsets --reconnect
+              hubcli subscribe orders --last 10 --count 10
 
             \(ClientExit.help)
             """
@@ -85,8 +99,19 @@ struct Subscribe: AsyncParsableCommand {
     @Flag(help: "Let the hub send several values in one message.")
     var batch = false
 
-    @Flag(help: "After a lost connection, reconnect and subscribe again (values published meanwhile are missed).")
+    @Flag(help: "After a lost connection, reconnect and subscribe again (resuming where it stopped on a subject with history).")
     var reconnect = false
+
+    @Option(help: ArgumentHelp(
+        "Start after this offset of a subject with history (of EPOCH; default: the current epoch).",
+        valueName: "offset[@epoch]"))
+    var since: String?
+
+    @Option(help: ArgumentHelp("Start with the last K values of a subject with history.", valueName: "k"))
+    var last: Int?
+
+    @Flag(help: "Print each value's offset before it: 'OFFSET VALUE' ('-' without history).")
+    var offsets = false
 
     func validate() throws {
         switch (name, pipeline) {
@@ -100,6 +125,31 @@ struct Subscribe: AsyncParsableCommand {
             throw ValidationError("--demand must be a number ≥ 0 or 'unlimited', got '\(demand)'")
         }
         if let buffer, buffer < 1 { throw ValidationError("--buffer must be at least 1, got \(buffer)") }
+        if since != nil, last != nil { throw ValidationError("give either --since or --last, not both") }
+        if pipeline != nil, since != nil || last != nil {
+            throw ValidationError("--since and --last need a subject <name> (a pipeline keeps no history)")
+        }
+        if let last, last < 0 { throw ValidationError("--last must be at least 0, got \(last)") }
+        if let since, Self.parseSince(since) == nil {
+            throw ValidationError("--since must be OFFSET or OFFSET@EPOCH with an offset from 0 to 9007199254740991, got '\(since)'")
+        }
+    }
+
+    /// `OFFSET` or `OFFSET@EPOCH`.
+    static func parseSince(_ text: String) -> HistorySince? {
+        let parts = text.split(separator: "@", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let offset = UInt64(parts[0]), offset <= HistorySince.maxNumber else { return nil }
+        if parts.count == 2 {
+            guard !parts[1].isEmpty else { return nil }
+            return .offset(offset, epoch: String(parts[1]))
+        }
+        return .offset(offset, epoch: nil)
+    }
+
+    /// Where the first subscription starts.
+    private var start: HistorySince? {
+        if let since { return Self.parseSince(since) }
+        return last.map { .last(UInt64($0)) }
     }
 
     private func parsedDemand(_ text: String) -> Subscribers.Demand? {
@@ -116,18 +166,21 @@ struct Subscribe: AsyncParsableCommand {
     func run() async throws {
         let client = try await connectClient()
         let target = pipeline.map { "pipeline '\($0)'" } ?? "'\(name!)'"
-        let options = SubscribeOptions(batch: batch ? true : nil, buffer: buffer, overflow: overflow)
+        var options = SubscribeOptions(batch: batch ? true : nil, buffer: buffer, overflow: overflow, since: start)
         var printed = 0
+        let epochs = EpochReporter(name: name ?? "", enabled: offsets)
         while true {
             let publisher = pipeline.map { client.subscribe(pipeline: $0, options: options) }
                 ?? client.subscribe(to: name!, options: options)
             let left = count.map { $0 - printed }
             var initial = demand.flatMap(parsedDemand) ?? .max(window)
             if let left, initial > left { initial = .max(left) }
-            let plan = PrintingSubscriber.Plan(initialDemand: initial, window: window, count: left)
+            let plan = PrintingSubscriber.Plan(initialDemand: initial, window: window, count: left, offsets: offsets, epochs: epochs)
             let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<PrintingSubscriber.Outcome, Never>) in
-                publisher.subscribe(PrintingSubscriber(plan: plan) { continuation.resume(returning: $0) })
+                publisher.entries.subscribe(PrintingSubscriber(plan: plan) { continuation.resume(returning: $0) })
             }
+            // A later subscription (after a lost connection) starts after what was printed.
+            options.since = outcome.resumePoint ?? options.since
             printed += outcome.printed
             switch outcome {
             case .completed:
@@ -141,11 +194,15 @@ struct Subscribe: AsyncParsableCommand {
             case .outputClosed:
                 await client.close()
                 return
-            case let .failed(error, _) where reconnect && Self.isConnectionLoss(error):
+            case let .failed(error, _, _) where reconnect && Self.isConnectionLoss(error):
                 Output.status(
                     "\(ClientExit.describe(error)); subscribing to \(target) again once reconnected "
-                        + "(values published meanwhile are missed: the hub keeps no history)")
-            case let .failed(error, _):
+                        + "(values published meanwhile are missed: it keeps no history)")
+            case let .failed(error, _, _) where reconnect && error.code == .resumeFailed:
+                // A subject that lost its history (a restarted broker, not durable): say so, go on live.
+                Output.status("\(ClientExit.describe(error)); going on with the values from now")
+                options.since = nil
+            case let .failed(error, _, _):
                 await client.close()
                 throw ClientExit.report(error)
             }
@@ -175,9 +232,28 @@ struct Subscribe: AsyncParsableCommand {
     }
 }
 
+/// Says a subscription's epoch on standard error (for --offsets) when it first shows
+/// or changes. Used on the client's loop only.
+final class EpochReporter: @unchecked Sendable {
+    private let name: String
+    private let enabled: Bool
+    private var epoch: String?
+
+    init(name: String, enabled: Bool) {
+        self.name = name
+        self.enabled = enabled
+    }
+
+    func saw(_ entry: HubEntry) {
+        guard enabled, let epoch = entry.epoch, epoch != self.epoch else { return }
+        self.epoch = epoch
+        Output.status("'\(name)' epoch \(epoch) (resume with --since OFFSET@\(epoch))")
+    }
+}
+
 /// Prints values on the client's event loop and keeps the demand window full.
 final class PrintingSubscriber: Subscriber {
-    typealias Input = Value
+    typealias Input = HubEntry
     typealias Failure = HubClientError
 
     /// How much to request.
@@ -185,6 +261,9 @@ final class PrintingSubscriber: Subscriber {
         var initialDemand: Subscribers.Demand
         var window: Int
         var count: Int?
+        /// Whether each line starts with the value's offset.
+        var offsets = false
+        var epochs: EpochReporter?
     }
 
     /// How the subscription ended.
@@ -193,13 +272,20 @@ final class PrintingSubscriber: Subscriber {
         case reachedCount(Int)
         /// Standard output's reader went away: the subscription was cancelled.
         case outputClosed(Int)
-        case failed(HubClientError, printed: Int)
+        /// Failed; with where a new subscription resumes (after the last value printed).
+        case failed(HubClientError, printed: Int, resumePoint: HistorySince?)
 
         /// The values printed.
         var printed: Int {
             switch self {
-            case let .completed(n), let .reachedCount(n), let .outputClosed(n), let .failed(_, n): n
+            case let .completed(n), let .reachedCount(n), let .outputClosed(n), let .failed(_, n, _): n
             }
+        }
+
+        /// After the last value printed, when it had an offset.
+        var resumePoint: HistorySince? {
+            if case let .failed(_, _, point) = self { return point }
+            return nil
         }
     }
 
@@ -208,6 +294,7 @@ final class PrintingSubscriber: Subscriber {
     private var subscription: (any Subscription)?
     private var granted = Subscribers.Demand.none
     private var printed = 0
+    private var lastPrinted: HistorySince?
 
     init(plan: Plan, finish: @escaping (Outcome) -> Void) {
         self.plan = plan
@@ -220,9 +307,17 @@ final class PrintingSubscriber: Subscriber {
         if plan.initialDemand != .none { subscription.request(plan.initialDemand) }
     }
 
-    func receive(_ input: Value) -> Subscribers.Demand {
+    func receive(_ input: HubEntry) -> Subscribers.Demand {
         guard finish != nil else { return .none }
-        guard Output.value(input) else {
+        plan.epochs?.saw(input)
+        let written: Bool
+        if plan.offsets {
+            written = Output.line((input.offset.map(String.init) ?? "-") + " " + input.value.jsonString())
+        } else {
+            written = Output.value(input.value)
+        }
+        if let offset = input.offset { lastPrinted = .offset(offset, epoch: input.epoch) }
+        guard written else {
             subscription?.cancel()
             subscription = nil
             end(.outputClosed(printed))
@@ -249,7 +344,7 @@ final class PrintingSubscriber: Subscriber {
         subscription = nil
         switch completion {
         case .finished: end(.completed(printed))
-        case let .failure(error): end(.failed(error, printed: printed))
+        case let .failure(error): end(.failed(error, printed: printed, resumePoint: lastPrinted))
         }
     }
 

@@ -30,6 +30,7 @@ export declare const ErrorCode: {
   readonly DISCONNECTED: "disconnected";
   readonly CLOSED: "closed";
   readonly CANCELLED: "cancelled";
+  readonly RESUME_FAILED: "resume_failed";
 };
 
 /** One of the codes of {@link ErrorCode} (a newer server may send others). */
@@ -96,6 +97,12 @@ export interface SubscribeOptions {
   overflow?: "error" | "dropOldest" | "dropNewest" | "latest";
   /** Ask for the batch form of `next` (the client flattens it). */
   batch?: boolean;
+  /**
+   * On a subject with history: start after an offset (of an epoch), or with the last
+   * values, then go on live. If the hub no longer holds them the subscription fails
+   * with `resume_failed`.
+   */
+  since?: { offset: number; epoch?: string } | { last: number };
 }
 
 export type SubscriptionKind = "subject" | "pipeline" | "trigger";
@@ -161,8 +168,14 @@ export declare class Subscription<T = JSONValue> implements AsyncIterableIterato
   readonly delivered: number;
   /** Demand granted so far (Infinity: unlimited). */
   readonly requested: number;
-  /** The history offset of the last value (null: the protocol has no history yet). */
-  readonly lastOffset: number | string | null;
+  /** The history offset of the last value `next()` handed out (null without history). */
+  readonly lastOffset: number | null;
+  /** The epoch of the subject's history (null without history). */
+  readonly epoch: string | null;
+  /** The subject's latest offset when the hub confirmed the subscription (null without history). */
+  readonly startOffset: number | null;
+  /** With `since`: whether the hub still held what it asked for (null without `since`). */
+  readonly recovered: boolean | null;
   /** Resolves with the kind once confirmed; rejects if the subscription fails (or is cancelled) first. */
   readonly subscribed: Promise<SubscriptionKind>;
   /** Resolves on completion or cancellation; rejects with the failure. */

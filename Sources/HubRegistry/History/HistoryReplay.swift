@@ -76,6 +76,8 @@ extension Publishers {
             /// read without demand to learn whether the history still had them).
             private var held: [HistoryEntry] = []
             private var live: LiveLeg?
+            /// Whether it counts among the subject's subscribers as replaying.
+            private var countedAsReplaying = false
 
             init(replay: HistoryReplay, downstream: Downstream) {
                 self.replay = replay
@@ -87,6 +89,8 @@ extension Publishers {
             func start() {
                 guard downstream != nil, !started else { return }
                 started = true
+                countedAsReplaying = true
+                history.replaying += 1
                 let last = history.lastOffset
                 switch replay.since {
                 case nil:
@@ -223,7 +227,15 @@ extension Publishers {
                 }
             }
 
+            /// It no longer counts as replaying (attached live, failed or cancelled).
+            private func stopCountingAsReplaying() {
+                guard countedAsReplaying else { return }
+                countedAsReplaying = false
+                history.replaying -= 1
+            }
+
             private func attachLive(fresh: Bool) {
+                stopCountingAsReplaying()
                 guard live == nil, downstream != nil else { return }
                 let leg = LiveLeg(owner: self)
                 live = leg
@@ -239,6 +251,7 @@ extension Publishers {
             }
 
             private func fail(_ error: HubError) {
+                stopCountingAsReplaying()
                 guard let downstream else { return }
                 self.downstream = nil
                 held = []
@@ -257,6 +270,7 @@ extension Publishers {
             }
 
             func cancel() {
+                stopCountingAsReplaying()
                 downstream = nil
                 held = []
                 live?.upstream.take()?.cancel()

@@ -55,8 +55,11 @@ public final class SubjectHistory {
     /// Whether the subject has finished (or will, once its stored values are delivered).
     public var isCompleted: Bool { pendingCompletion != nil || (passthrough?.isCompleted ?? current!.isCompleted) }
 
-    /// The number of live subscribers.
-    public var subscriberCount: Int { passthrough?.subscriberCount ?? current!.subscriberCount }
+    /// The number of subscribers: live ones, and those still replaying its history.
+    public var subscriberCount: Int { (passthrough?.subscriberCount ?? current!.subscriberCount) + replaying }
+
+    /// Subscriptions replaying the history that have not attached to the live values yet.
+    var replaying = 0
 
     /// The subject's values with their offsets: a current-value subject's current value
     /// first, then each value as it is committed.

@@ -36,7 +36,7 @@ async function main() {
     const vector = parseVector(await (await fetch(`/Protocol/conformance/vectors/${file}`)).text());
     vectors.push({ name: `conformance ${vector.name}`, vector });
   }
-  for (const result of await runVectors(vectors, { url: config.url })) {
+  for (const result of await runVectors(vectors, { url: config.conformanceUrl })) {
     results.push(result);
     show(result);
   }

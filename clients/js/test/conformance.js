@@ -23,7 +23,7 @@ const MAX_ID = Number.MAX_SAFE_INTEGER;
 const OVERFLOW = new Set(["error", "dropOldest", "dropNewest", "latest"]);
 const EXPECTED_OPS = new Set(["subscribed", "next", "complete", "error", "ack", "catalog"]);
 const FIELDS = {
-  subscribe: ["op", "id", "to", "pipeline", "demand", "buffer", "overflow", "batch"],
+  subscribe: ["op", "id", "to", "pipeline", "demand", "buffer", "overflow", "batch", "since"],
   request: ["op", "id", "n"],
   cancel: ["op", "id"],
   send: ["op", "to", "value", "ack"],
@@ -80,6 +80,9 @@ export function inapplicable(vector) {
         if (pattern.op === "next" && "values" in pattern && pattern.values !== "$absent") {
           return `${where}: the API flattens batches`;
         }
+        if (pattern.op === "subscribed" && pattern.recovered === false && "offset" in pattern && pattern.offset !== "$absent") {
+          return `${where}: the API fails a since the hub cannot recover (resume_failed) instead of going on live`;
+        }
         if ((pattern.op === "complete" || pattern.op === "error") && pattern.id !== undefined) ids.delete(pattern.id);
       }
     } else if (kind !== "expectNone" && kind !== "sleep") {
@@ -110,6 +113,7 @@ function unsupportedMessage(message, liveIds, heldIds, started) {
       if (buffer !== undefined && !(isInteger(buffer) && buffer >= 1)) return "an invalid buffer";
       if (overflow !== undefined && !OVERFLOW.has(overflow)) return "an invalid overflow";
       if (batch !== undefined && typeof batch !== "boolean") return "an invalid batch";
+      if (message.since !== undefined && !validSince(message.since)) return "an invalid since (the API refuses it locally)";
       return null;
     }
     case "request":
@@ -132,6 +136,16 @@ function unsupportedMessage(message, liveIds, heldIds, started) {
     default:
       return null;
   }
+}
+
+function validSince(since) {
+  const count = (n) => isInteger(n) && n >= 0 && n <= MAX_ID;
+  if (!since || typeof since !== "object" || Array.isArray(since)) return false;
+  const keys = Object.keys(since);
+  if (keys.includes("offset")) {
+    return !keys.includes("last") && count(since.offset) && (since.epoch === undefined || typeof since.epoch === "string");
+  }
+  return keys.includes("last") && count(since.last);
 }
 
 // ---- Matching (as run.py) ----
@@ -271,6 +285,13 @@ function errorEvent(error, extra) {
   return event;
 }
 
+/** A vector's since with plain numbers (vectors parse integers as BigInts). */
+function exactSince(since) {
+  const copy = {};
+  for (const [key, value] of Object.entries(since)) copy[key] = typeof value === "bigint" ? Number(value) : value;
+  return copy;
+}
+
 /** Runs one applicable vector; throws Mismatch when the API's behaviour differs. */
 export async function runVector(vectorTemplate, { url, token, timeout = 10000 }) {
   const vector = substitute(vectorTemplate, Math.random().toString(36).slice(2, 14));
@@ -313,10 +334,23 @@ export async function runVector(vectorTemplate, { url, token, timeout = 10000 })
       buffer: message.buffer,
       overflow: message.overflow,
       batch: message.batch,
+      since: message.since === undefined ? undefined : exactSince(message.since),
     });
     const entry = { subscription, cancelled: false };
     conn.subs.set(id, entry);
-    subscription.subscribed.then((kind) => conn.log.push({ op: "subscribed", id, kind }), () => {});
+    subscription.subscribed.then(
+      (kind) => {
+        // What the hub's `subscribed` said, as the subscription's state holds it.
+        const event = { op: "subscribed", id, kind };
+        if (subscription.epoch !== null) {
+          event.epoch = subscription.epoch;
+          event.offset = subscription.startOffset;
+        }
+        if (subscription.recovered !== null) event.recovered = subscription.recovered;
+        conn.log.push(event);
+      },
+      () => {},
+    );
     (async () => {
       try {
         for (;;) {
@@ -325,7 +359,9 @@ export async function runVector(vectorTemplate, { url, token, timeout = 10000 })
             if (!entry.cancelled) conn.log.push({ op: "complete", id });
             return;
           }
-          conn.log.push({ op: "next", id, value });
+          const event = { op: "next", id, value };
+          if (subscription.lastOffset !== null) event.offset = subscription.lastOffset;
+          conn.log.push(event);
         }
       } catch (error) {
         conn.log.push(errorEvent(error, { id }));

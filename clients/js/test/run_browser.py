@@ -320,8 +320,11 @@ async def run(args):
         brokers.append(auth_broker)
         tutorial = Broker(args.hubcli, os.path.join(REPOSITORY, "docs", "tutorial-todo", "hub.yml"))
         brokers.append(tutorial)
+        # The conformance vectors' broker: every new subject keeps a history.
+        conformance = Broker(args.hubcli, os.path.join(REPOSITORY, "Protocol", "conformance", "hub.yml"))
+        brokers.append(conformance)
         vectors = sorted(f for f in os.listdir(os.path.join(REPOSITORY, "Protocol", "conformance", "vectors")) if f.endswith(".json"))
-        server, base = serve_http({"url": open_broker.url, "authUrl": auth_broker.url, "token": TOKEN, "vectors": vectors})
+        server, base = serve_http({"url": open_broker.url, "authUrl": auth_broker.url, "conformanceUrl": conformance.url, "token": TOKEN, "vectors": vectors})
         browser = Chromium(args.chromium)
         try:
             await browser.connect()

@@ -72,6 +72,14 @@ def broker():
 
 
 @pytest.fixture(scope="session")
+def conformance_broker():
+    """The conformance vectors' broker: every new subject keeps a history (Protocol/conformance/hub.yml)."""
+    server = Broker(os.path.join(REPOSITORY, "Protocol", "conformance", "hub.yml"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def auth_broker(tmp_path_factory):
     config = tmp_path_factory.mktemp("auth") / "hub.yml"
     config.write_text(f"auth:\n  tokens: [{TOKEN}]\n")

@@ -33,7 +33,7 @@ MAX_ID = 2**53 - 1
 OVERFLOW = {"error", "dropOldest", "dropNewest", "latest"}
 EXPECTED_OPS = {"subscribed", "next", "complete", "error", "ack", "catalog"}
 FIELDS = {
-    "subscribe": {"op", "id", "to", "pipeline", "demand", "buffer", "overflow", "batch"},
+    "subscribe": {"op", "id", "to", "pipeline", "demand", "buffer", "overflow", "batch", "since"},
     "request": {"op", "id", "n"},
     "cancel": {"op", "id"},
     "send": {"op", "to", "value", "ack"},
@@ -77,6 +77,8 @@ def unsupported(message, live, held, started):
             return "an invalid overflow"
         if "batch" in message and not isinstance(message["batch"], bool):
             return "an invalid batch"
+        if "since" in message and not valid_since(message["since"]):
+            return "an invalid since (the API refuses it locally)"
         return None
     if op == "request":
         if message.get("id") not in held:
@@ -98,6 +100,16 @@ def unsupported(message, live, held, started):
     if op == "list":
         return None if "ack" in message else "a list without ack"
     return None
+
+
+def valid_since(since):
+    def count(n):
+        return is_int(n) and 0 <= n <= MAX_ID
+    if not isinstance(since, dict):
+        return False
+    if "offset" in since:
+        return "last" not in since and count(since["offset"]) and isinstance(since.get("epoch", ""), str)
+    return "last" in since and count(since["last"])
 
 
 def inapplicable(vector):
@@ -122,6 +134,9 @@ def inapplicable(vector):
                     return f"{where}: the API does not surface a server {pattern.get('op')!r}"
                 if pattern["op"] == "next" and pattern.get("values", "$absent") != "$absent":
                     return f"{where}: the API flattens batches"
+                if pattern["op"] == "subscribed" and pattern.get("recovered") is False \
+                        and pattern.get("offset", "$absent") != "$absent":
+                    return f"{where}: the API fails a since the hub cannot recover (resume_failed) instead of going on live"
                 if pattern["op"] in ("complete", "error") and "id" in pattern:
                     ids.discard(pattern["id"])
         elif kind not in ("expectNone", "sleep"):
@@ -214,7 +229,7 @@ async def run_vector(vector, url, timeout=10.0):
         target = {"pipeline": message["pipeline"]} if "pipeline" in message else {"name": message["to"]}
         subscription = conn["hub"].subscribe(**target, prefetch=0, demand=message.get("demand", 0),
                                              buffer=message.get("buffer"), overflow=message.get("overflow"),
-                                             batch=message.get("batch"))
+                                             batch=message.get("batch"), since=message.get("since"))
         entry = {"subscription": subscription, "cancelled": False}
         conn["subs"][sid] = entry
 
@@ -223,12 +238,22 @@ async def run_vector(vector, url, timeout=10.0):
                 kind = await subscription.subscribed()
             except Exception:  # noqa: BLE001 - the failure is reported by the iteration
                 return
-            conn["log"].push({"op": "subscribed", "id": sid, "kind": kind})
+            # What the hub's `subscribed` said, as the subscription's state holds it.
+            event = {"op": "subscribed", "id": sid, "kind": kind}
+            if subscription.epoch is not None:
+                event["epoch"] = subscription.epoch
+                event["offset"] = subscription.start_offset
+            if subscription.recovered is not None:
+                event["recovered"] = subscription.recovered
+            conn["log"].push(event)
 
         async def values():
             try:
                 async for value in subscription:
-                    conn["log"].push({"op": "next", "id": sid, "value": value})
+                    event = {"op": "next", "id": sid, "value": value}
+                    if subscription.last_offset is not None:
+                        event["offset"] = subscription.last_offset
+                    conn["log"].push(event)
             except Exception as error:  # noqa: BLE001
                 conn["log"].push(error_event(error, {"id": sid}))
                 return
@@ -305,9 +330,9 @@ def load(file):
 
 
 @pytest.mark.parametrize("file", VECTORS)
-async def test_vector(broker, file):
+async def test_vector(conformance_broker, file):
     vector = load(file)
     reason = inapplicable(vector)
     if reason:
         pytest.skip(reason)
-    await run_vector(vector, broker.url)
+    await run_vector(vector, conformance_broker.url)

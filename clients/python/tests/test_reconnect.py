@@ -113,3 +113,57 @@ async def test_a_hub_that_never_answers_times_out():
             writer.close()
         server.close()
         await server.wait_closed()
+
+
+async def test_history_resumes_across_restarts(tmp_path):
+    """A subscription to a subject with history resumes after the reconnect (a durable subject
+    across kill -9) within its demand, with offsets; one in memory fails with resume_failed."""
+    from conftest import Broker
+
+    config = tmp_path / "hub.yml"
+    config.write_text(
+        f"storage: {{path: {tmp_path / 'data'}}}\n"
+        "subjects:\n  orders: {durable: true, history: {size: 1000}}\n  scratch: {history: {size: 100}}\n")
+    broker = await asyncio.get_running_loop().run_in_executor(None, Broker, str(config))
+    hub = Hub(broker.url, reconnect=ReconnectPolicy(initial_delay=0.05, max_delay=0.4), request_timeout=60)
+    try:
+        orders = hub.subscribe("orders", prefetch=0, demand=2)
+        scratch = hub.subscribe("scratch", prefetch=0, demand="unlimited")
+        await orders.subscribed()
+        await scratch.subscribed()
+        assert isinstance(orders.epoch, str) and orders.start_offset == 0
+        for value in (1, 2, 3):
+            await hub.send("orders", value)
+        await hub.send("scratch", "a")
+        assert [await orders.__anext__(), await orders.__anext__()] == [1, 2]
+        assert orders.last_offset == 2
+        assert await scratch.__anext__() == "a"
+        epoch = orders.epoch
+
+        await stopped(broker, signal.SIGKILL)
+        await started(broker)
+        await hub.send("orders", 4)  # waits for the reconnection
+        orders.request(5)  # the demand still unmet was 0
+        assert [await orders.__anext__(), await orders.__anext__()] == [3, 4]
+        assert orders.last_offset == 4 and orders.epoch == epoch
+        with pytest.raises(HubError) as caught:
+            await scratch.__anext__()
+        assert caught.value.code == ErrorCode.RESUME_FAILED and "values were missed" in str(caught.value)
+
+        last = hub.subscribe("orders", since={"last": 2})
+        assert [await last.__anext__(), await last.__anext__()] == [3, 4] and last.recovered is True
+        after = hub.subscribe("orders", since={"offset": 1, "epoch": epoch})
+        assert [await after.__anext__() for _ in range(3)] == [2, 3, 4]
+        gone = hub.subscribe("orders", since={"offset": 1, "epoch": "another"})
+        with pytest.raises(HubError) as caught:
+            await gone.__anext__()
+        assert caught.value.code == ErrorCode.RESUME_FAILED
+        with pytest.raises(HubError) as caught:
+            hub.subscribe(pipeline="orders", since={"last": 1})
+        assert caught.value.code == ErrorCode.INVALID_ARGUMENT
+        with pytest.raises(HubError) as caught:
+            hub.subscribe("orders", since={"offset": -1})
+        assert caught.value.code == ErrorCode.INVALID_ARGUMENT
+    finally:
+        await hub.close()
+        broker.stop(signal.SIGKILL)

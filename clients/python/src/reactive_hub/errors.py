@@ -31,6 +31,8 @@ class ErrorCode:
     DISCONNECTED = "disconnected"
     CLOSED = "closed"
     CANCELLED = "cancelled"
+    #: A subscription to a subject with history could not go on without a gap (PROTOCOL.md §10).
+    RESUME_FAILED = "resume_failed"
 
 
 _UNSET: Any = object()

@@ -33,9 +33,10 @@ class Hub:
     Calls made before it is open wait for it (the first call connects, or
     ``await hub.connect()``, or ``async with Hub(url) as hub``); after an
     established connection is lost, it reconnects with exponential back-off
-    (``reconnect``, a :class:`ReconnectPolicy`, or None for never). Live
-    subscriptions then fail with ``disconnected`` (or the server's
-    ``shutting_down``): the protocol has no history to resume from yet.
+    (``reconnect``, a :class:`ReconnectPolicy`, or None for never). A live
+    subscription to a subject with history then resumes after the last value it
+    delivered, within its demand (no gap, no duplicate); the others fail with
+    ``disconnected`` (or the server's ``shutting_down``).
 
     Events (``hub.on(name, callback)``): ``open`` (the session id),
     ``disconnect`` (the HubError), ``reconnecting`` (attempt, delay in s),
@@ -98,19 +99,23 @@ class Hub:
 
     def subscribe(self, name: Optional[str] = None, *, pipeline: Optional[str] = None, prefetch: int = 16,
                   demand: Any = None, buffer: Optional[int] = None, overflow: Optional[str] = None,
-                  batch: Optional[bool] = None) -> Subscription:
+                  batch: Optional[bool] = None, since: Optional[Dict[str, Any]] = None) -> Subscription:
         """Subscribes to a subject, named pipeline or trigger (``name``) or to pipeline text (``pipeline=``).
 
         ``prefetch``: values kept requested ahead of the consumer (0: manual demand
         with ``request(n)``, ``demand`` then being the initial one); ``buffer`` and
         ``overflow``: the hot buffer the hub keeps for it and its policy (error,
-        dropOldest, dropNewest, latest). Must be called with the event loop running.
+        dropOldest, dropNewest, latest). ``since`` (a subject with history):
+        ``{"offset": N, "epoch": E}`` (epoch optional) or ``{"last": K}`` starts after
+        that offset or with the last K values, then goes on live; if the hub no
+        longer holds them, the subscription fails with ``resume_failed``. Must be
+        called with the event loop running.
         """
         if (name is None) == (pipeline is None):
             raise HubError(ErrorCode.INVALID_ARGUMENT, "subscribe needs a name or pipeline=, not both")
         target = {"to": name} if name is not None else {"pipeline": pipeline}
         return Subscription(self._core, target, prefetch=prefetch, demand=demand, buffer=buffer,
-                            overflow=overflow, batch=batch)
+                            overflow=overflow, batch=batch, since=since)
 
     async def close(self) -> None:
         """Closes (close 1000); live calls and subscriptions fail with ``closed``."""
@@ -162,6 +167,8 @@ class _Core:
         self._waiting: Dict[int, Callable[[Optional[HubError]], None]] = {}
         self._next_waiting = 1
         self._subscriptions: Dict[int, "weakref.ref[Subscription]"] = {}
+        # Subscriptions the hub ended with shutting_down: they resume after the reconnect.
+        self._resume_after_loss: List["weakref.ref[Subscription]"] = []
         self._acks: Dict[int, "asyncio.Future[Dict[str, Any]]"] = {}
         self._next_id = 1
         self._next_ack = 1
@@ -275,7 +282,7 @@ class _Core:
             reconnecting = self.reconnect is not None and failure.code != ErrorCode.UNAUTHORIZED
             # Before the subscriptions hear of it, so that one that resumes waits for the next connection.
             self.state = "reconnecting" if reconnecting else "idle"
-            self._fail_everything(failure)
+            self._fail_everything(failure, reconnecting)
             if not reconnecting:
                 return
             self._attempt = 0
@@ -381,18 +388,21 @@ class _Core:
         if op == "subscribed":
             subscription = self._lookup(message.get("id"))
             if subscription is not None:
-                subscription._confirmed(message.get("kind"))
+                subscription._confirmed(message)
         elif op == "next":
             subscription = self._lookup(message.get("id"))
             if subscription is None:
                 return
+            offset = message.get("offset")
+            if not isinstance(offset, int) or isinstance(offset, bool):
+                offset = None
             if isinstance(message.get("values"), list):
-                for value in message["values"]:
+                for index, value in enumerate(message["values"]):
                     if subscription.ended:
                         break
-                    subscription._deliver(value)
+                    subscription._deliver(value, None if offset is None else offset + index)
             else:
-                subscription._deliver(message.get("value"))
+                subscription._deliver(message.get("value"), offset)
         elif op == "complete":
             subscription = self._lookup(message.get("id"))
             self._subscriptions.pop(message.get("id"), None)  # type: ignore[arg-type]
@@ -404,7 +414,11 @@ class _Core:
             if "id" in message:
                 subscription = self._lookup(message["id"])
                 self._subscriptions.pop(message["id"], None)
-                if subscription is not None:
+                if (subscription is not None and error.code == ErrorCode.SHUTTING_DOWN and self.reconnect is not None
+                        and subscription._resume_plan() is not None):
+                    # The hub is stopping: this subscription resumes once the client has reconnected.
+                    self._resume_after_loss.append(weakref.ref(subscription))
+                elif subscription is not None:
                     subscription._fail(error)
             elif "ack" in message:
                 future = self._acks.pop(message["ack"], None)
@@ -425,14 +439,15 @@ class _Core:
         ref = self._subscriptions.get(wire_id)
         return ref() if ref is not None else None
 
-    def _fail_everything(self, failure: HubError) -> None:
-        subscriptions = [ref() for ref in self._subscriptions.values()]
+    def _fail_everything(self, failure: HubError, reconnecting: bool = False) -> None:
+        subscriptions = [ref() for ref in self._resume_after_loss] + [ref() for ref in self._subscriptions.values()]
+        self._resume_after_loss = []
         self._subscriptions.clear()
         acks = list(self._acks.values())
         self._acks.clear()
         for subscription in subscriptions:
             if subscription is not None:
-                subscription._lost(failure)
+                subscription._lost(failure, reconnecting)
         for future in acks:
             if not future.done():
                 future.set_exception(failure)

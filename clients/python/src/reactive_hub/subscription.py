@@ -26,6 +26,22 @@ def demand_value(n: Any, zero_allowed: bool) -> Union[int, str]:
     raise HubError(ErrorCode.INVALID_DEMAND, f'demand must be an integer >= {lowest} or "unlimited", got {n!r}')
 
 
+def check_since(since: Any) -> Dict[str, Any]:
+    """A valid ``since``: ``{"offset": N, "epoch"?: E}`` or ``{"last": K}`` with ints 0..2^53-1."""
+    def count(n: Any) -> bool:
+        return isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_SAFE
+    if isinstance(since, dict):
+        if "offset" in since and "last" not in since and count(since["offset"]):
+            epoch = since.get("epoch")
+            if epoch is not None and not isinstance(epoch, str):
+                raise HubError(ErrorCode.INVALID_ARGUMENT, f"since epoch must be a string, got {epoch!r}")
+            return {"offset": since["offset"]} if epoch is None else {"offset": since["offset"], "epoch": epoch}
+        if "last" in since and "offset" not in since and count(since["last"]):
+            return {"last": since["last"]}
+    raise HubError(ErrorCode.INVALID_ARGUMENT,
+                   f'since must be {{"offset": N, "epoch": E}} or {{"last": K}} with integers >= 0, got {since!r}')
+
+
 def _retrieve(future: "asyncio.Future[Any]") -> None:
     """Marks a future's exception as seen (no "never retrieved" report); its awaiters still get it."""
     if not future.cancelled():
@@ -46,7 +62,8 @@ class Subscription:
     """
 
     def __init__(self, core: "_Core", target: Dict[str, str], *, prefetch: int = 16, demand: Any = None,
-                 buffer: Optional[int] = None, overflow: Optional[str] = None, batch: Optional[bool] = None) -> None:
+                 buffer: Optional[int] = None, overflow: Optional[str] = None, batch: Optional[bool] = None,
+                 since: Optional[Dict[str, Any]] = None) -> None:
         if not isinstance(prefetch, int) or isinstance(prefetch, bool) or prefetch < 0:
             raise HubError(ErrorCode.INVALID_ARGUMENT, f"prefetch must be an integer >= 0, got {prefetch!r}")
         if demand is not None and prefetch != 0:
@@ -56,6 +73,11 @@ class Subscription:
         if overflow is not None and overflow not in OVERFLOW_POLICIES:
             raise HubError(ErrorCode.INVALID_ARGUMENT,
                            f"overflow must be one of {', '.join(OVERFLOW_POLICIES)}, got {overflow!r}")
+        if since is not None and "pipeline" in target:
+            raise HubError(ErrorCode.INVALID_ARGUMENT, "since needs a subject name (a pipeline keeps no history)")
+        # Where the next subscribe starts: the option, then after the last delivered value.
+        self._since: Optional[Dict[str, Any]] = check_since(since) if since is not None else None
+        self._resuming = False
         self._core = core
         self._target = dict(target)
         self._prefetch = prefetch
@@ -69,9 +91,15 @@ class Subscription:
         self.delivered = 0
         #: Demand granted so far (float("inf"): unlimited).
         self.requested: Union[int, float] = 0
-        #: The history offset of the last delivered value: None while the protocol
-        #: has no history (issue 9 fills it and resumes from it).
-        self.last_offset: Any = None
+        #: The history offset of the last value iteration handed out: where this
+        #: consumer stands (None for a name without history, or before the first value).
+        self.last_offset: Optional[int] = None
+        #: The epoch of the subject's history (None for a name without history).
+        self.epoch: Optional[str] = None
+        #: The subject's latest offset when the hub confirmed the subscription (None without history).
+        self.start_offset: Optional[int] = None
+        #: With ``since``: whether the hub still held what it asked for (None without since).
+        self.recovered: Optional[bool] = None
         self._queue: Deque[Any] = deque()
         self._waiter: Optional["asyncio.Future[Any]"] = None
         self._terminal: Optional[Tuple[Optional[HubError], bool]] = None  # (error, cancelled)
@@ -168,49 +196,95 @@ class Subscription:
             if error is not None:
                 self._end(error)
                 return
-            demand = resume["demand"] if resume else self._initial_demand
-            fields = {**self._target, **(resume["fields"] if resume else {})}
+            # A resumed subscription asks for the demand still unmet, since the last value it delivered.
+            demand = self._outstanding() if resume else self._initial_demand
+            fields = dict(self._target)
+            if self._since is not None:
+                fields["since"] = dict(self._since)
             self._core.register(self, fields, demand, self._options)
-            self.requested = float("inf") if demand == UNLIMITED else demand
+            if not resume:
+                self.requested = float("inf") if demand == UNLIMITED else demand
             self._wire = True
 
         self._wait_token = self._core.with_connection(run)
 
+    def _outstanding(self) -> Union[int, str]:
+        """The demand granted and not yet delivered."""
+        if self.requested == float("inf"):
+            return UNLIMITED
+        return max(0, int(self.requested) - self.delivered)
+
     def _resume_plan(self) -> Optional[Dict[str, Any]]:
-        """The subscribe fields that resume this subscription on a new connection, or None.
+        """Where this subscription resumes on a new connection, or None: a subscription to
+        a subject with history (the hub sent an epoch) starts again after the last value
+        it delivered."""
+        if self._terminal is not None or self.epoch is None or self._since is None:
+            return None
+        return {"since": dict(self._since)}
 
-        Protocol v1 has no history (issue 9): a lost subscription cannot be
-        resumed without losing values, so it fails with ``disconnected``. With
-        history, this returns ``{"fields": {"since": self.last_offset}, "demand":
-        <outstanding demand>}`` and the subscription is subscribed again on the
-        next connection.
-        """
-        return None
-
-    def _lost(self, error: HubError) -> None:
+    def _lost(self, error: HubError, reconnecting: bool = True) -> None:
         self._wire = False
-        plan = self._resume_plan()
+        plan = self._resume_plan() if reconnecting else None
         if plan is not None:
+            self._resuming = True
             self._start(plan)
+        elif reconnecting and error.code == ErrorCode.DISCONNECTED and self.epoch is None:
+            self._end(HubError(error.code, f"{error.message} (the subscription cannot resume: it keeps no history)",
+                               close_code=error.close_code))
         else:
             self._end(error)
 
-    def _confirmed(self, kind: str) -> None:
-        self.kind = kind
-        if not self._subscribed.done():
-            self._subscribed.set_result(kind)
+    def _confirmed(self, message: Dict[str, Any]) -> None:
+        epoch = message.get("epoch")
+        if isinstance(epoch, str):
+            asked = self._since
+            if message.get("recovered") is False and (self._resuming or asked is not None):
+                # What followed the position asked for is gone: going on would hide a gap.
+                where = f"offset {asked['offset']}" if asked and "offset" in asked else \
+                    f"the last {asked.get('last') if asked else 0} values"
+                self._core.cancel_subscription(self)
+                self._wire = False
+                self._end(HubError(
+                    ErrorCode.RESUME_FAILED,
+                    f"the hub no longer holds the values after {where} of {self._target.get('to')} "
+                    f"(epoch now {epoch}, latest offset {message.get('offset')}): values were missed",
+                    data=asked))
+                return
+            self.epoch = epoch
+            if self.start_offset is None:
+                self.start_offset = message.get("offset")
+            if asked is not None and "offset" in asked and message.get("recovered") is True:
+                self._since = {"offset": asked["offset"], "epoch": epoch}
+            elif asked is not None and "last" in asked and message.get("recovered") is True:
+                pass  # until a value arrives, asking for the last K again misses nothing
+            else:
+                self._since = {"offset": message.get("offset"), "epoch": epoch}
+        else:
+            self.epoch = None
+            self._since = None
+        if "recovered" in message and not self._resuming:
+            self.recovered = message["recovered"]
+        if self.kind is None:
+            self.kind = message.get("kind")
+            if not self._subscribed.done():
+                self._subscribed.set_result(self.kind)
 
-    def _deliver(self, value: Any) -> None:
+    def _deliver(self, value: Any, offset: Optional[int] = None) -> None:
         if self._terminal is not None:
             return
         self.delivered += 1
+        known = offset if offset is not None and self.epoch is not None else None
+        if known is not None:
+            self._since = {"offset": known, "epoch": self.epoch}
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             self._waiter = None
+            if known is not None:
+                self.last_offset = known
             self._counted()
             waiter.set_result(value)
         else:
-            self._queue.append(value)
+            self._queue.append((value, known))
 
     def _finish(self) -> None:
         self._wire = False
@@ -239,7 +313,9 @@ class Subscription:
                 self._initial_demand += amount  # type: ignore[operator]
 
     def _consume(self) -> Any:
-        value = self._queue.popleft()
+        value, offset = self._queue.popleft()
+        if offset is not None:
+            self.last_offset = offset
         self._counted()
         return value
 
