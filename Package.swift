@@ -69,11 +69,12 @@ let package = Package(
                 "HubWire",
                 "HubPipeline",
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
             name: "HubTesting",
-            dependencies: ["HubEngine", "HubValue"]
+            dependencies: ["HubEngine", "HubValue", .product(name: "Logging", package: "swift-log")]
         ),
         .systemLibrary(
             name: "CWebsockets",
@@ -171,7 +172,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HubRegistryTests",
-            dependencies: ["HubRegistry", "HubPipeline", "HubEngine", "HubValue", "HubWire", "HubTesting"]
+            dependencies: [
+                "HubRegistry", "HubPipeline", "HubEngine", "HubValue", "HubWire", "HubTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "HubTransportTests",
@@ -221,6 +225,9 @@ let package = Package(
                 "HubValue",
                 "HubWire",
                 "HubTransport",
+                "hubcli",
+                "HubTesting",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
@@ -234,6 +241,7 @@ let package = Package(
                 "HubValue",
                 "HubWire",
                 "HubTransport",
+                "HubTesting",
                 "hubcli",
             ]
         ),

@@ -25,18 +25,23 @@ extension Publishers {
         public let policy: OverflowPolicy
         /// Where drops and overflows are counted.
         public let metrics: HubMetrics?
+        /// When given, who sent each value: read as a value arrives, set again while a
+        /// buffered value is delivered, so that what the value causes downstream (a pipeline
+        /// failure that is logged) still knows its sender.
+        public let origin: ValueOrigin?
 
         /// A buffer of `capacity` values with `policy` in front of `upstream`.
-        public init(upstream: Upstream, capacity: Int, policy: OverflowPolicy, metrics: HubMetrics?) {
+        public init(upstream: Upstream, capacity: Int, policy: OverflowPolicy, metrics: HubMetrics?, origin: ValueOrigin? = nil) {
             self.upstream = upstream
             self.capacity = Swift.max(1, capacity)
             self.policy = policy
             self.metrics = metrics
+            self.origin = origin
         }
 
         /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == HubError {
-            let inner = Inner(downstream: subscriber, capacity: capacity, policy: policy, metrics: metrics)
+            let inner = Inner(downstream: subscriber, capacity: capacity, policy: policy, metrics: metrics, origin: origin)
             upstream.receive(subscriber: inner)
         }
 
@@ -57,12 +62,16 @@ extension Publishers {
             @exclusivity(unchecked) private var demand = Subscribers.Demand.none
             @exclusivity(unchecked) private var pendingCompletion: Subscribers.Completion<HubError>?
             @exclusivity(unchecked) private var draining = false
+            private let origin: ValueOrigin?
+            /// The sender of each buffered value, in step with `buffer` (only with an `origin`).
+            private var senders = Deque<String?>()
 
-            init(downstream: Downstream, capacity: Int, policy: OverflowPolicy, metrics: HubMetrics?) {
+            init(downstream: Downstream, capacity: Int, policy: OverflowPolicy, metrics: HubMetrics?, origin: ValueOrigin?) {
                 self.downstream = downstream
                 self.capacity = capacity
                 self.policy = policy
                 self.metrics = metrics
+                self.origin = origin
             }
 
             func receive(subscription: any Subscription) {
@@ -88,6 +97,7 @@ extension Publishers {
                 }
                 if buffer.count < capacity {
                     buffer.append(input)
+                    if let origin { senders.append(origin.sender) }
                     drain()
                     return .none
                 }
@@ -96,6 +106,7 @@ extension Publishers {
                     metrics?.recordOverflow()
                     let dropped = buffer.count + 1
                     buffer.removeAll()
+                    senders.removeAll()
                     upstream.take()?.cancel()
                     self.downstream = nil
                     downstream.receive(completion: .failure(HubError(
@@ -104,6 +115,10 @@ extension Publishers {
                 case .dropOldest:
                     buffer.removeFirst()
                     buffer.append(input)
+                    if let origin {
+                        senders.removeFirst()
+                        senders.append(origin.sender)
+                    }
                     metrics?.recordDropped(1)
                 case .dropNewest:
                     metrics?.recordDropped(1)
@@ -111,6 +126,10 @@ extension Publishers {
                     metrics?.recordDropped(buffer.count)
                     buffer.removeAll(keepingCapacity: true)
                     buffer.append(input)
+                    if let origin {
+                        senders.removeAll(keepingCapacity: true)
+                        senders.append(origin.sender)
+                    }
                 }
                 return .none
             }
@@ -132,6 +151,7 @@ extension Publishers {
                 guard downstream != nil else { return }
                 downstream = nil
                 buffer.removeAll()
+                senders.removeAll()
                 pendingCompletion = nil
                 upstream.take()?.cancel()
             }
@@ -146,7 +166,15 @@ extension Publishers {
                     if let value = buffer.first, demand > 0 {
                         buffer.removeFirst()
                         demand -= 1
-                        demand += downstream.receive(value)
+                        if let origin {
+                            // The buffered value's sender, for what it causes downstream.
+                            let previous = origin.sender
+                            origin.sender = senders.removeFirst()
+                            demand += downstream.receive(value)
+                            origin.sender = previous
+                        } else {
+                            demand += downstream.receive(value)
+                        }
                         continue
                     }
                     if buffer.isEmpty, let completion = pendingCompletion {
@@ -163,7 +191,9 @@ extension Publishers {
 
 extension Publisher where Failure == HubError {
     /// Buffers a hot source for one subscription; see ``Publishers/HotBuffer``.
-    public func hotBuffer(capacity: Int, policy: OverflowPolicy, metrics: HubMetrics? = nil) -> Publishers.HotBuffer<Self> {
-        Publishers.HotBuffer(upstream: self, capacity: capacity, policy: policy, metrics: metrics)
+    public func hotBuffer(
+        capacity: Int, policy: OverflowPolicy, metrics: HubMetrics? = nil, origin: ValueOrigin? = nil
+    ) -> Publishers.HotBuffer<Self> {
+        Publishers.HotBuffer(upstream: self, capacity: capacity, policy: policy, metrics: metrics, origin: origin)
     }
 }

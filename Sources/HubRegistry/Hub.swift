@@ -2,6 +2,7 @@ import HubEngine
 import HubValue
 import HubWire
 import HubPipeline
+import Logging
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -84,19 +85,23 @@ public final class Hub: PipelineEnvironment {
 
     private var entries: [String: Entry] = [:]
 
-    /// An empty hub.
     /// The clock of `now()` in pipelines: nanoseconds since the Unix epoch.
     public let wallClock: () -> SchedulerTime
+    /// Where refused values and named pipelines' failures, skips and restarts are logged.
+    public let logger: Logger
+    /// The sender of the value being handled (see ``ValueOrigin``).
+    public let origin = ValueOrigin()
 
     /// An empty hub. `wallClock` is the clock of `now()` in pipelines: the
     /// system's calendar time unless given (tests pass virtual time).
     public init(
         configuration: Configuration = Configuration(), scheduler: any Scheduler,
-        wallClock: (() -> SchedulerTime)? = nil
+        wallClock: (() -> SchedulerTime)? = nil, logger: Logger = Logger(label: "hub")
     ) {
         self.configuration = configuration
         self.scheduler = scheduler
         self.wallClock = wallClock ?? Hub.systemWallClock
+        self.logger = logger
     }
 
     /// The system's calendar time, as nanoseconds since the Unix epoch.
@@ -119,19 +124,24 @@ public final class Hub: PipelineEnvironment {
 
     // MARK: Declaring
 
-    /// Declares a subject (from configuration). A name already in use is refused.
+    /// Declares a subject (from configuration). A name already in use is refused. With a
+    /// `schema`, every value sent to it must match (an initial value too: else `invalid_value`).
     @discardableResult
     public func declareSubject(
-        _ name: String, initialValue: Value? = nil, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
+        _ name: String, initialValue: Value? = nil, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
+        schema: JSONSchema? = nil
     ) throws(HubError) -> HubSubject {
         try Hub.check(name)
         guard entries[name] == nil else {
             throw HubError(.badMessage, "'\(name)' is already declared as a \(entries[name]!.kindName)")
         }
+        if let schema, let initialValue, let problem = schema.validate(initialValue) {
+            throw Hub.refusal(problem, subject: name, what: "initial value")
+        }
         let subject = HubSubject(
             name: name, initialValue: initialValue,
             bufferSize: bufferSize ?? configuration.defaultBufferSize,
-            overflow: overflow ?? configuration.defaultOverflow)
+            overflow: overflow ?? configuration.defaultOverflow, schema: schema)
         entries[name] = .subject(subject)
         return subject
     }
@@ -154,10 +164,14 @@ public final class Hub: PipelineEnvironment {
     /// already in use is refused; text that does not parse is `pipeline_error`.
     /// `currentValue` (shared pipelines only, else `bad_message`): a
     /// subscriber joining the open connection first receives its latest value.
+    /// `onError`: what a value that makes it fail does; `runs`: the hub runs it from
+    /// ``startRunningPipelines()`` on, without subscribers; `locate`: where a position of
+    /// its text is in its configuration file (for errors and logs).
     @discardableResult
     public func declarePipeline(
         _ name: String, source: String, shared: Bool = true, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
-        currentValue: Bool = false
+        currentValue: Bool = false, onError: PipelineFailurePolicy = .fail, runs: Bool = false,
+        locate: (@Sendable (_ line: Int, _ column: Int) -> String?)? = nil
     ) throws(HubError) -> NamedPipeline {
         try Hub.check(name)
         guard entries[name] == nil else {
@@ -169,9 +183,23 @@ public final class Hub: PipelineEnvironment {
         }
         _ = try PipelineCompiler.parse(source, limits: limits)
         let pipeline = NamedPipeline(name: name, source: source, shared: shared, bufferSize: bufferSize, overflow: overflow,
-                                     currentValue: currentValue)
+                                     currentValue: currentValue, onError: onError, runs: runs, locate: locate)
         entries[name] = .pipeline(pipeline)
         return pipeline
+    }
+
+    /// Starts every declared pipeline that runs without subscribers (`runs`), in name order.
+    public func startRunningPipelines() throws(HubError) {
+        for (_, entry) in allEntries {
+            if case .pipeline(let pipeline) = entry, pipeline.runs { try pipeline.start(in: self) }
+        }
+    }
+
+    /// Stops the running pipelines (the broker is stopping).
+    public func stopRunningPipelines() {
+        for (_, entry) in allEntries {
+            if case .pipeline(let pipeline) = entry { pipeline.stop() }
+        }
     }
 
     // MARK: Resolving
@@ -213,15 +241,43 @@ public final class Hub: PipelineEnvironment {
         return subject
     }
 
-    /// Publishes `value` into the subject `to`.
-    public func send(_ value: Value, to name: String) throws(HubError) {
-        publish(value, to: try openSubject(named: name))
+    /// Publishes `value` into the subject `to`, after checking it against the subject's
+    /// schema (`invalid_value`, logged with `sender`, when it does not match).
+    public func send(_ value: Value, to name: String, sender: String? = nil) throws(HubError) {
+        let subject = try openSubject(named: name)
+        try validate(value, for: subject, sender: sender)
+        publish(value, to: subject, sender: sender)
     }
 
-    /// Publishes `value` into `subject` (resolved with ``openSubject(named:)``).
-    public func publish(_ value: Value, to subject: HubSubject) {
+    /// Throws `invalid_value` (and logs it with `sender`) when `subject` has a schema that
+    /// `value` does not match: the message and `data` say where in the value and why.
+    public func validate(_ value: Value, for subject: HubSubject, sender: String?) throws(HubError) {
+        guard let schema = subject.schema, let problem = schema.validate(value) else { return }
+        let error = Hub.refusal(problem, subject: subject.name, what: "value")
+        logger.warning("value refused by the subject's schema", metadata: [
+            "subject": "\(subject.name)", "sender": "\(sender ?? "unknown")", "path": "\(problem.path)",
+            "error": "\(problem.message)",
+        ])
+        throw error
+    }
+
+    static func refusal(_ problem: JSONSchema.ValidationError, subject: String, what: String) -> HubError {
+        HubError(
+            .invalidValue, "subject '\(subject)' refuses the \(what): \(problem.path): \(problem.message)",
+            data: [
+                "path": .string(problem.path), "keyword": .string(problem.keyword),
+                "schemaPath": .string(problem.schemaPath), "error": .string(problem.message),
+            ])
+    }
+
+    /// Publishes `value` into `subject` (resolved with ``openSubject(named:)`` and checked with
+    /// ``validate(_:for:sender:)``); `sender` is the value's ``origin`` while it propagates.
+    public func publish(_ value: Value, to subject: HubSubject, sender: String? = nil) {
         metrics.published += 1
+        let previous = origin.sender
+        origin.sender = sender
         subject.send(value)
+        origin.sender = previous
     }
 
     /// Finishes the subject `name`: its subscribers get `complete` after their buffered values.
@@ -261,6 +317,14 @@ public final class Hub: PipelineEnvironment {
     public func compile(
         pipeline source: String, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
     ) throws(HubError) -> AnyPublisher<Value, HubError> {
+        try compile(pipeline: source, bufferSize: bufferSize, overflow: overflow, named: nil)
+    }
+
+    /// Compiles `source`, the text of `named` when it is a named pipeline's (whose failure
+    /// policy and logs its environment follows).
+    func compile(
+        pipeline source: String, bufferSize: Int?, overflow: OverflowPolicy?, named: NamedPipeline?
+    ) throws(HubError) -> AnyPublisher<Value, HubError> {
         let length = source.utf8.count
         guard length <= limits.maxSourceLength else {
             throw HubError(
@@ -272,7 +336,7 @@ public final class Hub: PipelineEnvironment {
         // The subscription's buffer settings travel with the environment the pipeline is
         // compiled against (and that its nested pipelines compile against later).
         return try PipelineCompiler.compile(
-            source, environment: SubscriptionEnvironment(hub: self, bufferSize: size, overflow: overflow))
+            source, environment: SubscriptionEnvironment(hub: self, bufferSize: size, overflow: overflow, pipeline: named))
     }
 
     // MARK: PipelineEnvironment
@@ -292,14 +356,14 @@ public final class Hub: PipelineEnvironment {
 
     /// A bare name's publisher, hot-buffered with `bufferSize` and `overflow` (or the entry's defaults).
     func source(named name: String, bufferSize: Int?, overflow: OverflowPolicy?) throws(HubError) -> AnyPublisher<Value, HubError> {
-        try bufferedPublisher(try resolve(name), bufferSize: bufferSize, overflow: overflow)
+        try bufferedPublisher(try resolve(name), bufferSize: bufferSize, overflow: overflow, origin: origin)
     }
 
     /// A trigger's publisher, hot-buffered with `bufferSize` and `overflow` (or the defaults).
     func trigger(
         named name: String, key: Value?, bufferSize: Int?, overflow: OverflowPolicy?
     ) throws(HubError) -> AnyPublisher<Value, HubError> {
-        triggerPublisher(try trigger(named: name), key: key, bufferSize: bufferSize, overflow: overflow)
+        triggerPublisher(try trigger(named: name), key: key, bufferSize: bufferSize, overflow: overflow, origin: origin)
     }
 
     /// What `name` stands for; an unknown name becomes a subject when the hub auto-creates names.
@@ -320,17 +384,19 @@ public final class Hub: PipelineEnvironment {
 
     /// `entry`'s publisher for one subscription, hot-buffered with `bufferSize` and
     /// `overflow`, or with the entry's own settings (then the hub's) where they are `nil`.
+    /// A pipeline's hot sources pass the hub's `origin`, so that the sender of a buffered value
+    /// is known again when it is delivered.
     private func bufferedPublisher(
-        _ entry: Entry, bufferSize: Int?, overflow: OverflowPolicy?
+        _ entry: Entry, bufferSize: Int?, overflow: OverflowPolicy?, origin: ValueOrigin? = nil
     ) throws(HubError) -> AnyPublisher<Value, HubError> {
         let size = bufferSize ?? defaultBufferSize(of: entry)
         switch entry {
         case .subject(let subject):
             return subject.publisher
-                .hotBuffer(capacity: size, policy: overflow ?? subject.overflow, metrics: metrics)
+                .hotBuffer(capacity: size, policy: overflow ?? subject.overflow, metrics: metrics, origin: origin)
                 .eraseToAnyPublisher()
         case .trigger(let trigger):
-            return triggerPublisher(trigger, key: nil, bufferSize: size, overflow: overflow)
+            return triggerPublisher(trigger, key: nil, bufferSize: size, overflow: overflow, origin: origin)
         case .pipeline(let pipeline):
             return try pipeline.publisher(
                 in: self, bufferSize: size, overflow: overflow ?? pipeline.overflow ?? configuration.defaultOverflow)
@@ -338,12 +404,12 @@ public final class Hub: PipelineEnvironment {
     }
 
     private func triggerPublisher(
-        _ trigger: HubTrigger, key: Value?, bufferSize: Int?, overflow: OverflowPolicy?
+        _ trigger: HubTrigger, key: Value?, bufferSize: Int?, overflow: OverflowPolicy?, origin: ValueOrigin? = nil
     ) -> AnyPublisher<Value, HubError> {
         trigger.publisher(key: key)
             .hotBuffer(
                 capacity: bufferSize ?? configuration.defaultBufferSize,
-                policy: overflow ?? configuration.defaultOverflow, metrics: metrics)
+                policy: overflow ?? configuration.defaultOverflow, metrics: metrics, origin: origin)
             .eraseToAnyPublisher()
     }
 

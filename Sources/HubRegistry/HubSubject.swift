@@ -21,15 +21,20 @@ public final class HubSubject {
     public let bufferSize: Int
     /// The overflow policy its subscribers get by default.
     public let overflow: OverflowPolicy
+    /// The JSON Schema every value sent to it must match, if any.
+    public let schema: JSONSchema?
 
     private let passthrough: PassthroughSubject<Value, HubError>?
     private let current: CurrentValueSubject<Value, HubError>?
 
     /// A subject named `name`; `initialValue` makes it a current-value subject.
-    public init(name: String, initialValue: Value? = nil, bufferSize: Int = 1000, overflow: OverflowPolicy = .error) {
+    public init(
+        name: String, initialValue: Value? = nil, bufferSize: Int = 1000, overflow: OverflowPolicy = .error, schema: JSONSchema? = nil
+    ) {
         self.name = name
         self.bufferSize = bufferSize
         self.overflow = overflow
+        self.schema = schema
         if let initialValue {
             kind = .currentValue
             current = CurrentValueSubject(initialValue)

@@ -93,13 +93,14 @@ public final class HubService: Sendable {
         core = LoopBound(ServiceCore(configuration: configuration, eventLoop: loop, logger: logger), eventLoop: loop)
     }
 
-    /// Sets up the hub with `setUp` (declare subjects, triggers…) and starts
-    /// listening. Returns the bound port.
+    /// Sets up the hub with `setUp` (declare subjects, triggers…), starts the named
+    /// pipelines that run without subscribers, and starts listening. Returns the bound port.
     @discardableResult
     public func start(setUp: @Sendable @escaping (Hub) throws -> Void = { _ in }) async throws -> Int {
         let core = self.core
         return try await eventLoop.submit {
             try setUp(core.value.hub)
+            try core.value.hub.startRunningPipelines()
             return try core.value.start()
         }
     }
@@ -210,7 +211,7 @@ final class ServiceCore: WebSocketServerDelegate {
         self.configuration = configuration
         self.eventLoop = eventLoop
         self.logger = logger
-        hub = Hub(configuration: configuration.hub, scheduler: EventLoopScheduler(eventLoop: eventLoop))
+        hub = Hub(configuration: configuration.hub, scheduler: EventLoopScheduler(eventLoop: eventLoop), logger: logger)
     }
 
     var openConnections: Int { (server?.openConnectionCount ?? 0) + (adminServer?.openConnectionCount ?? 0) }
@@ -300,6 +301,7 @@ final class ServiceCore: WebSocketServerDelegate {
             stopped = true
             let live = handlers.values
             for handler in live { handler.session?.shutDown() }
+            hub.stopRunningPipelines()
             server?.close(code: WebSocketCloseCode(HubCloseCode.goingAway.rawValue), reason: "server shutting down", discardingQueued: false)
             adminServer?.close(code: WebSocketCloseCode(HubCloseCode.goingAway.rawValue), reason: "server shutting down", discardingQueued: false)
             logger.info("stopped")

@@ -26,6 +26,8 @@ public final class Session {
     private let subscriptions = SessionSubscriptions()
     private let logger: Logger
     private var batchAll = false
+    /// The client's name from `hello`, if it gave one.
+    private var clientName: String?
     private var authenticated: Bool
     private var authenticationTimer: (any Cancellable)?
     /// A bearer token on the upgrade request that is not accepted (refused at start).
@@ -151,7 +153,9 @@ public final class Session {
         case .send(let name, let value, let ack):
             perform(ack: ack) { () throws(HubError) in
                 let subject = try hub.openSubject(named: name)
-                return { [hub] in hub.publish(value, to: subject) }
+                let sender = self.sender
+                try hub.validate(value, for: subject, sender: sender)
+                return { [hub] in hub.publish(value, to: subject, sender: sender) }
             }
         case .complete(let name, let ack):
             perform(ack: ack) { () throws(HubError) in
@@ -188,8 +192,18 @@ public final class Session {
         effect()
     }
 
+    /// Who sends this session's values, for the logs of what they cause: the session id,
+    /// and the client's name from `hello` when it gave one.
+    private var sender: String {
+        guard let clientName else { return "session \(id)" }
+        return "session \(id) (client \(Value.string(clientName).jsonString()))"
+    }
+
     private func hello(token: String?, client: String?, batch: Bool) {
-        if let client { outbound.logger[metadataKey: "client"] = "\(client)" }
+        if let client {
+            outbound.logger[metadataKey: "client"] = "\(client)"
+            clientName = client
+        }
         if batch { batchAll = true }
         guard let tokens = configuration.tokens, !authenticated else { return }
         guard let token, tokens.contains(token) else {

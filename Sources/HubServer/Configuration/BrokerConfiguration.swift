@@ -43,6 +43,8 @@ public struct BrokerConfiguration: Sendable {
         public var currentValue: Bool = false
         /// Where it is declared (its key).
         public var location: SourceSegment
+        /// The JSON Schema every value sent to it must match (`schema`), if any.
+        public var schema: JSONSchema? = nil
     }
 
     /// A trigger the file declares.
@@ -73,6 +75,10 @@ public struct BrokerConfiguration: Sendable {
         public var sourcePath: String
         /// Where the runs of its text lie in the file, to place pipeline errors.
         public var sourceSegments: [SourceSegment]
+        /// What a value that makes it fail does (`onError`, default `fail`).
+        public var onError: PipelineFailurePolicy = .fail
+        /// Whether the broker runs it from its start, without subscribers (`run`, default false).
+        public var runs: Bool = false
     }
 
     /// A position in the file; for a run of a pipeline's text, the run that
@@ -144,9 +150,9 @@ public struct BrokerConfiguration: Sendable {
     /// The keys of `auth`.
     public static let authKeys = ["tokens", "timeout"]
     /// The keys of a subject.
-    public static let subjectKeys = ["kind", "initial", "buffer", "overflow"]
+    public static let subjectKeys = ["kind", "initial", "buffer", "overflow", "schema"]
     /// The keys of a pipeline.
-    public static let pipelineKeys = ["source", "shared", "currentValue", "buffer", "overflow"]
+    public static let pipelineKeys = ["source", "shared", "currentValue", "buffer", "overflow", "run", "onError"]
 
     // MARK: Loading
 
@@ -193,7 +199,7 @@ public struct BrokerConfiguration: Sendable {
             do {
                 try hub.declareSubject(
                     subject.name, initialValue: subject.kind == .currentValue ? (subject.initial ?? .null) : Value?.none,
-                    bufferSize: subject.buffer, overflow: subject.overflow)
+                    bufferSize: subject.buffer, overflow: subject.overflow, schema: subject.schema)
             } catch {
                 throw ConfigurationError(file: file, at: subject.location, path: "subjects.\(subject.name)", message: error.message)
             }
@@ -208,9 +214,15 @@ public struct BrokerConfiguration: Sendable {
         var declared: [(Pipeline, NamedPipeline)] = []
         for pipeline in pipelines {
             do {
+                let (file, text, segments) = (self.file, pipeline.source, pipeline.sourceSegments)
                 declared.append((pipeline, try hub.declarePipeline(
                     pipeline.name, source: pipeline.source, shared: pipeline.shared,
-                    bufferSize: pipeline.buffer, overflow: pipeline.overflow, currentValue: pipeline.currentValue)))
+                    bufferSize: pipeline.buffer, overflow: pipeline.overflow, currentValue: pipeline.currentValue,
+                    onError: pipeline.onError, runs: pipeline.runs,
+                    locate: { line, column in
+                        BrokerConfiguration.locate(line: line, column: column, in: text, segments: segments)
+                            .map { "\(file):\($0.line):\($0.column)" }
+                    })))
             } catch {
                 throw pipelineError(error, pipeline)
             }
