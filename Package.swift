@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "HubPipeline", targets: ["HubPipeline"]),
         .library(name: "HubRegistry", targets: ["HubRegistry"]),
         .library(name: "HubTesting", targets: ["HubTesting"]),
+        .library(name: "HubSQLite", targets: ["HubSQLite"]),
         .library(name: "HubTransport", targets: ["HubTransport"]),
         .library(name: "HubServer", targets: ["HubServer"]),
         .library(name: "HubClient", targets: ["HubClient"]),
@@ -27,6 +28,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "5.0.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // MARK: the layers, bottom up
@@ -76,6 +79,26 @@ let package = Package(
             name: "HubTesting",
             dependencies: ["HubEngine", "HubValue", .product(name: "Logging", package: "swift-log")]
         ),
+        // Durable subjects: SQLite from the system, as libwebsockets is. The store lives in
+        // its own module so that a hub without durable subjects (and HubRegistry's users)
+        // does not link libsqlite3, and a cluster store can sit beside it.
+        .systemLibrary(
+            name: "CSQLite",
+            path: "Sources/CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .target(
+            name: "HubSQLite",
+            dependencies: [
+                "CSQLite",
+                "HubEngine",
+                "HubValue",
+                "HubWire",
+                "HubRegistry",
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]
+        ),
         .systemLibrary(
             name: "CWebsockets",
             path: "Sources/CWebsockets",
@@ -103,6 +126,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         .target(
@@ -176,6 +201,10 @@ let package = Package(
                 "HubRegistry", "HubPipeline", "HubEngine", "HubValue", "HubWire", "HubTesting",
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        .testTarget(
+            name: "HubStoreTests",
+            dependencies: ["HubRegistry", "HubSQLite", "CSQLite", "HubEngine", "HubValue", "HubWire"]
         ),
         .testTarget(
             name: "HubTransportTests",

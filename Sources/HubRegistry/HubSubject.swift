@@ -23,6 +23,8 @@ public final class HubSubject {
     public let overflow: OverflowPolicy
     /// The JSON Schema every value sent to it must match, if any.
     public let schema: JSONSchema?
+    /// Its counters for the metrics (the hub's bounded table hands them out).
+    public internal(set) var counters: NameCounters
 
     private let passthrough: PassthroughSubject<Value, HubError>?
     private let current: CurrentValueSubject<Value, HubError>?
@@ -35,6 +37,7 @@ public final class HubSubject {
         self.bufferSize = bufferSize
         self.overflow = overflow
         self.schema = schema
+        counters = NameCounters(name: name)
         if let initialValue {
             kind = .currentValue
             current = CurrentValueSubject(initialValue)

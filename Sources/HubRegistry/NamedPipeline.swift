@@ -41,6 +41,8 @@ import Logging
 public final class NamedPipeline {
     /// The pipeline's name.
     public let name: String
+    /// Its counters for the metrics (the hub's bounded table hands them out).
+    public internal(set) var counters: NameCounters
     /// The pipeline's source text.
     public let source: String
     /// Whether the subscribers share one upstream subscription.
@@ -82,6 +84,7 @@ public final class NamedPipeline {
                 currentValue: Bool = false, onError: PipelineFailurePolicy = .fail, runs: Bool = false,
                 locate: (@Sendable (_ line: Int, _ column: Int) -> String?)? = nil) {
         self.name = name
+        counters = NameCounters(name: name)
         self.source = source
         isShared = shared
         keepsCurrentValue = shared && currentValue
@@ -143,7 +146,7 @@ public final class NamedPipeline {
         if isShared {
             let connection = try openConnection(in: hub)
             guard keepsCurrentValue else {
-                return Counted(upstream: connection.shared.hotBuffer(capacity: bufferSize, policy: overflow, metrics: hub.metrics),
+                return Counted(upstream: connection.shared.hotBuffer(capacity: bufferSize, policy: overflow, metrics: hub.metrics, counters: counters),
                                pipeline: self)
                     .eraseToAnyPublisher()
             }
@@ -154,7 +157,7 @@ public final class NamedPipeline {
                 Publishers.Concatenate(prefix: Publishers.Sequence(sequence: connection.latest.map { [$0] } ?? []),
                                        suffix: connection.shared)
             }
-            return Counted(upstream: replaying.hotBuffer(capacity: bufferSize, policy: overflow, metrics: hub.metrics),
+            return Counted(upstream: replaying.hotBuffer(capacity: bufferSize, policy: overflow, metrics: hub.metrics, counters: counters),
                            pipeline: self)
                 .eraseToAnyPublisher()
         }

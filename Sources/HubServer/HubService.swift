@@ -195,6 +195,12 @@ final class ServiceCore: WebSocketServerDelegate {
     let eventLoop: EventLoop
     let logger: Logger
     let encodingCache = ValueEncodingCache()
+    /// The loop's session counters (connections, failures) for the metrics.
+    let counters = ServiceCounters()
+    /// How late the loop runs timers.
+    private(set) lazy var lagMonitor = LoopLagMonitor(scheduler: hub.scheduler)
+    /// Renders `/metrics`.
+    private(set) lazy var exporter = MetricsExporter(labelCapacity: configuration.hub.metricsNameCapacity)
     private var server: WebSocketServer?
     /// The separate admin listener, when configured.
     private var adminServer: WebSocketServer?
@@ -258,6 +264,7 @@ final class ServiceCore: WebSocketServerDelegate {
         try server.start()
         self.server = server
         port = server.port
+        lagMonitor.start()
         if let admin = configuration.admin {
             let adminServer = WebSocketServer(
                 eventLoop: eventLoop,
@@ -276,6 +283,52 @@ final class ServiceCore: WebSocketServerDelegate {
         let scheme = configuration.tls == nil ? "ws" : "wss"
         logger.info("listening", metadata: ["url": "\(scheme)://\(configuration.host):\(server.port)/"])
         return server.port
+    }
+
+    /// The loop's figures now: cumulative counters and current gauges (the lag since
+    /// `consumer` last asked).
+    func snapshot(for consumer: LoopLagMonitor.Consumer) -> MetricsSnapshot {
+        var snapshot = MetricsSnapshot()
+        let open = allOpenConnections
+        let live = handlers.values
+        snapshot.connections = open.count
+        snapshot.connectionsOpened = counters.connectionsOpened
+        snapshot.subscriptions = live.reduce(0) { $0 + ($1.session?.subscriptionCount ?? 0) }
+        snapshot.queuedBytes = open.reduce(0) { $0 + $1.queuedBytes }
+        snapshot.bytesReceived = live.reduce(counters.closedBytesReceived) { $0 + $1.bytesReceived }
+        snapshot.bytesSent = live.reduce(counters.closedBytesSent) { $0 + $1.bytesSent }
+        snapshot.slowConsumerCloses = counters.slowConsumerCloses
+        snapshot.authFailures = counters.authFailures
+        snapshot.protocolErrors = counters.protocolErrors
+        snapshot.pipelineFailures = counters.pipelineFailures
+        let metrics = hub.metrics
+        snapshot.published = metrics.published
+        snapshot.activations = metrics.activations
+        snapshot.dropped = metrics.dropped
+        snapshot.overflows = metrics.overflows
+        for (_, entry) in hub.allEntries { snapshot.namesByKind[entry.kindName, default: 0] += 1 }
+        for counters in metrics.allCounters {
+            snapshot.delivered += counters.delivered
+            var figures = MetricsSnapshot.NameFigures(
+                name: counters.name, kind: hub.entry(named: counters.name)?.kindName ?? "shared")
+            figures.published = counters.published
+            figures.delivered = counters.delivered
+            figures.dropped = counters.dropped
+            figures.overflows = counters.overflows
+            snapshot.names[counters.name] = figures
+        }
+        let lag = lagMonitor.takeWindow(for: consumer)
+        snapshot.loopLagMaximum = lag.maximum
+        snapshot.loopLagSamples = lag.samples
+        return snapshot
+    }
+
+    /// Whether an operator's HTTP request may read `/metrics` or use admin endpoints: on a
+    /// server with auth, its `Authorization: Bearer` token must be accepted.
+    func mayAdminister(_ request: HTTPRequest) -> Bool {
+        guard let tokens = configuration.session.tokens else { return true }
+        guard let token = Session.bearerToken(request.authorization) else { return false }
+        return tokens.contains(token)
     }
 
     /// Why `/ready` answers 503, or `nil` when the service is serving.
@@ -299,6 +352,7 @@ final class ServiceCore: WebSocketServerDelegate {
     func stop(grace: Duration, whenDrained: @escaping () -> Void) {
         if !stopped {
             stopped = true
+            lagMonitor.stop()
             let live = handlers.values
             for handler in live { handler.session?.shutDown() }
             hub.stopRunningPipelines()
@@ -330,10 +384,14 @@ final class ServiceCore: WebSocketServerDelegate {
 
     /// Makes the session of each new connection.
     private var sessionFactory: SessionFactory {
-        SessionFactory(hub: hub, configuration: configuration.session, encodingCache: encodingCache, logger: logger)
+        SessionFactory(
+            hub: hub, configuration: configuration.session, encodingCache: encodingCache, logger: logger,
+            counters: counters)
     }
 
     private func forget(_ handler: SessionHandler) {
+        counters.closedBytesReceived += handler.bytesReceived
+        counters.closedBytesSent += handler.bytesSent
         closedWriteCalls += handler.writeCalls
         closedMessagesWritten += handler.messagesWritten
         handlers.removeValue(forKey: ObjectIdentifier(handler))

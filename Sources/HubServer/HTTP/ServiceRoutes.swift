@@ -38,8 +38,33 @@ struct ServiceRoutes {
                 exchange.respond(.notFound(request.path))
                 return
             }
+            operatorRoute(exchange, core: core)
+        }
+    }
+
+    /// The paths for operators (the admin listener's, or the main port's without one).
+    private static func operatorRoute(_ exchange: HTTPExchange, core: ServiceCore) {
+        let request = exchange.request
+        switch request.path {
+        case "/metrics":
+            guard core.mayAdminister(request) else {
+                exchange.respond(unauthorized())
+                return
+            }
+            let body = core.exporter.render(core.snapshot(for: .metrics))
+            exchange.respond(HTTPResponse(
+                status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
+                headers: [.init("cache-control", "no-store")], body: body))
+        default:
             exchange.respond(.notFound(request.path))
         }
+    }
+
+    /// `401` asking for a bearer token.
+    static func unauthorized() -> HTTPResponse {
+        HTTPResponse(
+            status: 401, headers: [.init("www-authenticate", "Bearer realm=\"hub\""), .init("cache-control", "no-store")],
+            text: "unauthorized: send an accepted token as Authorization: Bearer TOKEN\n")
     }
 
     /// A `text/plain` response of one line that is never cached.
