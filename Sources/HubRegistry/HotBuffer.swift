@@ -50,10 +50,22 @@ extension Publishers {
             typealias Input = Upstream.Output
             typealias Failure = HubError
 
+            /// The downstream, immutable, so that a delivery borrows it instead of copying it
+            /// (a copy of an `AnySubscriber` retains and releases its three closures).
+            private final class Box {
+                let downstream: Downstream
+                init(_ downstream: Downstream) { self.downstream = downstream }
+            }
+
             // @exclusivity(unchecked) on the hot fields below: this object is confined to its
             // event loop and nothing re-enters it while one of these accesses is open, so the dynamic
             // check (a runtime call per access, the release builds once skipped it by a flag) only costs.
-            @exclusivity(unchecked) private var downstream: Downstream?
+            /// Keeps the downstream alive; dropped once detached and no delivery is running.
+            @exclusivity(unchecked) private var box: Box?
+            /// The downstream as deliveries call it (unretained), or `nil` once detached.
+            @exclusivity(unchecked) private var target: Unmanaged<Box>?
+            /// Deliveries running (more than one when the downstream re-enters).
+            @exclusivity(unchecked) private var delivering = 0
             @exclusivity(unchecked) private var upstream: (any Subscription)?
             private let capacity: Int
             private let policy: OverflowPolicy
@@ -65,30 +77,50 @@ extension Publishers {
             @exclusivity(unchecked) private var draining = false
 
             init(downstream: Downstream, capacity: Int, policy: OverflowPolicy, metrics: HubMetrics?, counters: NameCounters?) {
-                self.downstream = downstream
+                let box = Box(downstream)
+                self.box = box
+                self.target = Unmanaged.passUnretained(box)
                 self.capacity = capacity
                 self.policy = policy
                 self.metrics = metrics
                 self.counters = counters
             }
 
+            /// Hands `value` to the downstream through the unretained box.
+            @inline(__always)
+            private func deliver(_ value: Input, to target: Unmanaged<Box>) -> Subscribers.Demand {
+                delivering += 1
+                let more = target._withUnsafeGuaranteedRef { $0.downstream.receive(value) }
+                delivering -= 1
+                if self.target == nil, delivering == 0 { box = nil }
+                return more
+            }
+
+            /// Stops deliveries; returns the box (kept alive by the caller) for a last call.
+            private func detach() -> Box? {
+                let last = box
+                target = nil
+                if delivering == 0 { box = nil }
+                return last
+            }
+
             func receive(subscription: any Subscription) {
-                guard upstream == nil, let downstream else {
+                guard upstream == nil, let downstream = box?.downstream, target != nil else {
                     subscription.cancel()
                     return
                 }
                 upstream = subscription
                 downstream.receive(subscription: self)
                 // The downstream may have cancelled from inside receive(subscription:).
-                guard self.downstream != nil else { return }
+                guard target != nil else { return }
                 subscription.request(.unlimited)
             }
 
             func receive(_ input: Input) -> Subscribers.Demand {
-                guard let downstream, pendingCompletion == nil else { return .none }
+                guard let target, pendingCompletion == nil else { return .none }
                 if buffer.isEmpty, demand > 0, !draining {
                     demand -= 1
-                    let more = downstream.receive(input)
+                    let more = deliver(input, to: target)
                     demand += more
                     if !buffer.isEmpty { drain() }
                     return .none
@@ -105,8 +137,8 @@ extension Publishers {
                     let dropped = buffer.count + 1
                     buffer.removeAll()
                     upstream.take()?.cancel()
-                    self.downstream = nil
-                    downstream.receive(completion: .failure(HubError(
+                    let last = detach()
+                    last?.downstream.receive(completion: .failure(HubError(
                         .overflow, "the subscription's buffer of \(capacity) values overflowed",
                         data: ["buffered": .int(Int64(dropped - 1))])))
                 case .dropOldest:
@@ -127,21 +159,21 @@ extension Publishers {
             }
 
             func receive(completion: Subscribers.Completion<HubError>) {
-                guard downstream != nil, pendingCompletion == nil else { return }
+                guard target != nil, pendingCompletion == nil else { return }
                 upstream = nil
                 pendingCompletion = completion
                 drain()
             }
 
             func request(_ demand: Subscribers.Demand) {
-                guard downstream != nil, demand > 0 else { return }
+                guard target != nil, demand > 0 else { return }
                 self.demand += demand
                 drain()
             }
 
             func cancel() {
-                guard downstream != nil else { return }
-                downstream = nil
+                guard target != nil else { return }
+                _ = detach()
                 buffer.removeAll()
                 pendingCompletion = nil
                 upstream.take()?.cancel()
@@ -153,17 +185,17 @@ extension Publishers {
                 guard !draining else { return }
                 draining = true
                 defer { draining = false }
-                while let downstream {
+                while let target {
                     if let value = buffer.first, demand > 0 {
                         buffer.removeFirst()
                         demand -= 1
-                        demand += downstream.receive(value)
+                        demand += deliver(value, to: target)
                         continue
                     }
                     if buffer.isEmpty, let completion = pendingCompletion {
-                        self.downstream = nil
                         pendingCompletion = nil
-                        downstream.receive(completion: completion)
+                        let last = detach()
+                        last?.downstream.receive(completion: completion)
                     }
                     return
                 }

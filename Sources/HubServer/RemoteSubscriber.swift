@@ -21,8 +21,11 @@ final class RemoteSubscriber: Subscriber {
     let batch: Bool
     /// Its `next` envelope.
     let envelope: NextEnvelope
-    private unowned let outbound: SessionOutbound
-    private unowned let subscriptions: SessionSubscriptions
+    // Strong, so that a delivery costs no reference counting (an unowned reference is
+    // retained on every use): the cycle through the session's table is broken when the
+    // subscription leaves the table (cancel, completion, or the session's end).
+    private let outbound: SessionOutbound
+    private let subscriptions: SessionSubscriptions
     /// Where its deliveries are counted (the name's, or the ad-hoc pipelines').
     private let counters: NameCounters
     /// The pipeline it subscribes to (its name, or "ad-hoc"), for failures; `nil` otherwise.
