@@ -135,7 +135,12 @@ public struct BrokerConfiguration: Sendable {
     /// The keys of the top level.
     public static let topLevelKeys = [
         "listen", "autoCreate", "limits", "auth", "allowAdHocPipelines", "subjects", "triggers", "pipelines",
+        "admin", "metrics", "drainGrace",
     ]
+    /// The keys of `admin`.
+    public static let adminKeys = ["host", "port"]
+    /// The keys of `metrics`.
+    public static let metricsKeys = ["nameLabels", "statsInterval"]
     /// The keys of `listen`.
     public static let listenKeys = ["host", "port", "tls"]
     /// The keys of `listen.tls`.
@@ -197,9 +202,7 @@ public struct BrokerConfiguration: Sendable {
     public func declare(in hub: Hub) throws(ConfigurationError) {
         for subject in subjects {
             do {
-                try hub.declareSubject(
-                    subject.name, initialValue: subject.kind == .currentValue ? (subject.initial ?? .null) : Value?.none,
-                    bufferSize: subject.buffer, overflow: subject.overflow, schema: subject.schema)
+                try declare(subject, in: hub)
             } catch {
                 throw ConfigurationError(file: file, at: subject.location, path: "subjects.\(subject.name)", message: error.message)
             }
@@ -214,15 +217,7 @@ public struct BrokerConfiguration: Sendable {
         var declared: [(Pipeline, NamedPipeline)] = []
         for pipeline in pipelines {
             do {
-                let (file, text, segments) = (self.file, pipeline.source, pipeline.sourceSegments)
-                declared.append((pipeline, try hub.declarePipeline(
-                    pipeline.name, source: pipeline.source, shared: pipeline.shared,
-                    bufferSize: pipeline.buffer, overflow: pipeline.overflow, currentValue: pipeline.currentValue,
-                    onError: pipeline.onError, runs: pipeline.runs,
-                    locate: { line, column in
-                        BrokerConfiguration.locate(line: line, column: column, in: text, segments: segments)
-                            .map { "\(file):\($0.line):\($0.column)" }
-                    })))
+                declared.append((pipeline, try declare(pipeline, in: hub)))
             } catch {
                 throw pipelineError(error, pipeline)
             }
@@ -234,6 +229,29 @@ public struct BrokerConfiguration: Sendable {
                 throw pipelineError(error, pipeline)
             }
         }
+    }
+
+    /// Declares `subject` in `hub` with its settings and schema.
+    @discardableResult
+    func declare(_ subject: Subject, in hub: Hub) throws(HubError) -> HubSubject {
+        try hub.declareSubject(
+            subject.name, initialValue: subject.kind == .currentValue ? (subject.initial ?? .null) : Value?.none,
+            bufferSize: subject.buffer, overflow: subject.overflow, schema: subject.schema)
+    }
+
+    /// Declares `pipeline` in `hub` with its settings, failure policy, whether it runs, and
+    /// where its text lies in this file (for the positions of its run-time failures).
+    @discardableResult
+    func declare(_ pipeline: Pipeline, in hub: Hub) throws(HubError) -> NamedPipeline {
+        let (file, text, segments) = (self.file, pipeline.source, pipeline.sourceSegments)
+        return try hub.declarePipeline(
+            pipeline.name, source: pipeline.source, shared: pipeline.shared,
+            bufferSize: pipeline.buffer, overflow: pipeline.overflow, currentValue: pipeline.currentValue,
+            onError: pipeline.onError, runs: pipeline.runs,
+            locate: { line, column in
+                BrokerConfiguration.locate(line: line, column: column, in: text, segments: segments)
+                    .map { "\(file):\($0.line):\($0.column)" }
+            })
     }
 
     /// Validates everything, as `hubcli serve --check-config` does: declares
