@@ -1,6 +1,7 @@
 import HubEngine
 import HubValue
 import HubWire
+import HubPipeline
 import HubRegistry
 import Logging
 
@@ -32,6 +33,8 @@ public final class Session {
     private var refusedBearer = false
     /// The token the client authenticated with, if any.
     private var token: String?
+    /// What this connection's pipelines and buffers spend.
+    let budget: ResourceBudget
     /// Whether the session has ended (connection closed, slow consumer, refusal, shutdown).
     public var isClosed: Bool { outbound.isClosed }
 
@@ -45,6 +48,9 @@ public final class Session {
         self.hub = hub
         self.configuration = configuration
         self.logger = logger
+        let scheduler = hub.scheduler
+        budget = ResourceBudget(
+            owner: "this connection", limits: configuration.connectionBudget, clock: { scheduler.now })
         outbound = SessionOutbound(
             connection: connection, subscriptions: subscriptions, encodingCache: encodingCache,
             scheduler: hub.scheduler, maxQueuedBytes: configuration.maxQueuedBytes,
@@ -223,7 +229,8 @@ public final class Session {
         do throws(HubError) {
             switch request.target {
             case .name(let name):
-                let resolved = try hub.publisher(for: name, bufferSize: request.buffer, overflow: request.overflow)
+                let resolved = try hub.publisher(
+                    for: name, bufferSize: request.buffer, overflow: request.overflow, memory: budget)
                 switch resolved.entry {
                 case .subject: kind = .subject
                 case .trigger: kind = .trigger
@@ -237,7 +244,8 @@ public final class Session {
                 if let allowed = configuration.pipelineTokens, !(token.map(allowed.contains) ?? false) {
                     throw HubError(.forbidden, "this client's token may not subscribe to ad-hoc pipelines")
                 }
-                publisher = try hub.compile(pipeline: source, bufferSize: request.buffer, overflow: request.overflow)
+                publisher = try hub.compile(
+                    pipeline: source, bufferSize: request.buffer, overflow: request.overflow, budget: budget)
                 kind = .pipeline
             }
         } catch {
