@@ -16,11 +16,13 @@ extension PipelineBuilder {
         let budget = environment.budget
         let limits = self.limits
         let builds = Self.mayBuildContainers(e)
+        let cache = EvaluationCache()
         return { current, variables throws(HubError) in
             let allowed = budget.map { Swift.min(ExpressionEvaluator.maximumSteps, $0.available()) }
                 ?? ExpressionEvaluator.maximumSteps
             guard allowed > 0 else { throw budget!.workError(needing: 1, stage.text) }
-            let evaluator = ExpressionEvaluator(current: current, variables: variables, now: now, maximumSteps: allowed)
+            let evaluator = ExpressionEvaluator(
+                current: current, variables: variables, now: now, maximumSteps: allowed, cache: cache)
             let result: Value
             do throws(ExpressionEvaluator.Failure) {
                 result = try evaluator.evaluate(e)

@@ -67,13 +67,15 @@ extension PipelineBuilder {
         "throttle": OperatorFactory(arity: 1...2, labels: [nil], PipelineBuilder.makeThrottle),
         "replaceError": OperatorFactory(arity: 1...1, labels: [nil], PipelineBuilder.makeReplaceError),
         "replaceEmpty": OperatorFactory(arity: 1...1, labels: [nil], PipelineBuilder.makeReplaceError),
-        "retry": OperatorFactory(arity: 1...1, labels: [nil], PipelineBuilder.makeRetry),
+        "retry": OperatorFactory(arity: 0...1, labels: [nil, "backoff"], PipelineBuilder.makeRetry),
         "prepend": OperatorFactory(arity: 1...1024, labels: [nil], PipelineBuilder.makePrepend),
         "append": OperatorFactory(arity: 1...1024, labels: [nil], PipelineBuilder.makePrepend),
         "contains": OperatorFactory(arity: 1...1, labels: [nil, "where"], PipelineBuilder.makeContains),
         "allSatisfy": OperatorFactory(arity: 1...1, labels: [nil], PipelineBuilder.makeAllSatisfy),
         "count": OperatorFactory(arity: 0...0, labels: nil, PipelineBuilder.makeCount),
         "min": OperatorFactory(arity: 0...1, labels: ["by"], PipelineBuilder.makeMin),
+        "sort": OperatorFactory(arity: 0...1, labels: ["by"], PipelineBuilder.makeSort),
+        "withLatestFrom": OperatorFactory(arity: 1...1, labels: [nil], PipelineBuilder.makeWithLatestFrom),
         "max": OperatorFactory(arity: 0...1, labels: ["by"], PipelineBuilder.makeMin),
         "output": OperatorFactory(arity: 1...1, labels: [nil, "at", "in"], PipelineBuilder.makeOutput),
         "ignoreOutput": OperatorFactory(arity: 0...0, labels: nil, PipelineBuilder.makeIgnoreOutput),
@@ -281,19 +283,36 @@ extension PipelineBuilder {
         }
     }
 
+    /// The first wait of `retry()` between attempts, doubled after each failure up to ``retryMaximumBackoff``.
+    static let retryBackoff: Duration = .milliseconds(100)
+    /// The longest wait of `retry()`.
+    static let retryMaximumBackoff: Duration = .seconds(30)
+
     private func makeRetry(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
-        let n = try count(arguments[0], of: stage)
-        return { up, outer throws(HubError) in
-            let times = try n(outer)
-            // Resubscriptions run synchronously: the count is bounded so that a source that
-            // fails at once cannot hold the loop (each attempt is also charged to the budget).
-            guard times <= Self.maximumRetries else {
-                throw Self.error(
-                    "retry: at most \(Self.maximumRetries) retries, got \(times) (retry after a delay for more)",
-                    at: arguments[0].position)
+        if let argument = arguments.first, argument.label == nil {
+            let n = try count(argument, of: stage)
+            return { up, outer throws(HubError) in
+                let times = try n(outer)
+                // Resubscriptions run synchronously: the count is bounded so that a source that
+                // fails at once cannot hold the loop (each attempt is also charged to the budget).
+                guard times <= Self.maximumRetries else {
+                    throw Self.error(
+                        "retry: at most \(Self.maximumRetries) retries, got \(times) (use retry() to retry after a delay)",
+                        at: argument.position)
+                }
+                return self.retrying(up, times, stage)
             }
-            return self.retrying(up, times, stage)
         }
+        // retry() / retry(backoff: d): forever, on the hub's scheduler, waiting between attempts
+        // (at least the minimum interval of the limits), so that a failing upstream cannot spin.
+        let initial = try arguments.first.map { argument throws(HubError) in try duration(argument, of: stage) } ?? Self.retryBackoff
+        let maximum = Swift.max(Self.retryMaximumBackoff, initial)
+        let scheduler = environment.scheduler
+        return { up, _ in Self.retryForever(up, initial, maximum, scheduler) }
+    }
+
+    static func retryForever<S: Scheduler>(_ up: Pub, _ initial: Duration, _ maximum: Duration, _ scheduler: S) -> Pub {
+        up.retry(backoff: initial, maximum: maximum, scheduler: scheduler).eraseToAnyPublisher()
     }
 
     private func makePrepend(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
@@ -338,25 +357,63 @@ extension PipelineBuilder {
     }
 
     private func makeMin(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
-        let text = stage.text
         let isMin = stage.name == "min"
-        if let argument = arguments.first {
-            _ = arguments.first?.label
+        let order = try ordering(stage, arguments.first)
+        return { up, _ in isMin ? Self.typed(up.tryMin(by: order)) : Self.typed(up.tryMax(by: order)) }
+    }
+
+    /// `sort()`, `sort(by: e)`: every value, once the upstream has finished, in one array in
+    /// ascending order (stable: equal values keep their order).
+    private func makeSort(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let order = try ordering(stage, arguments.first)
+        return { up, _ in
+            // Every value is held until the upstream finishes: counted in the budget's memory.
+            self.holdingInputs([up], stage, release: .everything) { inputs in
+            Self.typed(inputs[0].collect().tryMap { values -> Value in
+                var failure: (any Error)?
+                let sorted = values.indices.sorted { i, j in
+                    guard failure == nil else { return false }
+                    do {
+                        if try order(values[i], values[j]) { return true }
+                        if try order(values[j], values[i]) { return false }
+                        return i < j
+                    } catch {
+                        failure = error
+                        return false
+                    }
+                }
+                if let failure { throw failure }
+                return .array(sorted.map { values[$0] })
+            })
+            }
+        }
+    }
+
+    /// The order of `min`, `max` and `sort`: the expression `by:` (whether `$a` comes before
+    /// `$b`), or the natural order of numbers and of strings.
+    private func ordering(_ stage: StageSyntax, _ argument: ArgumentSyntax?) throws(HubError) -> (Value, Value) throws -> Bool {
+        if let argument {
             let e = try expression(argument, of: stage, variables: ["a", "b"])
             let evaluate = evaluation(e, of: stage)
-            let by: (Value, Value) throws -> Bool = { a, b in
+            return { a, b in
                 ExpressionEvaluator.isTruthy(try evaluate(.null, ["$a": a, "$b": b]))
             }
-            return { up, _ in isMin ? Self.typed(up.tryMin(by: by)) : Self.typed(up.tryMax(by: by)) }
         }
-        let order: (Value, Value) throws -> Bool = { a, b in
+        let text = stage.text
+        return { a, b in
             guard let o = ExpressionEvaluator.compare(a, b) else {
                 let message = "cannot compare \(ExpressionEvaluator.typeName(a)) and \(ExpressionEvaluator.typeName(b))"
                 throw HubError(.failed, "\(text): \(message)", data: .object(["stage": .string(text), "error": .string(message)]))
             }
             return o < 0
         }
-        return { up, _ in isMin ? Self.typed(up.tryMin(by: order)) : Self.typed(up.tryMax(by: order)) }
+    }
+
+    private func makeWithLatestFrom(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let other = try pipeline(arguments[0], of: stage)
+        return { up, outer throws(HubError) in
+            up.withLatestFrom(try other(outer)) { Value.array([$0, $1]) }.eraseToAnyPublisher()
+        }
     }
 
     private func makeOutput(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {

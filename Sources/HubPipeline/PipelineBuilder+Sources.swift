@@ -97,9 +97,14 @@ extension PipelineBuilder {
         let step = max(every.nanosecondsClamped, 1)
         return Deferred {
             let start = scheduler.now
+            // The number comes from the time the tick ran, rounded; a loop that runs one tick
+            // late and the next on time would give both the same number, so each number is
+            // at least one more than the last (ticks skipped for want of demand still skip).
+            var last: Int64 = -1
             return Publishers.Timer(every: every, scheduler: scheduler).map { time -> Value in
                 let elapsed = time.nanoseconds &- start.nanoseconds
-                return .int(Swift.max(0, (elapsed &+ step / 2) / step - 1))
+                last = Swift.max(last &+ 1, (elapsed &+ step / 2) / step - 1)
+                return .int(last)
             }
         }
         .setFailureType(to: HubError.self)

@@ -30,6 +30,9 @@ public final class Hub: PipelineEnvironment {
         public var defaultOverflow: OverflowPolicy
         /// The limits pipelines are compiled under.
         public var limits: PipelineLimits
+        /// How many names get their own counters in the metrics (``HubMetrics``); later
+        /// names share one.
+        public var metricsNameCapacity: Int = 200
 
         /// The defaults of PROTOCOL.md.
         public init(
@@ -65,6 +68,15 @@ public final class Hub: PipelineEnvironment {
             }
         }
 
+        /// The name's counters for the metrics.
+        public var counters: NameCounters {
+            switch self {
+            case .subject(let subject): return subject.counters
+            case .trigger(let trigger): return trigger.counters
+            case .pipeline(let pipeline): return pipeline.counters
+            }
+        }
+
         /// The number of live subscribers of the subject, trigger or pipeline.
         public var subscriberCount: Int {
             switch self {
@@ -77,8 +89,8 @@ public final class Hub: PipelineEnvironment {
 
     /// The hub's configuration.
     public let configuration: Configuration
-    /// Counters of published, dropped and overflowed values.
-    public let metrics = HubMetrics()
+    /// Counters of published, delivered, dropped and overflowed values, in total and per name.
+    public let metrics: HubMetrics
     /// The scheduler of timing operators: the event loop's, or a test scheduler.
     public let scheduler: any Scheduler
 
@@ -96,6 +108,7 @@ public final class Hub: PipelineEnvironment {
     ) {
         self.configuration = configuration
         self.scheduler = scheduler
+        metrics = HubMetrics(nameCapacity: configuration.metricsNameCapacity)
         self.wallClock = wallClock ?? Hub.systemWallClock
     }
 
@@ -132,6 +145,7 @@ public final class Hub: PipelineEnvironment {
             name: name, initialValue: initialValue,
             bufferSize: bufferSize ?? configuration.defaultBufferSize,
             overflow: overflow ?? configuration.defaultOverflow)
+        subject.counters = metrics.counters(for: name)
         entries[name] = .subject(subject)
         return subject
     }
@@ -144,6 +158,7 @@ public final class Hub: PipelineEnvironment {
             throw HubError(.badMessage, "'\(name)' is already declared as a \(entries[name]!.kindName)")
         }
         let trigger = HubTrigger(name: name)
+        trigger.counters = metrics.counters(for: name)
         entries[name] = .trigger(trigger)
         return trigger
     }
@@ -170,6 +185,7 @@ public final class Hub: PipelineEnvironment {
         _ = try PipelineCompiler.parse(source, limits: limits)
         let pipeline = NamedPipeline(name: name, source: source, shared: shared, bufferSize: bufferSize, overflow: overflow,
                                      currentValue: currentValue)
+        pipeline.counters = metrics.counters(for: name)
         entries[name] = .pipeline(pipeline)
         return pipeline
     }
@@ -221,6 +237,7 @@ public final class Hub: PipelineEnvironment {
     /// Publishes `value` into `subject` (resolved with ``openSubject(named:)``).
     public func publish(_ value: Value, to subject: HubSubject) {
         metrics.published += 1
+        subject.counters.published &+= 1
         subject.send(value)
     }
 
@@ -242,6 +259,7 @@ public final class Hub: PipelineEnvironment {
     /// Activates `trigger` (resolved with ``trigger(named:)``), for `key` if given.
     public func activate(_ trigger: HubTrigger, key: Value?) {
         metrics.activations += 1
+        trigger.counters.published &+= 1
         trigger.activate(key: key)
     }
 
@@ -346,7 +364,9 @@ public final class Hub: PipelineEnvironment {
         switch entry {
         case .subject(let subject):
             return subject.publisher
-                .hotBuffer(capacity: size, policy: overflow ?? subject.overflow, metrics: metrics, memory: memory)
+                .hotBuffer(
+                    capacity: size, policy: overflow ?? subject.overflow, metrics: metrics, counters: subject.counters,
+                    memory: memory)
                 .eraseToAnyPublisher()
         case .trigger(let trigger):
             return triggerPublisher(trigger, key: nil, bufferSize: size, overflow: overflow, memory: memory)
@@ -363,7 +383,8 @@ public final class Hub: PipelineEnvironment {
         trigger.publisher(key: key)
             .hotBuffer(
                 capacity: bufferSize ?? configuration.defaultBufferSize,
-                policy: overflow ?? configuration.defaultOverflow, metrics: metrics, memory: memory)
+                policy: overflow ?? configuration.defaultOverflow, metrics: metrics, counters: trigger.counters,
+                memory: memory)
             .eraseToAnyPublisher()
     }
 

@@ -13,8 +13,14 @@ public final class HubTrigger {
     /// The engine trigger, keyed by `Value` (`null` for an activation without a key).
     public let trigger = Trigger()
 
+    /// Its counters for the metrics (the hub's bounded table hands them out).
+    public internal(set) var counters: NameCounters
+
     /// A trigger named `name`.
-    public init(name: String) { self.name = name }
+    public init(name: String) {
+        self.name = name
+        counters = NameCounters(name: name)
+    }
 
     /// The number of live subscribers.
     public var subscriberCount: Int { trigger.subscriberCount }

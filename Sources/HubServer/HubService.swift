@@ -38,6 +38,24 @@ public final class HubService: Sendable {
         public var idleTimeout: UInt16
         /// The certificate and private key to serve `wss://` with; `nil` serves `ws://`.
         public var tls: TLSConfiguration?
+        /// A separate plain-HTTP (and WebSocket) listener for operators: `/metrics`, the
+        /// dashboard and its connection; `nil` serves them on the main port. With one, the
+        /// main port keeps only WebSocket, `/health` and `/ready`.
+        public var admin: AdminListener?
+
+        /// Where the admin listener listens.
+        public struct AdminListener: Sendable, Hashable {
+            /// The address (keep it private: it serves plain HTTP).
+            public var host: String
+            /// The port; 0 picks a free one (``HubService/adminPort``).
+            public var port: Int
+
+            /// A listener on `host:port`.
+            public init(host: String = "127.0.0.1", port: Int) {
+                self.host = host
+                self.port = port
+            }
+        }
 
         /// The embedded defaults: 127.0.0.1:7420, 1 MiB messages, 10,000 connections, no TLS.
         public init(
@@ -89,6 +107,18 @@ public final class HubService: Sendable {
     /// The bound port (0 before ``start(setUp:)``).
     public var port: Int {
         get async { (try? await eventLoop.submit { [core] in core.value.port }) ?? 0 }
+    }
+
+    /// The admin listener's bound port (0 without one, or before ``start(setUp:)``).
+    public var adminPort: Int {
+        get async { (try? await eventLoop.submit { [core] in core.value.adminPort }) ?? 0 }
+    }
+
+    /// Adds a condition to `/ready`: while `check` returns a reason (for example
+    /// "NATS unreachable"), `/ready` answers 503 with it. `check` runs on the loop at
+    /// each probe and must be quick.
+    public func addReadinessCheck(named name: String, _ check: @Sendable @escaping () -> String?) async throws {
+        try await eventLoop.submit { [core] in core.value.readinessChecks.append((name, check)) }
     }
 
     /// A snapshot of the service's connections, sessions and encoding cache.
@@ -169,10 +199,21 @@ final class ServiceCore: WebSocketServerDelegate {
     let eventLoop: EventLoop
     let logger: Logger
     let encodingCache = ValueEncodingCache()
+    /// The loop's session counters (connections, failures) for the metrics.
+    let counters = ServiceCounters()
+    /// How late the loop runs timers.
+    private(set) lazy var lagMonitor = LoopLagMonitor(scheduler: hub.scheduler)
+    /// Renders `/metrics`.
+    private(set) lazy var exporter = MetricsExporter(labelCapacity: configuration.hub.metricsNameCapacity)
     private var server: WebSocketServer?
+    /// The separate admin listener, when configured.
+    private var adminServer: WebSocketServer?
     private var handlers: [ObjectIdentifier: SessionHandler] = [:]
     private(set) var port = 0
+    private(set) var adminPort = 0
     private var stopped = false
+    /// Conditions `/ready` checks (name, and a reason while not ready).
+    var readinessChecks: [(name: String, check: @Sendable () -> String?)] = []
     /// Called when the last connection has closed after ``stop(grace:whenDrained:)``.
     private var drainWaiters: [() -> Void] = []
 
@@ -183,7 +224,12 @@ final class ServiceCore: WebSocketServerDelegate {
         hub = Hub(configuration: configuration.hub, scheduler: EventLoopScheduler(eventLoop: eventLoop))
     }
 
-    var openConnections: Int { server?.openConnectionCount ?? 0 }
+    var openConnections: Int { (server?.openConnectionCount ?? 0) + (adminServer?.openConnectionCount ?? 0) }
+
+    /// Every open connection, on the main and the admin listener.
+    var allOpenConnections: [WebSocketConnection] {
+        (server?.openConnections ?? []) + (adminServer?.openConnections ?? [])
+    }
 
     /// Write counters of connections that have closed.
     private var closedWriteCalls = 0
@@ -201,7 +247,7 @@ final class ServiceCore: WebSocketServerDelegate {
             connections: openConnections,
             sessions: sessions.count,
             subscriptions: sessions.reduce(0) { $0 + $1.subscriptionCount },
-            queuedBytes: server?.openConnections.reduce(0) { $0 + $1.queuedBytes } ?? 0,
+            queuedBytes: allOpenConnections.reduce(0) { $0 + $1.queuedBytes },
             encodingCacheHits: encodingCache.hits,
             encodingCacheMisses: encodingCache.misses,
             writeCalls: writeCalls, messagesWritten: messagesWritten,
@@ -224,9 +270,86 @@ final class ServiceCore: WebSocketServerDelegate {
         try server.start()
         self.server = server
         port = server.port
+        lagMonitor.start()
+        if let admin = configuration.admin {
+            let adminServer = WebSocketServer(
+                eventLoop: eventLoop,
+                configuration: .init(
+                    host: admin.host, port: admin.port, subprotocol: HubProtocol.subprotocol,
+                    limits: .init(maximumMessageSize: configuration.maxMessageSize),
+                    maximumConnections: configuration.maxConnections,
+                    connectionLimitCloseCode: WebSocketCloseCode(HubCloseCode.tooManyConnections.rawValue),
+                    pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout),
+                delegate: self)
+            try adminServer.start()
+            self.adminServer = adminServer
+            adminPort = adminServer.port
+            logger.info("admin listening", metadata: ["url": "http://\(admin.host):\(adminServer.port)/"])
+        }
         let scheme = configuration.tls == nil ? "ws" : "wss"
         logger.info("listening", metadata: ["url": "\(scheme)://\(configuration.host):\(server.port)/"])
         return server.port
+    }
+
+    /// The loop's figures now: cumulative counters and current gauges (the lag since
+    /// `consumer` last asked).
+    func snapshot(for consumer: LoopLagMonitor.Consumer) -> MetricsSnapshot {
+        var snapshot = MetricsSnapshot()
+        let open = allOpenConnections
+        let live = handlers.values
+        snapshot.connections = open.count
+        snapshot.connectionsOpened = counters.connectionsOpened
+        snapshot.subscriptions = live.reduce(0) { $0 + ($1.session?.subscriptionCount ?? 0) }
+        snapshot.queuedBytes = open.reduce(0) { $0 + $1.queuedBytes }
+        snapshot.bytesReceived = live.reduce(counters.closedBytesReceived) { $0 + $1.bytesReceived }
+        snapshot.bytesSent = live.reduce(counters.closedBytesSent) { $0 + $1.bytesSent }
+        snapshot.slowConsumerCloses = counters.slowConsumerCloses
+        snapshot.authFailures = counters.authFailures
+        snapshot.protocolErrors = counters.protocolErrors
+        snapshot.pipelineFailures = counters.pipelineFailures
+        let metrics = hub.metrics
+        snapshot.published = metrics.published
+        snapshot.activations = metrics.activations
+        snapshot.dropped = metrics.dropped
+        snapshot.overflows = metrics.overflows
+        for (_, entry) in hub.allEntries { snapshot.namesByKind[entry.kindName, default: 0] += 1 }
+        for counters in metrics.allCounters {
+            snapshot.delivered += counters.delivered
+            var figures = MetricsSnapshot.NameFigures(
+                name: counters.name, kind: hub.entry(named: counters.name)?.kindName ?? "shared")
+            figures.published = counters.published
+            figures.delivered = counters.delivered
+            figures.dropped = counters.dropped
+            figures.overflows = counters.overflows
+            snapshot.names[counters.name] = figures
+        }
+        let lag = lagMonitor.takeWindow(for: consumer)
+        snapshot.loopLagMaximum = lag.maximum
+        snapshot.loopLagSamples = lag.samples
+        return snapshot
+    }
+
+    /// Whether an operator's HTTP request may read `/metrics` or use admin endpoints: on a
+    /// server with auth, its `Authorization: Bearer` token must be accepted.
+    func mayAdminister(_ request: HTTPRequest) -> Bool {
+        guard let tokens = configuration.session.tokens else { return true }
+        guard let token = Session.bearerToken(request.authorization) else { return false }
+        return tokens.contains(token)
+    }
+
+    /// Why `/ready` answers 503, or `nil` when the service is serving.
+    var notReadyReason: String? {
+        guard server != nil else { return "starting" }
+        if stopped { return "shutting down" }
+        for (name, check) in readinessChecks {
+            if let reason = check() { return "\(name): \(reason)" }
+        }
+        return nil
+    }
+
+    func server(_ server: WebSocketServer, didReceive exchange: HTTPExchange) {
+        ServiceRoutes.handle(
+            exchange, on: server === adminServer ? .admin : .main, adminSplit: adminServer != nil, core: self)
     }
 
     /// Ends every session (their subscriptions' `shutting_down` go out before the close
@@ -235,9 +358,11 @@ final class ServiceCore: WebSocketServerDelegate {
     func stop(grace: Duration, whenDrained: @escaping () -> Void) {
         if !stopped {
             stopped = true
+            lagMonitor.stop()
             let live = handlers.values
             for handler in live { handler.session?.shutDown() }
             server?.close(code: WebSocketCloseCode(HubCloseCode.goingAway.rawValue), reason: "server shutting down", discardingQueued: false)
+            adminServer?.close(code: WebSocketCloseCode(HubCloseCode.goingAway.rawValue), reason: "server shutting down", discardingQueued: false)
             logger.info("stopped")
         }
         drainWaiters.append(whenDrained)
@@ -264,10 +389,14 @@ final class ServiceCore: WebSocketServerDelegate {
 
     /// Makes the session of each new connection.
     private var sessionFactory: SessionFactory {
-        SessionFactory(hub: hub, configuration: configuration.session, encodingCache: encodingCache, logger: logger)
+        SessionFactory(
+            hub: hub, configuration: configuration.session, encodingCache: encodingCache, logger: logger,
+            counters: counters)
     }
 
     private func forget(_ handler: SessionHandler) {
+        counters.closedBytesReceived += handler.bytesReceived
+        counters.closedBytesSent += handler.bytesSent
         closedWriteCalls += handler.writeCalls
         closedMessagesWritten += handler.messagesWritten
         handlers.removeValue(forKey: ObjectIdentifier(handler))

@@ -1,4 +1,5 @@
 import HubEngine
+import HubRegistry
 import HubValue
 import HubWire
 
@@ -20,8 +21,15 @@ final class RemoteSubscriber: Subscriber {
     let batch: Bool
     /// Its `next` envelope.
     let envelope: NextEnvelope
-    private unowned let outbound: SessionOutbound
-    private unowned let subscriptions: SessionSubscriptions
+    // Strong, so that a delivery costs no reference counting (an unowned reference is
+    // retained on every use): the cycle through the session's table is broken when the
+    // subscription leaves the table (cancel, completion, or the session's end).
+    private let outbound: SessionOutbound
+    private let subscriptions: SessionSubscriptions
+    /// Where its deliveries are counted (the name's, or the ad-hoc pipelines').
+    private let counters: NameCounters
+    /// The pipeline it subscribes to (its name, or "ad-hoc"), for failures; `nil` otherwise.
+    private let pipeline: String?
     // Confined to the loop, and never re-entered while one of these accesses is open:
     // the dynamic exclusivity check would only cost.
     @exclusivity(unchecked) private var upstream: (any Subscription)?
@@ -33,12 +41,17 @@ final class RemoteSubscriber: Subscriber {
     /// The largest exact total; at or beyond it demand is unlimited.
     static let unlimitedThreshold: UInt64 = (1 << 53) - 1
 
-    init(id: UInt64, batch: Bool, outbound: SessionOutbound, subscriptions: SessionSubscriptions) {
+    init(
+        id: UInt64, batch: Bool, outbound: SessionOutbound, subscriptions: SessionSubscriptions,
+        counters: NameCounters, pipeline: String? = nil
+    ) {
         self.id = id
         self.batch = batch
         self.envelope = NextEnvelope(id: id)
         self.outbound = outbound
         self.subscriptions = subscriptions
+        self.counters = counters
+        self.pipeline = pipeline
     }
 
     /// Adds the client's demand, as `request` or the initial `demand` of `subscribe`.
@@ -81,6 +94,7 @@ final class RemoteSubscriber: Subscriber {
 
     func receive(_ input: Value) -> Subscribers.Demand {
         guard !isFinished else { return .none }
+        counters.delivered &+= 1
         outbound.sendNext(input, envelope: envelope, batch: batch)
         return .none
     }
@@ -96,6 +110,9 @@ final class RemoteSubscriber: Subscriber {
         case .finished:
             outbound.send(.complete(id: id))
         case .failure(let error):
+            if let pipeline, error.code == .failed {
+                outbound.pipelineFailed(pipeline, subscription: id, error: error)
+            }
             outbound.sendError(error, id: id, ack: nil)
         }
     }

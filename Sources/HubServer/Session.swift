@@ -37,24 +37,32 @@ public final class Session {
     let budget: ResourceBudget
     /// Whether the session has ended (connection closed, slow consumer, refusal, shutdown).
     public var isClosed: Bool { outbound.isClosed }
+    /// The service loop's counters this session adds to.
+    private let counters: ServiceCounters
+    /// The client's name from `hello`, if it gave one (for logs and `$sys.connections`).
+    public private(set) var clientName: String?
+    /// Whether the client is authenticated (always, on a server without auth).
+    public var isAuthenticated: Bool { authenticated }
 
     /// A session for a new connection. `authorization` is the upgrade request's
     /// `Authorization` header, if any.
     public init(
         id: String, hub: Hub, connection: any SessionConnection, configuration: SessionConfiguration,
-        authorization: String?, encodingCache: ValueEncodingCache, logger: Logger
+        authorization: String?, encodingCache: ValueEncodingCache, logger: Logger,
+        counters: ServiceCounters = ServiceCounters()
     ) {
         self.id = id
         self.hub = hub
         self.configuration = configuration
         self.logger = logger
+        self.counters = counters
         let scheduler = hub.scheduler
         budget = ResourceBudget(
             owner: "this connection", limits: configuration.connectionBudget, clock: { scheduler.now })
         outbound = SessionOutbound(
             connection: connection, subscriptions: subscriptions, encodingCache: encodingCache,
             scheduler: hub.scheduler, maxQueuedBytes: configuration.maxQueuedBytes,
-            closeTimeout: configuration.closeTimeout, logger: logger)
+            closeTimeout: configuration.closeTimeout, logger: logger, counters: counters)
         if let tokens = configuration.tokens {
             let bearer = Session.bearerToken(authorization)
             authenticated = bearer.map(tokens.contains) ?? false
@@ -195,7 +203,10 @@ public final class Session {
     }
 
     private func hello(token: String?, client: String?, batch: Bool) {
-        if let client { outbound.logger[metadataKey: "client"] = "\(client)" }
+        if let client {
+            clientName = String(client.prefix(128))
+            outbound.logger[metadataKey: "client"] = "\(clientName!)"
+        }
         if batch { batchAll = true }
         guard let tokens = configuration.tokens, !authenticated else { return }
         guard let token, tokens.contains(token) else {
@@ -226,6 +237,8 @@ public final class Session {
         }
         let kind: SubscriptionKind
         let publisher: AnyPublisher<Value, HubError>
+        let counters: NameCounters
+        var pipeline: String?
         do throws(HubError) {
             switch request.target {
             case .name(let name):
@@ -234,8 +247,11 @@ public final class Session {
                 switch resolved.entry {
                 case .subject: kind = .subject
                 case .trigger: kind = .trigger
-                case .pipeline: kind = .pipeline
+                case .pipeline:
+                    kind = .pipeline
+                    pipeline = name
                 }
+                counters = resolved.entry.counters
                 publisher = resolved.publisher
             case .pipeline(let source):
                 guard configuration.allowsPipelines else {
@@ -247,13 +263,16 @@ public final class Session {
                 publisher = try hub.compile(
                     pipeline: source, bufferSize: request.buffer, overflow: request.overflow, budget: budget)
                 kind = .pipeline
+                pipeline = "ad-hoc"
+                counters = hub.metrics.adHoc
             }
         } catch {
             sendError(error, id: id, ack: nil)
             return
         }
         let remote = RemoteSubscriber(
-            id: id, batch: request.batch ?? batchAll, outbound: outbound, subscriptions: subscriptions)
+            id: id, batch: request.batch ?? batchAll, outbound: outbound, subscriptions: subscriptions,
+            counters: counters, pipeline: pipeline)
         subscriptions.insert(remote)
         outbound.send(.subscribed(id: id, kind: kind))
         remote.grant(request.demand)
@@ -275,12 +294,22 @@ public final class Session {
     // MARK: Refusing
 
     private func sendError(_ error: HubError, id: UInt64?, ack: Int64?) {
+        switch error.code {
+        case .badMessage, .unknownOp, .duplicateId, .invalidDemand:
+            counters.protocolErrors += 1
+            outbound.logger.notice(
+                "protocol error", metadata: ["code": "\(error.code)", "error": "\(error.message)"])
+        default:
+            break
+        }
         outbound.sendError(error, id: id, ack: ack)
     }
 
     private func refuseUnauthenticated(_ reason: String) {
         guard !isClosed else { return }
         authenticationTimer.take()?.cancel()
+        counters.authFailures += 1
+        outbound.logger.warning("authentication failed", metadata: ["reason": "\(reason)"])
         outbound.sendError(HubError(.unauthorized, reason), id: nil, ack: nil)
         outbound.end(closing: .unauthorized, reason: "unauthorized", discardingQueued: false)
     }

@@ -10,15 +10,17 @@ struct SessionFactory {
     let configuration: SessionConfiguration
     let encodingCache: ValueEncodingCache
     let logger: Logger
+    let counters: ServiceCounters
 
-    /// A session with a fresh id on `connection`.
-    func makeSession(on connection: any SessionConnection, authorization: String?) -> Session {
+    /// A session with a fresh id on `connection`, whose client is at `peer`.
+    func makeSession(on connection: any SessionConnection, authorization: String?, peer: String?) -> Session {
         let id = String(UInt64.random(in: 1...UInt64.max), radix: 16)
         var sessionLogger = logger
         sessionLogger[metadataKey: "session"] = "\(id)"
+        if let peer { sessionLogger[metadataKey: "peer"] = "\(peer)" }
         return Session(
             id: id, hub: hub, connection: connection, configuration: configuration,
-            authorization: authorization, encodingCache: encodingCache, logger: sessionLogger)
+            authorization: authorization, encodingCache: encodingCache, logger: sessionLogger, counters: counters)
     }
 }
 
@@ -29,16 +31,34 @@ final class SessionHandler: WebSocketConnectionHandler, SessionConnection {
     private let sessions: SessionFactory
     private let onClose: (SessionHandler) -> Void
     private(set) var session: Session?
+    /// When the connection opened (nanoseconds since the Unix epoch).
+    let openedAt: Int64
+    /// The session's logger (with its id and the peer), once open.
+    private var logger: Logger?
 
     init(connection: WebSocketConnection, sessions: SessionFactory, onClose: @escaping (SessionHandler) -> Void) {
         self.connection = connection
         self.sessions = sessions
         self.onClose = onClose
+        openedAt = Hub.systemWallClock().nanoseconds
     }
 
+    /// The client's address.
+    var peer: String? { connection.peer }
+    /// Payload bytes received so far.
+    var bytesReceived: Int { connection.bytesReceived }
+    /// Bytes written so far.
+    var bytesSent: Int { connection.bytesWritten }
+
     func connectionDidOpen(_ connection: WebSocketConnection) {
-        let session = sessions.makeSession(on: self, authorization: connection.authorization)
+        sessions.counters.connectionsOpened += 1
+        let session = sessions.makeSession(on: self, authorization: connection.authorization, peer: connection.peer)
         self.session = session
+        var logger = sessions.logger
+        logger[metadataKey: "session"] = "\(session.id)"
+        if let peer = connection.peer { logger[metadataKey: "peer"] = "\(peer)" }
+        logger.info("connection opened", metadata: ["path": "\(connection.requestPath)"])
+        self.logger = logger
         session.start()
     }
 
@@ -50,6 +70,18 @@ final class SessionHandler: WebSocketConnectionHandler, SessionConnection {
     }
 
     func connection(_ connection: WebSocketConnection, didCloseWith code: WebSocketCloseCode?, reason: String) {
+        if var logger, let session {
+            if let client = session.clientName { logger[metadataKey: "client"] = "\(client)" }
+            let seconds = Double(Hub.systemWallClock().nanoseconds - openedAt) / 1e9
+            logger.info(
+                "connection closed",
+                metadata: [
+                    "code": "\(code.map { String($0.rawValue) } ?? "none")", "reason": "\(reason)",
+                    "authenticated": "\(session.isAuthenticated)",
+                    "seconds": "\((seconds * 1000).rounded() / 1000)",
+                    "bytes_in": "\(connection.bytesReceived)", "bytes_out": "\(connection.bytesWritten)",
+                ])
+        }
         session?.connectionClosed()
         session = nil
         onClose(self)

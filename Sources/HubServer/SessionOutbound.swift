@@ -17,6 +17,8 @@ final class SessionOutbound {
     private let scheduler: any Scheduler
     private let maxQueuedBytes: Int
     private let closeTimeout: Duration
+    /// The service loop's counters (slow consumers, pipeline failures).
+    let counters: ServiceCounters
     /// The session's logger (a `hello` adds the client's name to its metadata).
     var logger: Logger
     /// Whether the session has ended (connection closed, slow consumer, refusal, shutdown).
@@ -27,8 +29,10 @@ final class SessionOutbound {
 
     init(
         connection: any SessionConnection, subscriptions: SessionSubscriptions, encodingCache: ValueEncodingCache,
-        scheduler: any Scheduler, maxQueuedBytes: Int, closeTimeout: Duration, logger: Logger
+        scheduler: any Scheduler, maxQueuedBytes: Int, closeTimeout: Duration, logger: Logger,
+        counters: ServiceCounters
     ) {
+        self.counters = counters
         self.connection = connection
         self.subscriptions = subscriptions
         self.encodingCache = encodingCache
@@ -80,6 +84,14 @@ final class SessionOutbound {
         checkQueue()
     }
 
+    /// A pipeline subscription ended with `failed`: counted and logged with the pipeline's name.
+    func pipelineFailed(_ pipeline: String, subscription id: UInt64, error: HubError) {
+        counters.pipelineFailures += 1
+        logger.notice(
+            "pipeline failed",
+            metadata: ["pipeline": "\(pipeline)", "subscription": "\(id)", "error": "\(error.message)"])
+    }
+
     // MARK: Ending
 
     /// Ends the session from this side: every subscription is cancelled upstream and
@@ -113,7 +125,9 @@ final class SessionOutbound {
     /// Closes a connection whose client stopped reading (PROTOCOL.md §5.8).
     private func checkQueue() {
         guard connection.queuedBytes > maxQueuedBytes, !isClosed else { return }
-        logger.warning("closing slow consumer", metadata: ["queued": "\(connection.queuedBytes)"])
+        counters.slowConsumerCloses += 1
+        logger.warning(
+            "closing slow consumer", metadata: ["queued": "\(connection.queuedBytes)", "limit": "\(maxQueuedBytes)"])
         end(closing: .slowConsumer, reason: "slow consumer", discardingQueued: true)
     }
 }

@@ -216,7 +216,7 @@ struct PipelineCompilerTests {
         ("a | map(frob(.))", "pipeline_error", "1:9: unknown function 'frob'"),
         ("a | map(filter(.))", "pipeline_error", "1:9: filter takes 2 arguments, got 1"),
         ("a | map(prefix(.))", "pipeline_error", "1:9: 'prefix' is a stage, not a function of expressions"),
-        ("a | map(x -> x)", "pipeline_error", "1:9: a lambda can only be the second argument of map or filter"),
+        ("a | map(x -> x)", "pipeline_error", "1:9: a lambda can only be the second argument of map, filter or sort"),
         ("a | map(250ms)", "pipeline_error", "1:9: map expects an expression here, not a duration"),
         ("a | map(b | c)", "pipeline_error", "1:9: map expects an expression here, not a pipeline"),
         ("a | debounce(1)", "pipeline_error", "1:14: debounce expects a duration such as 250ms"),
