@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "HubPipeline", targets: ["HubPipeline"]),
         .library(name: "HubRegistry", targets: ["HubRegistry"]),
         .library(name: "HubTesting", targets: ["HubTesting"]),
+        .library(name: "HubSQLite", targets: ["HubSQLite"]),
         .library(name: "HubTransport", targets: ["HubTransport"]),
         .library(name: "HubServer", targets: ["HubServer"]),
         .library(name: "HubClient", targets: ["HubClient"]),
@@ -76,6 +77,26 @@ let package = Package(
         .target(
             name: "HubTesting",
             dependencies: ["HubEngine", "HubValue"]
+        ),
+        // Durable subjects: SQLite from the system, as libwebsockets is. The store lives in
+        // its own module so that a hub without durable subjects (and HubRegistry's users)
+        // does not link libsqlite3, and a cluster store can sit beside it.
+        .systemLibrary(
+            name: "CSQLite",
+            path: "Sources/CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .target(
+            name: "HubSQLite",
+            dependencies: [
+                "CSQLite",
+                "HubEngine",
+                "HubValue",
+                "HubWire",
+                "HubRegistry",
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]
         ),
         .systemLibrary(
             name: "CWebsockets",
@@ -176,6 +197,10 @@ let package = Package(
         .testTarget(
             name: "HubRegistryTests",
             dependencies: ["HubRegistry", "HubPipeline", "HubEngine", "HubValue", "HubWire", "HubTesting"]
+        ),
+        .testTarget(
+            name: "HubStoreTests",
+            dependencies: ["HubRegistry", "HubSQLite", "CSQLite", "HubEngine", "HubValue", "HubWire"]
         ),
         .testTarget(
             name: "HubTransportTests",
