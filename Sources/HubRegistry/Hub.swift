@@ -87,8 +87,8 @@ public final class Hub: PipelineEnvironment {
         }
     }
 
-    /// The hub's configuration.
-    public let configuration: Configuration
+    /// The hub's configuration (``reconfigure(_:)`` changes it while running).
+    public private(set) var configuration: Configuration
     /// Counters of published, delivered, dropped and overflowed values, in total and per name.
     public let metrics: HubMetrics
     /// The scheduler of timing operators: the event loop's, or a test scheduler.
@@ -122,6 +122,26 @@ public final class Hub: PipelineEnvironment {
     /// The limits pipelines are compiled under.
     public var limits: PipelineLimits { configuration.limits }
 
+    /// Applies a new configuration (a reload): auto-creation, buffer defaults and bounds,
+    /// and pipeline limits apply to what is created, subscribed or compiled from now on;
+    /// live subscriptions keep what they were made with. The metrics' name capacity is
+    /// fixed at start.
+    public func reconfigure(_ configuration: Configuration) {
+        var configuration = configuration
+        configuration.metricsNameCapacity = self.configuration.metricsNameCapacity
+        self.configuration = configuration
+    }
+
+    /// Removes the named pipeline `name` from the registry (a reload that drops or
+    /// changes it): live subscriptions keep their pipeline; new ones get `not_found`, or
+    /// the pipeline declared in its place. Returns whether there was one.
+    @discardableResult
+    public func removePipeline(named name: String) -> Bool {
+        guard case .pipeline = entries[name] else { return false }
+        entries[name] = nil
+        return true
+    }
+
     /// What `name` stands for, if anything.
     public func entry(named name: String) -> Entry? { entries[name] }
 
@@ -137,6 +157,15 @@ public final class Hub: PipelineEnvironment {
     public func declareSubject(
         _ name: String, initialValue: Value? = nil, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
     ) throws(HubError) -> HubSubject {
+        let subject = try createSubject(name, initialValue: initialValue, bufferSize: bufferSize, overflow: overflow)
+        subject.isDeclared = true
+        return subject
+    }
+
+    /// Makes and registers a subject (declared, or created on first use).
+    private func createSubject(
+        _ name: String, initialValue: Value? = nil, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
+    ) throws(HubError) -> HubSubject {
         try Hub.check(name)
         guard entries[name] == nil else {
             throw HubError(.badMessage, "'\(name)' is already declared as a \(entries[name]!.kindName)")
@@ -145,7 +174,8 @@ public final class Hub: PipelineEnvironment {
             name: name, initialValue: initialValue,
             bufferSize: bufferSize ?? configuration.defaultBufferSize,
             overflow: overflow ?? configuration.defaultOverflow)
-        subject.counters = metrics.counters(for: name)
+        // System subjects count apart: they are the broker's, not the clients'.
+        if !HubName.isSystem(name) { subject.counters = metrics.counters(for: name) }
         entries[name] = .subject(subject)
         return subject
     }
@@ -201,8 +231,10 @@ public final class Hub: PipelineEnvironment {
         case .some(let other):
             throw HubError(.notFound, "'\(name)' is a \(other.kindName), not a subject")
         case nil:
-            guard configuration.autoCreate else { throw HubError(.notFound, "no subject named '\(name)'") }
-            return try declareSubject(name)
+            guard configuration.autoCreate, !HubName.isSystem(name) else {
+                throw HubError(.notFound, "no subject named '\(name)'")
+            }
+            return try createSubject(name)
         }
     }
 
@@ -215,7 +247,9 @@ public final class Hub: PipelineEnvironment {
         case .some(let other):
             throw HubError(.notFound, "'\(name)' is a \(other.kindName), not a trigger")
         case nil:
-            guard configuration.autoCreate else { throw HubError(.notFound, "no trigger named '\(name)'") }
+            guard configuration.autoCreate, !HubName.isSystem(name) else {
+                throw HubError(.notFound, "no trigger named '\(name)'")
+            }
             return try declareTrigger(name)
         }
     }
@@ -239,6 +273,31 @@ public final class Hub: PipelineEnvironment {
         metrics.published += 1
         subject.counters.published &+= 1
         subject.send(value)
+    }
+
+    /// Deletes the subject `name` so that it can start over (a completed or failed subject
+    /// takes no more values until then): its live subscribers get `complete` (after their
+    /// buffered values), and a declared subject is replaced by a fresh one with the same
+    /// settings (its initial value again); one created on first use is removed (the next
+    /// use creates it anew). A trigger's or pipeline's name is `not_found`; a system
+    /// subject is `forbidden`.
+    public func delete(_ name: String) throws(HubError) {
+        try Hub.check(name)
+        if HubName.isSystem(name) { throw HubError(.forbidden, "the system subject '\(name)' cannot be deleted") }
+        switch entries[name] {
+        case .subject(let subject):
+            entries[name] = nil
+            if !subject.isCompleted { subject.send(completion: .finished) }
+            if subject.isDeclared {
+                let fresh = try createSubject(
+                    name, initialValue: subject.initialValue, bufferSize: subject.bufferSize, overflow: subject.overflow)
+                fresh.isDeclared = true
+            }
+        case .some(let other):
+            throw HubError(.notFound, "'\(name)' is a \(other.kindName), not a subject")
+        case nil:
+            throw HubError(.notFound, "no subject named '\(name)'")
+        }
     }
 
     /// Finishes the subject `name`: its subscribers get `complete` after their buffered values.
@@ -406,17 +465,20 @@ public final class Hub: PipelineEnvironment {
 }
 
 extension Hub {
-    /// The catalog `list` answers: every subject, pipeline and trigger with its subscriber count.
+    /// The catalog `list` answers: every subject, pipeline and trigger with its subscriber
+    /// count (the system subjects are left out: PROTOCOL.md documents them).
     public func catalog() -> Catalog {
         var catalog = Catalog()
-        for (name, entry) in entries {
+        for (name, entry) in entries where !HubName.isSystem(name) {
             switch entry {
             case .subject(let subject):
+                let state: Catalog.SubjectEntry.State =
+                    subject.failure != nil ? .failed : subject.isCompleted ? .completed : .open
                 catalog.subjects.append(Catalog.SubjectEntry(
                     name: name, kind: subject.kind == .passthrough ? .passthrough : .currentValue,
-                    value: subject.currentValue, subscribers: subject.subscriberCount))
-            case .trigger:
-                catalog.triggers.append(name)
+                    value: subject.currentValue, subscribers: subject.subscriberCount, state: state))
+            case .trigger(let trigger):
+                catalog.triggers.append(Catalog.TriggerEntry(name: name, subscribers: trigger.subscriberCount))
             case .pipeline(let pipeline):
                 catalog.pipelines.append(Catalog.PipelineEntry(name: name, subscribers: pipeline.subscriberCount))
             }

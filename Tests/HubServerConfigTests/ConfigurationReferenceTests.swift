@@ -21,6 +21,8 @@ struct ConfigurationReferenceTests {
         paths.formUnion(BrokerConfiguration.authKeys.map { "auth.\($0)" })
         paths.formUnion(BrokerConfiguration.subjectKeys.map { "subjects.<name>.\($0)" })
         paths.formUnion(BrokerConfiguration.pipelineKeys.map { "pipelines.<name>.\($0)" })
+        paths.formUnion(BrokerConfiguration.adminKeys.map { "admin.\($0)" })
+        paths.formUnion(BrokerConfiguration.metricsKeys.map { "metrics.\($0)" })
         return paths
     }
 

@@ -25,6 +25,29 @@ extension BrokerConfiguration {
             if let port = fields["port"] { service.port = try reader.int(port.value, port.path, in: 0...65535) }
             if let tls = fields["tls"] { try readTLS(tls, reader) }
         }
+        if let admin = top["admin"] {
+            let fields = try reader.fields(admin.value, admin.path, allowed: BrokerConfiguration.adminKeys)
+            var listener = HubService.Configuration.AdminListener(host: "127.0.0.1", port: 7421)
+            if let host = fields["host"] {
+                let text = try reader.string(host.value, host.path)
+                guard !text.isEmpty else { throw reader.error(host.value, host.path, "expected a host name or address (got an empty string)") }
+                listener.host = text
+            }
+            if let port = fields["port"] { listener.port = try reader.int(port.value, port.path, in: 0...65535) }
+            service.admin = listener
+        }
+        if let metrics = top["metrics"] {
+            let fields = try reader.fields(metrics.value, metrics.path, allowed: BrokerConfiguration.metricsKeys)
+            if let field = fields["nameLabels"] {
+                service.hub.metricsNameCapacity = try reader.int(field.value, field.path, in: 0...100_000)
+            }
+            if let field = fields["statsInterval"] {
+                service.statsInterval = try reader.duration(field.value, field.path, minimum: .milliseconds(100))
+            }
+        }
+        if let grace = top["drainGrace"] {
+            service.drainGrace = try reader.duration(grace.value, grace.path)
+        }
         if let autoCreate = top["autoCreate"] {
             service.hub.autoCreate = try reader.bool(autoCreate.value, autoCreate.path)
         }

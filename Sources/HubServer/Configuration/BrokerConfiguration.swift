@@ -129,7 +129,12 @@ public struct BrokerConfiguration: Sendable {
     /// The keys of the top level.
     public static let topLevelKeys = [
         "listen", "autoCreate", "limits", "auth", "allowAdHocPipelines", "subjects", "triggers", "pipelines",
+        "admin", "metrics", "drainGrace",
     ]
+    /// The keys of `admin`.
+    public static let adminKeys = ["host", "port"]
+    /// The keys of `metrics`.
+    public static let metricsKeys = ["nameLabels", "statsInterval"]
     /// The keys of `listen`.
     public static let listenKeys = ["host", "port", "tls"]
     /// The keys of `listen.tls`.
