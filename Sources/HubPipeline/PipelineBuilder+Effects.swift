@@ -10,6 +10,8 @@ extension PipelineBuilder {
     /// schema as a `send` is) and passed on. A refused value fails the pipeline, or is
     /// skipped when the environment skips failures.
     func makeInto(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        // A name written in the text is checked before anything runs; a computed one when it is built.
+        if let word = Self.word(arguments[0]) { try authorize(.publish, word, at: arguments[0].position) }
         let name = try self.name(arguments[0], of: stage)
         let environment = self.environment
         let skip = environment.skipFailure
@@ -49,6 +51,7 @@ extension PipelineBuilder {
                 throw Self.error("handleEvents takes labelled arguments: into: and receiveOutput: ...", at: argument.position)
             }
             if label == "into" {
+                if let word = Self.word(argument) { try authorize(.publish, word, at: argument.position) }
                 target = try name(argument, of: stage)
             } else if Self.tapLabels.contains(label) {
                 guard taps[label] == nil else { throw Self.error("handleEvents has '\(label)' twice", at: argument.position) }

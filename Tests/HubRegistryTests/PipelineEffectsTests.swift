@@ -127,6 +127,30 @@ struct PipelineEffectsTests {
         #expect(throws: HubError(.notFound, "'t' is a trigger, not a subject")) { try hub.compile(pipeline: "input | into(t)") }
     }
 
+    /// `into` and `handleEvents(into:)` write: the hub asks for `publish` permission on the
+    /// name (ad-hoc pipeline text of a client that may only read is refused).
+    @Test func writingNeedsPublishPermission() throws {
+        let hub = try hub()
+        let everyName = try NamePattern(">")
+        let reader = Permissions([
+            .subscribe: .init(allow: [everyName]), .pipelines: .init(allow: [everyName]),
+        ])
+        #expect(throws: HubError.self) { try hub.compile(pipeline: "input | into(total)", permissions: reader) }
+        #expect(throws: HubError.self) {
+            try hub.compile(pipeline: "input | handleEvents(into: activity, receiveOutput: .)", permissions: reader)
+        }
+        let writer = Permissions([
+            .subscribe: .init(allow: [everyName]), .pipelines: .init(allow: [everyName]), .publish: .init(allow: [everyName]),
+        ])
+        _ = try hub.compile(pipeline: "input | into(total)", permissions: writer)
+        do {
+            _ = try hub.compile(pipeline: "input | into(total)", permissions: reader)
+        } catch {
+            #expect(error.code == .forbidden)
+            #expect(error.message.hasPrefix("1:14: "), "\(error.message)")
+        }
+    }
+
     /// The book's network-activity publisher: handleEvents publishes true on subscription
     /// and false on completion or cancel into a subject, the stream itself unchanged.
     @Test func handleEventsTapsEventsIntoASubject() throws {
