@@ -49,7 +49,6 @@ let package = Package(
         .target(
             name: "HubWire",
             dependencies: [
-                "HubEngine",
                 "HubValue",
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ]
@@ -167,7 +166,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HubWireTests",
-            dependencies: ["HubWire", "HubValue", "HubEngine", "HubTesting"]
+            dependencies: ["HubWire", "HubValue", "HubTesting"]
         ),
         .testTarget(
             name: "HubPipelineTests",
