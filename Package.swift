@@ -22,7 +22,7 @@ let package = Package(
         .executable(name: "hubcli", targets: ["hubcli"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.0"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
         .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
@@ -50,7 +50,6 @@ let package = Package(
         .target(
             name: "HubWire",
             dependencies: [
-                "HubEngine",
                 "HubValue",
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ]
@@ -72,11 +71,12 @@ let package = Package(
                 "HubWire",
                 "HubPipeline",
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
             name: "HubTesting",
-            dependencies: ["HubEngine", "HubValue"]
+            dependencies: ["HubEngine", "HubValue", .product(name: "Logging", package: "swift-log")]
         ),
         // Durable subjects: SQLite from the system, as libwebsockets is. The store lives in
         // its own module so that a hub without durable subjects (and HubRegistry's users)
@@ -152,6 +152,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         .executableTarget(
@@ -189,7 +190,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HubWireTests",
-            dependencies: ["HubWire", "HubValue", "HubEngine", "HubTesting"]
+            dependencies: ["HubWire", "HubValue", "HubTesting"]
         ),
         .testTarget(
             name: "HubPipelineTests",
@@ -197,7 +198,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HubRegistryTests",
-            dependencies: ["HubRegistry", "HubPipeline", "HubEngine", "HubValue", "HubWire", "HubTesting"]
+            dependencies: [
+                "HubRegistry", "HubPipeline", "HubEngine", "HubValue", "HubWire", "HubTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "HubStoreTests",
@@ -254,6 +258,9 @@ let package = Package(
                 "HubValue",
                 "HubWire",
                 "HubTransport",
+                "hubcli",
+                "HubTesting",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
@@ -268,6 +275,7 @@ let package = Package(
                 "HubValue",
                 "HubWire",
                 "HubTransport",
+                "HubTesting",
                 "hubcli",
             ]
         ),

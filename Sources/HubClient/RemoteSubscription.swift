@@ -103,7 +103,7 @@ where Downstream.Input: HubDelivery, Downstream.Failure == HubClientError {
         case .live, .terminated: return nil
         }
         let request = SubscribeRequest(
-            target: target, demand: unsent, batch: options.batch, buffer: options.buffer,
+            target: target, demand: WireDemand(unsent), batch: options.batch, buffer: options.buffer,
             overflow: options.overflow, since: since)
         unsent = .none
         return request

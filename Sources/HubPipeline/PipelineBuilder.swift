@@ -40,18 +40,45 @@ final class PipelineBuilder {
         NameSuggestion.closest(to: name, among: names).map { " (did you mean '\($0)'?)" } ?? ""
     }
 
-    /// The HubError of an expression failure in `stage`.
+    /// The HubError of an expression failure in `stage`: the stage's text (cut to its first
+    /// line and 60 characters, so that a long reducer is not repeated in full), what failed, and
+    /// where (`data.line`, `data.column` in the pipeline's text).
     static func failure(_ failure: ExpressionEvaluator.Failure, in stage: StageSyntax) -> HubError {
-        HubError(
-            .failed, "\(stage.text): \(failure.message)",
+        let text = abbreviated(stage.text)
+        return HubError(
+            .failed, "\(text): \(failure.message)",
             data: .object([
-                "stage": .string(stage.text), "error": .string(failure.message),
+                "stage": .string(text), "error": .string(failure.message),
                 "line": .int(Int64(failure.position.line)), "column": .int(Int64(failure.position.column)),
             ]))
     }
 
+    /// A stage's text for messages: its first line, at most 60 characters, `…` when cut.
+    static func abbreviated(_ text: String) -> String {
+        let firstLine = text.prefix { $0 != "\n" }
+        let cut = firstLine.count > 60 ? String(firstLine.prefix(59)) : String(firstLine)
+        return cut.count < text.count ? cut.trimmingCharacters(in: .whitespaces) + "…" : cut
+    }
+
     static func hubError(_ error: any Error) -> HubError {
         (error as? HubError) ?? HubError(.internal, "\(error)")
+    }
+
+    /// Asks the environment whether the pipeline may use `name` for `access` (a name
+    /// written in the text, checked before anything runs); a refusal keeps its code
+    /// (`forbidden`) and gains the position.
+    func authorize(_ access: PipelineAccess, _ name: String, at position: SourcePosition) throws(HubError) {
+        do {
+            try environment.authorize(access, name: name)
+        } catch {
+            var refusal = error
+            var data = error.data?.objectValue ?? [:]
+            data["line"] = .int(Int64(position.line))
+            data["column"] = .int(Int64(position.column))
+            refusal.data = .object(data)
+            refusal.message = "\(position.line):\(position.column): \(error.message)"
+            throw refusal
+        }
     }
 
     func countStage(_ stage: StageSyntax) throws(HubError) {
@@ -66,17 +93,26 @@ final class PipelineBuilder {
     func pipeline(_ syntax: PipelineSyntax) throws(HubError) -> Build {
         let source = try self.source(syntax.stages[0])
         var operators: [Operator] = []
-        for stage in syntax.stages.dropFirst() {
+        for (index, stage) in syntax.stages.enumerated().dropFirst() {
             try countStage(stage)
             if Self.sources.contains(stage.name), !Self.operatorsNamedLikeSources.contains(stage.name) {
                 throw Self.error("'\(stage.name)' is a source: it can only start a pipeline", at: stage.position)
             }
+            if stage.name == "into", index != syntax.stages.count - 1 {
+                throw Self.error("into(...) writes the pipeline's values into a subject: it must be the last stage", at: stage.position)
+            }
             operators.append(try self.operator(stage))
         }
+        // Every build (the top level once, a nested pipeline once per value of its flatMap…)
+        // is charged to the budget, so that nested builds cannot multiply without bound.
+        let budget = environment.budget
+        let text = syntax.stages[0].text
         return { outer throws(HubError) in
-            var publisher = try source(outer)
-            for apply in operators { publisher = try apply(publisher, outer) }
-            return publisher
+            try Self.charged(budget, text) { () throws(HubError) -> Pub in
+                var publisher = try source(outer)
+                for apply in operators { publisher = try apply(publisher, outer) }
+                return publisher
+            }
         }
     }
 
@@ -237,17 +273,12 @@ final class PipelineBuilder {
     /// value of the function is bound to `$variable` (`$acc` in scan and reduce).
     func element(_ argument: ArgumentSyntax, of stage: StageSyntax, variable: String? = nil) throws(HubError) -> ElementFunction {
         let e = try expression(argument, of: stage, variables: variable.map { [$0] } ?? [])
-        let now = environment.wallClock
         let key = "$" + (variable ?? "acc")
-        let cache = EvaluationCache()
+        let evaluate = evaluation(e, of: stage)
         return { value, second throws(HubError) in
-            do throws(ExpressionEvaluator.Failure) {
-                var variables: [String: Value] = [:]
-                if let second { variables[key] = second }
-                return try ExpressionEvaluator(current: value, variables: variables, now: now, cache: cache).evaluate(e)
-            } catch {
-                throw Self.failure(error, in: stage)
-            }
+            var variables: [String: Value] = [:]
+            if let second { variables[key] = second }
+            return try evaluate(value, variables)
         }
     }
 

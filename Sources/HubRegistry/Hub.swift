@@ -2,6 +2,7 @@ import HubEngine
 import HubValue
 import HubWire
 import HubPipeline
+import Logging
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -90,8 +91,8 @@ public final class Hub: PipelineEnvironment {
         }
     }
 
-    /// The hub's configuration.
-    public let configuration: Configuration
+    /// The hub's configuration (``reconfigure(_:)`` changes it while running).
+    public private(set) var configuration: Configuration
     /// Counters of published, delivered, dropped and overflowed values, in total and per name.
     public let metrics: HubMetrics
     /// The scheduler of timing operators: the event loop's, or a test scheduler.
@@ -99,9 +100,12 @@ public final class Hub: PipelineEnvironment {
 
     private var entries: [String: Entry] = [:]
 
-    /// An empty hub.
     /// The clock of `now()` in pipelines: nanoseconds since the Unix epoch.
     public let wallClock: () -> SchedulerTime
+    /// Where refused values and named pipelines' failures, skips and restarts are logged.
+    public let logger: Logger
+    /// The sender of the value being handled (see ``ValueOrigin``).
+    public let origin = ValueOrigin()
 
     /// Where subjects that are not durable keep their history (the process's memory).
     public let historyStore: any SubjectStore
@@ -110,12 +114,11 @@ public final class Hub: PipelineEnvironment {
     public var durableStore: (any SubjectStore)?
 
     /// An empty hub. `wallClock` is the clock of `now()` in pipelines: the
-    /// system's calendar time unless given (tests pass virtual time). `historyStore`
-    /// keeps the history of subjects that are not durable (memory unless given).
+    /// system's calendar time unless given (tests pass virtual time).
     public init(
         configuration: Configuration = Configuration(), scheduler: any Scheduler,
-        wallClock: (() -> SchedulerTime)? = nil, historyStore: (any SubjectStore)? = nil,
-        durableStore: (any SubjectStore)? = nil
+        wallClock: (() -> SchedulerTime)? = nil, logger: Logger = Logger(label: "hub"),
+        historyStore: (any SubjectStore)? = nil, durableStore: (any SubjectStore)? = nil
     ) {
         self.configuration = configuration
         self.scheduler = scheduler
@@ -123,6 +126,7 @@ public final class Hub: PipelineEnvironment {
         self.durableStore = durableStore
         metrics = HubMetrics(nameCapacity: configuration.metricsNameCapacity)
         self.wallClock = wallClock ?? Hub.systemWallClock
+        self.logger = logger
     }
 
     /// The system's calendar time, as nanoseconds since the Unix epoch.
@@ -135,6 +139,28 @@ public final class Hub: PipelineEnvironment {
     /// The limits pipelines are compiled under.
     public var limits: PipelineLimits { configuration.limits }
 
+    /// Applies a new configuration (a reload): auto-creation, buffer defaults and bounds,
+    /// and pipeline limits apply to what is created, subscribed or compiled from now on;
+    /// live subscriptions keep what they were made with. The metrics' name capacity is
+    /// fixed at start.
+    public func reconfigure(_ configuration: Configuration) {
+        var configuration = configuration
+        configuration.metricsNameCapacity = self.configuration.metricsNameCapacity
+        self.configuration = configuration
+    }
+
+    /// Removes the named pipeline `name` from the registry (a reload that drops or
+    /// changes it): live subscriptions keep their pipeline; new ones get `not_found`, or
+    /// the pipeline declared in its place. Returns whether there was one.
+    @discardableResult
+    public func removePipeline(named name: String) -> Bool {
+        guard case .pipeline(let pipeline) = entries[name] else { return false }
+        // A running pipeline stops with it (its subscribers keep the old instance).
+        pipeline.stop()
+        entries[name] = nil
+        return true
+    }
+
     /// What `name` stands for, if anything.
     public func entry(named name: String) -> Entry? { entries[name] }
 
@@ -145,43 +171,52 @@ public final class Hub: PipelineEnvironment {
 
     // MARK: Declaring
 
-    /// Declares a subject (from configuration). A name already in use is refused.
+    /// Declares a subject (from configuration). A name already in use is refused. With a
+    /// `schema`, every value sent to it must match (an initial value too: else `invalid_value`).
     /// With `history` it keeps that much of its history, in ``historyStore``; `durable`
     /// keeps it in ``durableStore`` instead (with `history`, or the default retention),
     /// so that it survives restarts.
     @discardableResult
     public func declareSubject(
         _ name: String, initialValue: Value? = nil, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
-        history: HistoryRetention? = nil, durable: Bool = false
+        schema: JSONSchema? = nil, history: HistoryRetention? = nil, durable: Bool = false
+    ) throws(HubError) -> HubSubject {
+        let subject = try createSubject(
+            name, initialValue: initialValue, bufferSize: bufferSize, overflow: overflow, schema: schema,
+            history: history, durable: durable)
+        subject.isDeclared = true
+        return subject
+    }
+
+    /// Makes and registers a subject (declared, or created on first use).
+    private func createSubject(
+        _ name: String, initialValue: Value? = nil, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
+        schema: JSONSchema? = nil, history: HistoryRetention? = nil, durable: Bool = false
     ) throws(HubError) -> HubSubject {
         try Hub.check(name)
         guard entries[name] == nil else {
             throw HubError(.badMessage, "'\(name)' is already declared as a \(entries[name]!.kindName)")
         }
+        if let schema, let initialValue, let problem = schema.validate(initialValue) {
+            throw Hub.refusal(problem, subject: name, what: "initial value")
+        }
         let subject: HubSubject
         if durable || history != nil {
             let retention = history ?? HistoryRetention()
-            let store: any SubjectStore
-            if durable {
-                guard let durableStore else {
-                    throw HubError(.badMessage, "subject '\(name)' is durable, but the hub has no durable store (storage.path)")
-                }
-                store = durableStore
-            } else {
-                store = historyStore
-            }
             subject = HubSubject(
                 name: name, initialValue: initialValue,
                 bufferSize: bufferSize ?? configuration.defaultBufferSize,
-                overflow: overflow ?? configuration.defaultOverflow,
-                log: try store.openLog(subject: name, retention: retention), retention: retention, isDurable: durable)
+                overflow: overflow ?? configuration.defaultOverflow, schema: schema,
+                log: try store(durable: durable, for: name).openLog(subject: name, retention: retention),
+                retention: retention, isDurable: durable)
         } else {
             subject = HubSubject(
                 name: name, initialValue: initialValue,
                 bufferSize: bufferSize ?? configuration.defaultBufferSize,
-                overflow: overflow ?? configuration.defaultOverflow)
+                overflow: overflow ?? configuration.defaultOverflow, schema: schema)
         }
-        subject.counters = metrics.counters(for: name)
+        // System subjects count apart: they are the broker's, not the clients'.
+        if !HubName.isSystem(name) { subject.counters = metrics.counters(for: name) }
         entries[name] = .subject(subject)
         return subject
     }
@@ -205,10 +240,14 @@ public final class Hub: PipelineEnvironment {
     /// already in use is refused; text that does not parse is `pipeline_error`.
     /// `currentValue` (shared pipelines only, else `bad_message`): a
     /// subscriber joining the open connection first receives its latest value.
+    /// `onError`: what a value that makes it fail does; `runs`: the hub runs it from
+    /// ``startRunningPipelines()`` on, without subscribers; `locate`: where a position of
+    /// its text is in its configuration file (for errors and logs).
     @discardableResult
     public func declarePipeline(
         _ name: String, source: String, shared: Bool = true, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
-        currentValue: Bool = false
+        currentValue: Bool = false, onError: PipelineFailurePolicy = .fail, runs: Bool = false,
+        locate: (@Sendable (_ line: Int, _ column: Int) -> String?)? = nil
     ) throws(HubError) -> NamedPipeline {
         try Hub.check(name)
         guard entries[name] == nil else {
@@ -220,10 +259,24 @@ public final class Hub: PipelineEnvironment {
         }
         _ = try PipelineCompiler.parse(source, limits: limits)
         let pipeline = NamedPipeline(name: name, source: source, shared: shared, bufferSize: bufferSize, overflow: overflow,
-                                     currentValue: currentValue)
+                                     currentValue: currentValue, onError: onError, runs: runs, locate: locate)
         pipeline.counters = metrics.counters(for: name)
         entries[name] = .pipeline(pipeline)
         return pipeline
+    }
+
+    /// Starts every declared pipeline that runs without subscribers (`runs`), in name order.
+    public func startRunningPipelines() throws(HubError) {
+        for (_, entry) in allEntries {
+            if case .pipeline(let pipeline) = entry, pipeline.runs { try pipeline.start(in: self) }
+        }
+    }
+
+    /// Stops the running pipelines (the broker is stopping).
+    public func stopRunningPipelines() {
+        for (_, entry) in allEntries {
+            if case .pipeline(let pipeline) = entry { pipeline.stop() }
+        }
     }
 
     // MARK: Resolving
@@ -237,8 +290,10 @@ public final class Hub: PipelineEnvironment {
         case .some(let other):
             throw HubError(.notFound, "'\(name)' is a \(other.kindName), not a subject")
         case nil:
-            guard configuration.autoCreate else { throw HubError(.notFound, "no subject named '\(name)'") }
-            return try declareSubject(name, history: configuration.defaultHistory)
+            guard configuration.autoCreate, !HubName.isSystem(name) else {
+                throw HubError(.notFound, "no subject named '\(name)'")
+            }
+            return try createSubject(name, history: configuration.defaultHistory)
         }
     }
 
@@ -251,7 +306,9 @@ public final class Hub: PipelineEnvironment {
         case .some(let other):
             throw HubError(.notFound, "'\(name)' is a \(other.kindName), not a trigger")
         case nil:
-            guard configuration.autoCreate else { throw HubError(.notFound, "no trigger named '\(name)'") }
+            guard configuration.autoCreate, !HubName.isSystem(name) else {
+                throw HubError(.notFound, "no trigger named '\(name)'")
+            }
             return try declareTrigger(name)
         }
     }
@@ -265,25 +322,93 @@ public final class Hub: PipelineEnvironment {
         return subject
     }
 
-    /// Publishes `value` into the subject `to`.
-    public func send(_ value: Value, to name: String) throws(HubError) {
-        publish(value, to: try openSubject(named: name))
+    /// Publishes `value` into the subject `to`, after checking it against the subject's
+    /// schema (`invalid_value`, logged with `sender`, when it does not match).
+    public func send(_ value: Value, to name: String, sender: String? = nil) throws(HubError) {
+        let subject = try openSubject(named: name)
+        try validate(value, for: subject, sender: sender)
+        publish(value, to: subject, sender: sender)
     }
 
-    /// Publishes `value` into `subject` (resolved with ``openSubject(named:)``); a
-    /// subject with history stores it first.
-    public func publish(_ value: Value, to subject: HubSubject) {
-        publish(value, to: subject, whenStored: nil)
+    /// Throws `invalid_value` (and logs it with `sender`) when `subject` has a schema that
+    /// `value` does not match: the message and `data` say where in the value and why.
+    public func validate(_ value: Value, for subject: HubSubject, sender: String?) throws(HubError) {
+        guard let schema = subject.schema, let problem = schema.validate(value) else { return }
+        let error = Hub.refusal(problem, subject: subject.name, what: "value")
+        logger.warning("value refused by the subject's schema", metadata: [
+            "subject": "\(subject.name)", "sender": "\(sender ?? "unknown")", "path": "\(problem.path)",
+            "error": "\(problem.message)",
+        ])
+        throw error
+    }
+
+    static func refusal(_ problem: JSONSchema.ValidationError, subject: String, what: String) -> HubError {
+        HubError(
+            .invalidValue, "subject '\(subject)' refuses the \(what): \(problem.path): \(problem.message)",
+            data: [
+                "path": .string(problem.path), "keyword": .string(problem.keyword),
+                "schemaPath": .string(problem.schemaPath), "error": .string(problem.message),
+            ])
+    }
+
+    /// Publishes `value` into `subject` (resolved with ``openSubject(named:)`` and checked with
+    /// ``validate(_:for:sender:)``); `sender` is the value's ``origin`` while it propagates.
+    /// A subject with history stores it first (see the next method).
+    public func publish(_ value: Value, to subject: HubSubject, sender: String? = nil) {
+        publish(value, to: subject, sender: sender, whenStored: nil)
     }
 
     /// Publishes `value` into `subject`; `whenStored` runs before the subscribers get
     /// it: at once without history (with `nil`), else once it is stored (with its offset)
     /// or could not be (with the store's error, and the value goes nowhere). This is
     /// how a `send` with `ack` is acknowledged only once its value is stored.
-    public func publish(_ value: Value, to subject: HubSubject, whenStored: ((Result<UInt64?, HubError>) -> Void)?) {
+    public func publish(
+        _ value: Value, to subject: HubSubject, sender: String? = nil,
+        whenStored: ((Result<UInt64?, HubError>) -> Void)?
+    ) {
         metrics.published += 1
         subject.counters.published &+= 1
+        let previous = origin.sender
+        origin.sender = sender
         subject.send(value, whenStored: whenStored)
+        origin.sender = previous
+    }
+
+    /// The store a subject's history goes to: the durable one, or the memory one.
+    private func store(durable: Bool, for name: String) throws(HubError) -> any SubjectStore {
+        guard durable else { return historyStore }
+        guard let durableStore else {
+            throw HubError(.badMessage, "subject '\(name)' is durable, but the hub has no durable store (storage.path)")
+        }
+        return durableStore
+    }
+
+    /// Deletes the subject `name` so that it can start over (a completed or failed subject
+    /// takes no more values until then): its live subscribers get `complete` (after their
+    /// buffered values), and a declared subject is replaced by a fresh one with the same
+    /// settings (its initial value again); one created on first use is removed (the next
+    /// use creates it anew). A trigger's or pipeline's name is `not_found`; a system
+    /// subject is `forbidden`.
+    public func delete(_ name: String) throws(HubError) {
+        try Hub.check(name)
+        if HubName.isSystem(name) { throw HubError(.forbidden, "the system subject '\(name)' cannot be deleted") }
+        switch entries[name] {
+        case .subject(let subject):
+            entries[name] = nil
+            if !subject.isCompleted { subject.send(completion: .finished) }
+            // Its history goes too: the next subject of that name begins a new epoch.
+            if let history = subject.history { try store(durable: history.isDurable, for: name).removeLog(subject: name) }
+            if subject.isDeclared {
+                let fresh = try createSubject(
+                    name, initialValue: subject.initialValue, bufferSize: subject.bufferSize, overflow: subject.overflow,
+                    schema: subject.schema, history: subject.history?.retention, durable: subject.history?.isDurable ?? false)
+                fresh.isDeclared = true
+            }
+        case .some(let other):
+            throw HubError(.notFound, "'\(name)' is a \(other.kindName), not a subject")
+        case nil:
+            throw HubError(.notFound, "no subject named '\(name)'")
+        }
     }
 
     /// Finishes the subject `name`: its subscribers get `complete` after their buffered values.
@@ -310,19 +435,38 @@ public final class Hub: PipelineEnvironment {
 
     /// The publisher a subscription `to: name` receives, buffered per the
     /// subscription's settings (or the subject's), and what kind of entry it is.
+    ///
+    /// With a `memory` budget, the subscription's buffer is also bounded by the bytes
+    /// that budget allows (the subscriber's connection's).
     public func publisher(
-        for name: String, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
+        for name: String, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil, memory: ResourceBudget? = nil
     ) throws(HubError) -> (entry: Entry, publisher: AnyPublisher<Value, HubError>) {
         let entry = try resolve(name)
         let size = try bufferCapacity(bufferSize ?? defaultBufferSize(of: entry))
-        return (entry, try bufferedPublisher(entry, bufferSize: size, overflow: overflow))
+        return (entry, try bufferedPublisher(entry, bufferSize: size, overflow: overflow, memory: memory))
     }
 
     /// Compiles `source` for one subscription whose hot sources get `bufferSize` and `overflow`.
     /// A source longer than ``PipelineLimits/maxSourceLength`` is `limit_exceeded`
     /// (PROTOCOL.md §6: pipeline size is a server limit, not a compile error).
+    ///
+    /// `budget` is what the pipeline spends (steps, memory, timers: its connection's);
+    /// `permissions`, those of the client's identity: every name the text reads must be
+    /// allowed for `subscribe` and `pipelines` (checked before anything runs, and again
+    /// when a name computed at run time is opened), else `forbidden`. The compiled
+    /// pipeline is counted in `budget`'s memory while it lives.
     public func compile(
-        pipeline source: String, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
+        pipeline source: String, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
+        budget: ResourceBudget? = nil, permissions: Permissions? = nil
+    ) throws(HubError) -> AnyPublisher<Value, HubError> {
+        try compile(pipeline: source, bufferSize: bufferSize, overflow: overflow, budget: budget, permissions: permissions, named: nil)
+    }
+
+    /// Compiles `source`, the text of `named` when it is a named pipeline's (whose failure
+    /// policy and logs its environment follows).
+    func compile(
+        pipeline source: String, bufferSize: Int?, overflow: OverflowPolicy?, budget: ResourceBudget?,
+        permissions: Permissions?, named: NamedPipeline?
     ) throws(HubError) -> AnyPublisher<Value, HubError> {
         let length = source.utf8.count
         guard length <= limits.maxSourceLength else {
@@ -334,8 +478,15 @@ public final class Hub: PipelineEnvironment {
         let size = try bufferCapacity(bufferSize ?? configuration.defaultBufferSize)
         // The subscription's buffer settings travel with the environment the pipeline is
         // compiled against (and that its nested pipelines compile against later).
-        return try PipelineCompiler.compile(
-            source, environment: SubscriptionEnvironment(hub: self, bufferSize: size, overflow: overflow))
+        let environment = SubscriptionEnvironment(
+            hub: self, bufferSize: size, overflow: overflow, budget: budget, permissions: permissions, pipeline: named)
+        guard let budget else { return try PipelineCompiler.compile(source, environment: environment) }
+        // The compiled text (its syntax, constants and closures) is held while the pipeline lives.
+        let lease = try budget.lease(bytes: length * PipelineCompiler.compiledBytesPerSourceByte, for: "pipeline")
+        let compiled = try PipelineCompiler.compile(source, environment: environment)
+        return compiled
+            .handleEvents(receiveCompletion: { _ in lease.release() }, receiveCancel: { lease.release() })
+            .eraseToAnyPublisher()
     }
 
     // MARK: PipelineEnvironment
@@ -350,36 +501,41 @@ public final class Hub: PipelineEnvironment {
     /// `trigger(name[, key])` in a pipeline: the trigger's activations (those with an equal
     /// key when `key` is given), hot-buffered with the default settings.
     public func trigger(named name: String, key: Value?) throws(HubError) -> AnyPublisher<Value, HubError> {
-        try trigger(named: name, key: key, bufferSize: nil, overflow: nil)
+        try trigger(named: name, key: key, bufferSize: nil, overflow: nil, memory: nil)
     }
 
     /// A bare name's publisher, hot-buffered with `bufferSize` and `overflow` (or the entry's defaults).
-    func source(named name: String, bufferSize: Int?, overflow: OverflowPolicy?) throws(HubError) -> AnyPublisher<Value, HubError> {
-        try bufferedPublisher(try resolve(name), bufferSize: bufferSize, overflow: overflow)
+    func source(
+        named name: String, bufferSize: Int?, overflow: OverflowPolicy?, memory: ResourceBudget? = nil
+    ) throws(HubError) -> AnyPublisher<Value, HubError> {
+        try bufferedPublisher(try resolve(name), bufferSize: bufferSize, overflow: overflow, memory: memory, origin: origin)
     }
 
     /// A trigger's publisher, hot-buffered with `bufferSize` and `overflow` (or the defaults).
     func trigger(
-        named name: String, key: Value?, bufferSize: Int?, overflow: OverflowPolicy?
+        named name: String, key: Value?, bufferSize: Int?, overflow: OverflowPolicy?, memory: ResourceBudget? = nil
     ) throws(HubError) -> AnyPublisher<Value, HubError> {
-        triggerPublisher(try trigger(named: name), key: key, bufferSize: bufferSize, overflow: overflow)
+        triggerPublisher(
+            try trigger(named: name), key: key, bufferSize: bufferSize, overflow: overflow, memory: memory, origin: origin)
     }
 
     /// A subscription to a subject with history (PROTOCOL.md §10): its values with their
     /// offsets from `since` (see ``Publishers/HistoryReplay``), hot-buffered live with
-    /// `bufferSize` and `overflow` (or the subject's), reads paced by `pacer`; `onStart`
-    /// hears the epoch, latest offset and, with `since`, whether it was recovered.
+    /// `bufferSize` and `overflow` (or the subject's) and bounded by `memory`, reads paced
+    /// by `pacer`; `onStart` hears the epoch, latest offset and, with `since`, whether it
+    /// was recovered.
     public func historyPublisher(
         for subject: HubSubject, since: HistorySince?, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
-        pacer: (any ReplayPacer)? = nil, onStart: @escaping (HistoryPosition, Bool?) -> Void
+        memory: ResourceBudget? = nil, pacer: (any ReplayPacer)? = nil,
+        onStart: @escaping (HistoryPosition, Bool?) -> Void
     ) throws(HubError) -> Publishers.HistoryReplay {
         guard let history = subject.history else {
             throw HubError(.internal, "subject '\(subject.name)' keeps no history")
         }
         return Publishers.HistoryReplay(
             history: history, since: since, capacity: try bufferCapacity(bufferSize ?? subject.bufferSize),
-            policy: overflow ?? subject.overflow, metrics: metrics, counters: subject.counters, pacer: pacer,
-            onStart: onStart)
+            policy: overflow ?? subject.overflow, metrics: metrics, counters: subject.counters, memory: memory,
+            pacer: pacer, onStart: onStart)
     }
 
     /// What `name` stands for; an unknown name becomes a subject when the hub auto-creates names.
@@ -400,30 +556,37 @@ public final class Hub: PipelineEnvironment {
 
     /// `entry`'s publisher for one subscription, hot-buffered with `bufferSize` and
     /// `overflow`, or with the entry's own settings (then the hub's) where they are `nil`.
+    /// A pipeline's hot sources pass the hub's `origin`, so that the sender of a buffered value
+    /// is known again when it is delivered.
     private func bufferedPublisher(
-        _ entry: Entry, bufferSize: Int?, overflow: OverflowPolicy?
+        _ entry: Entry, bufferSize: Int?, overflow: OverflowPolicy?, memory: ResourceBudget?, origin: ValueOrigin? = nil
     ) throws(HubError) -> AnyPublisher<Value, HubError> {
         let size = bufferSize ?? defaultBufferSize(of: entry)
         switch entry {
         case .subject(let subject):
             return subject.publisher
-                .hotBuffer(capacity: size, policy: overflow ?? subject.overflow, metrics: metrics, counters: subject.counters)
+                .hotBuffer(
+                    capacity: size, policy: overflow ?? subject.overflow, metrics: metrics, counters: subject.counters,
+                    memory: memory, origin: origin)
                 .eraseToAnyPublisher()
         case .trigger(let trigger):
-            return triggerPublisher(trigger, key: nil, bufferSize: size, overflow: overflow)
+            return triggerPublisher(trigger, key: nil, bufferSize: size, overflow: overflow, memory: memory, origin: origin)
         case .pipeline(let pipeline):
             return try pipeline.publisher(
-                in: self, bufferSize: size, overflow: overflow ?? pipeline.overflow ?? configuration.defaultOverflow)
+                in: self, bufferSize: size, overflow: overflow ?? pipeline.overflow ?? configuration.defaultOverflow,
+                memory: memory)
         }
     }
 
     private func triggerPublisher(
-        _ trigger: HubTrigger, key: Value?, bufferSize: Int?, overflow: OverflowPolicy?
+        _ trigger: HubTrigger, key: Value?, bufferSize: Int?, overflow: OverflowPolicy?, memory: ResourceBudget?,
+        origin: ValueOrigin? = nil
     ) -> AnyPublisher<Value, HubError> {
         trigger.publisher(key: key)
             .hotBuffer(
                 capacity: bufferSize ?? configuration.defaultBufferSize,
-                policy: overflow ?? configuration.defaultOverflow, metrics: metrics, counters: trigger.counters)
+                policy: overflow ?? configuration.defaultOverflow, metrics: metrics, counters: trigger.counters,
+                memory: memory, origin: origin)
             .eraseToAnyPublisher()
     }
 
@@ -445,17 +608,20 @@ public final class Hub: PipelineEnvironment {
 }
 
 extension Hub {
-    /// The catalog `list` answers: every subject, pipeline and trigger with its subscriber count.
+    /// The catalog `list` answers: every subject, pipeline and trigger with its subscriber
+    /// count (the system subjects are left out: PROTOCOL.md documents them).
     public func catalog() -> Catalog {
         var catalog = Catalog()
-        for (name, entry) in entries {
+        for (name, entry) in entries where !HubName.isSystem(name) {
             switch entry {
             case .subject(let subject):
+                let state: Catalog.SubjectEntry.State =
+                    subject.failure != nil ? .failed : subject.isCompleted ? .completed : .open
                 catalog.subjects.append(Catalog.SubjectEntry(
                     name: name, kind: subject.kind == .passthrough ? .passthrough : .currentValue,
-                    value: subject.currentValue, subscribers: subject.subscriberCount))
-            case .trigger:
-                catalog.triggers.append(name)
+                    value: subject.currentValue, subscribers: subject.subscriberCount, state: state))
+            case .trigger(let trigger):
+                catalog.triggers.append(Catalog.TriggerEntry(name: name, subscribers: trigger.subscriberCount))
             case .pipeline(let pipeline):
                 catalog.pipelines.append(Catalog.PipelineEntry(name: name, subscribers: pipeline.subscriberCount))
             }

@@ -25,8 +25,17 @@ public final class HubSubject {
     public let bufferSize: Int
     /// The overflow policy its subscribers get by default.
     public let overflow: OverflowPolicy
+    /// The JSON Schema every value sent to it must match, if any.
+    public let schema: JSONSchema?
     /// Its counters for the metrics (the hub's bounded table hands them out).
     public internal(set) var counters: NameCounters
+    /// The value it started with (current-value subjects), for a reset by `delete`.
+    public let initialValue: Value?
+    /// Whether it was declared (configuration, or the hub's own), not created on first use:
+    /// `delete` then puts a fresh one with the same settings in its place.
+    public internal(set) var isDeclared = false
+    /// The failure it ended with, if it failed (its `error` value).
+    public private(set) var failure: Value?
 
     /// Its history, when it keeps one (configuration `history`, or `durable`).
     public let history: SubjectHistory?
@@ -35,10 +44,14 @@ public final class HubSubject {
     private let current: CurrentValueSubject<Value, HubError>?
 
     /// A subject named `name`; `initialValue` makes it a current-value subject.
-    public init(name: String, initialValue: Value? = nil, bufferSize: Int = 1000, overflow: OverflowPolicy = .error) {
+    public init(
+        name: String, initialValue: Value? = nil, bufferSize: Int = 1000, overflow: OverflowPolicy = .error, schema: JSONSchema? = nil
+    ) {
         self.name = name
         self.bufferSize = bufferSize
         self.overflow = overflow
+        self.schema = schema
+        self.initialValue = initialValue
         counters = NameCounters(name: name)
         history = nil
         if let initialValue {
@@ -57,11 +70,13 @@ public final class HubSubject {
     /// log when the log has one (a durable subject after a restart).
     public init(
         name: String, initialValue: Value? = nil, bufferSize: Int = 1000, overflow: OverflowPolicy = .error,
-        log: any SubjectLog, retention: HistoryRetention, isDurable: Bool
+        schema: JSONSchema? = nil, log: any SubjectLog, retention: HistoryRetention, isDurable: Bool
     ) {
         self.name = name
         self.bufferSize = bufferSize
         self.overflow = overflow
+        self.schema = schema
+        self.initialValue = initialValue
         counters = NameCounters(name: name)
         kind = initialValue == nil ? .passthrough : .currentValue
         history = SubjectHistory(log: log, retention: retention, isDurable: isDurable, initialValue: initialValue)
@@ -99,6 +114,7 @@ public final class HubSubject {
 
     /// Finishes or fails the subject (with history: after the values it is storing).
     public func send(completion: Subscribers.Completion<HubError>) {
+        if case .failure(let error) = completion, !isCompleted { failure = error.data ?? .null }
         if let history {
             history.finish(completion)
             return

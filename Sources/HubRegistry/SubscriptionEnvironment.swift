@@ -4,31 +4,95 @@ import HubValue
 import HubWire
 
 /// What one subscription's pipeline is compiled against: the hub, with the
-/// subscription's buffer settings for every hot source it names.
+/// subscription's buffer settings for every hot source it names, the budget its
+/// connection spends, and the permissions of the client's identity.
 ///
-/// ``Hub/compile(pipeline:bufferSize:overflow:)`` makes one per compilation and
-/// hands it to ``PipelineCompiler``; the pipeline keeps it for the nested
-/// pipelines it builds later (`flatMap`, `switchToLatest`), so they get the same
-/// settings. Confined to the hub's event loop.
+/// ``Hub/compile(pipeline:bufferSize:overflow:budget:permissions:)`` makes one per
+/// compilation and hands it to ``PipelineCompiler``; the pipeline keeps it for the
+/// nested pipelines it builds later (`flatMap`, `switchToLatest`), so they get the same
+/// settings, budget and permissions. Confined to the hub's event loop.
 final class SubscriptionEnvironment: PipelineEnvironment {
     private let hub: Hub
     /// The buffer of each hot source.
     let bufferSize: Int
     /// The overflow policy of each hot source, or `nil` for each entry's own.
     let overflow: OverflowPolicy?
+    /// The named pipeline being compiled (its failure policy and logs), `nil` for pipeline text.
+    let pipeline: NamedPipeline?
+    /// What the pipeline spends (its connection's budget), if bounded.
+    let budget: ResourceBudget?
+    /// The client's permissions; `nil`: everything is allowed.
+    let permissions: Permissions?
 
-    init(hub: Hub, bufferSize: Int, overflow: OverflowPolicy?) {
+    init(
+        hub: Hub, bufferSize: Int, overflow: OverflowPolicy?, budget: ResourceBudget?, permissions: Permissions?,
+        pipeline: NamedPipeline? = nil
+    ) {
         self.hub = hub
         self.bufferSize = bufferSize
         self.overflow = overflow
+        self.budget = budget
+        self.permissions = permissions
+        self.pipeline = pipeline
+    }
+
+    /// `into(name)` and `handleEvents(into: name)`: the subject (created when the hub
+    /// auto-creates names), if the pipeline may publish into it; each value is checked
+    /// against its schema and published with the sender of the value that caused it.
+    func sink(named name: String) throws(HubError) -> (Value) throws(HubError) -> Void {
+        try authorize(.publish, name: name)
+        let subject = try hub.subject(named: name)
+        let hub = self.hub
+        return { value throws(HubError) in
+            guard !subject.isCompleted else { throw HubError(.completed, "subject '\(name)' has completed") }
+            if let schema = subject.schema, let problem = schema.validate(value) {
+                throw Hub.refusal(problem, subject: name, what: "value")
+            }
+            hub.publish(value, to: subject, sender: hub.origin.sender)
+        }
+    }
+
+    /// Skips failing values when the named pipeline says so (`onError: skip`), logging each.
+    var skipFailure: ((HubError) -> Void)? {
+        guard let pipeline, pipeline.failurePolicy == .skip else { return nil }
+        return { [weak hub, weak pipeline] error in
+            guard let hub, let pipeline else { return }
+            pipeline.skipped(error, in: hub)
+        }
+    }
+
+    /// Logs a failed `handleEvents` tap.
+    func ignoredFailure(_ error: HubError) {
+        if let pipeline {
+            pipeline.tapFailed(error, in: hub)
+        } else {
+            hub.logger.warning("pipeline tap failed (ignored)", metadata: ["error": "\(error.message)"])
+        }
     }
 
     func source(named name: String) throws(HubError) -> AnyPublisher<Value, HubError> {
-        try hub.source(named: name, bufferSize: bufferSize, overflow: overflow)
+        try authorize(.subscribe, name: name)
+        return try hub.source(named: name, bufferSize: bufferSize, overflow: overflow, memory: budget)
     }
 
     func trigger(named name: String, key: Value?) throws(HubError) -> AnyPublisher<Value, HubError> {
-        try hub.trigger(named: name, key: key, bufferSize: bufferSize, overflow: overflow)
+        try authorize(.subscribe, name: name)
+        return try hub.trigger(named: name, key: key, bufferSize: bufferSize, overflow: overflow, memory: budget)
+    }
+
+    /// Ad-hoc pipeline text may read a name its identity may both subscribe to and read
+    /// in pipelines; writing needs `publish`, activating `trigger`.
+    func authorize(_ access: PipelineAccess, name: String) throws(HubError) {
+        guard let permissions else { return }
+        switch access {
+        case .subscribe:
+            try permissions.check(.subscribe, name, doing: "read")
+            try permissions.check(.pipelines, name, doing: "read in a pipeline")
+        case .publish:
+            try permissions.check(.publish, name, doing: "publish into")
+        case .trigger:
+            try permissions.check(.trigger, name, doing: "activate")
+        }
     }
 
     var scheduler: any Scheduler { hub.scheduler }

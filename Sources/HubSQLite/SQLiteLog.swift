@@ -29,6 +29,10 @@ final class SQLiteLog: SubjectLog {
     var onCommit: ((HistoryEntry) -> Void)?
     private unowned let store: SQLiteStore
     private var pending = Deque<Pending>()
+    /// Whether the subject's history was removed (appends are refused from then on).
+    var isRetired = false
+    /// Whether no append is waiting for its commit.
+    var isSettled: Bool { pending.isEmpty }
 
     init(store: SQLiteStore, restored: Restored, retention: HistoryRetention) {
         self.store = store

@@ -31,6 +31,8 @@ enum SQLiteSchema {
     static let insertSubject =
         "INSERT INTO subjects(id, name, epoch, last_offset, last_time, last_value) VALUES (?1, ?2, ?3, 0, 0, NULL)"
     static let updateSubject = "UPDATE subjects SET last_offset = ?2, last_time = ?3, last_value = ?4 WHERE id = ?1"
+    static let removeSubject = "DELETE FROM subjects WHERE id = ?1"
+    static let removeEntries = "DELETE FROM entries WHERE subject = ?1"
     static let insertEntry = "INSERT INTO entries(subject, offset, time, value) VALUES (?1, ?2, ?3, ?4)"
     /// Drops the values at or before an offset (the size bound).
     static let trimThrough = "DELETE FROM entries WHERE subject = ?1 AND offset <= ?2"

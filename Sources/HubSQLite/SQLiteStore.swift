@@ -160,6 +160,21 @@ public final class SQLiteStore: SubjectStore {
         return log
     }
 
+    public func removeLog(subject name: String) throws(HubError) {
+        guard !closed else { throw HubError(.internal, "the durable store is closed") }
+        let id: Int64
+        if let log = logs.removeValue(forKey: name) {
+            log.isRetired = true
+            if log.isSettled { byID[log.id] = nil }
+            id = log.id
+        } else if let restored = known.removeValue(forKey: name) {
+            id = restored.id
+        } else {
+            return
+        }
+        writer.submit(.remove(subject: id))
+    }
+
     public func close() {
         guard !closed else { return }
         closed = true
@@ -173,7 +188,8 @@ public final class SQLiteStore: SubjectStore {
     /// Queues `value` for the next group commit; refused when too much is waiting already.
     func append(_ value: Value, for log: SQLiteLog) throws(HubError) -> Int {
         guard !closed else { throw HubError(.internal, "the durable store is closed") }
-        let bytes = value.estimatedJSONSize
+        guard !log.isRetired else { throw HubError(.completed, "the subject was deleted: its history is gone") }
+        let bytes = value.estimatedBytes
         guard pendingBytes + bytes <= maxPendingBytes || pendingBytes == 0 else {
             throw HubError(
                 .limitExceeded, "the durable store is behind: \(pendingBytes) bytes are waiting for the disk",
@@ -209,11 +225,22 @@ public final class SQLiteStore: SubjectStore {
             case let .failed(subject, error):
                 if let bytes = byID[subject]?.failed(error.hubError) { pendingBytes -= bytes }
             }
+            // A removed log is forgotten once its last append has completed.
+            if let log = byID[outcome.subject], log.isRetired, log.isSettled { byID[log.id] = nil }
         }
     }
 
     private func answered(read id: UInt64, _ result: Result<[HistoryEntry], SQLiteError>) {
         guard let completion = reads.removeValue(forKey: id) else { return }
         completion(result.mapError(\.hubError))
+    }
+}
+
+extension SQLiteWriter.Outcome {
+    /// The subject the outcome is about.
+    var subject: Int64 {
+        switch self {
+        case let .appended(subject, _), let .failed(subject, _): return subject
+        }
     }
 }

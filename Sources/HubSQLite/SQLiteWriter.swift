@@ -20,6 +20,8 @@ final class SQLiteWriter: @unchecked Sendable {
         case retain(subject: Int64, retention: HistoryRetention)
         /// One value.
         case append(subject: Int64, value: Value)
+        /// A subject's row and history, removed.
+        case remove(subject: Int64)
     }
 
     /// The outcome of one ``Operation/append(subject:value:)``, in the order they were submitted.
@@ -59,6 +61,8 @@ final class SQLiteWriter: @unchecked Sendable {
         let trimThrough: SQLiteStatement
         let firstTime: SQLiteStatement
         let expireFront: SQLiteStatement
+        let removeSubject: SQLiteStatement
+        let removeEntries: SQLiteStatement
     }
 
     /// A writer over `connection` (schema ready), knowing `subjects`; not started.
@@ -78,7 +82,9 @@ final class SQLiteWriter: @unchecked Sendable {
             insertEntry: try connection.prepare(SQLiteSchema.insertEntry),
             trimThrough: try connection.prepare(SQLiteSchema.trimThrough),
             firstTime: try connection.prepare(SQLiteSchema.firstTime),
-            expireFront: try connection.prepare(SQLiteSchema.expireFront))
+            expireFront: try connection.prepare(SQLiteSchema.expireFront),
+            removeSubject: try connection.prepare(SQLiteSchema.removeSubject),
+            removeEntries: try connection.prepare(SQLiteSchema.removeEntries))
     }
 
     /// Starts the thread.
@@ -155,8 +161,19 @@ final class SQLiteWriter: @unchecked Sendable {
                 case let .retain(subject, retention):
                     subjects[subject]?.retention = retention
                     retained.insert(subject)
+                case let .remove(subject):
+                    for statement in [statements.removeEntries, statements.removeSubject] {
+                        statement.bind(1, subject)
+                        try statement.run()
+                    }
+                    subjects[subject] = nil
+                    touched[subject] = nil
+                    retained.remove(subject)
                 case let .append(subject, value):
-                    guard var state = subjects[subject] else { continue }
+                    guard var state = subjects[subject] else {
+                        outcomes.append(.failed(subject: subject, SQLiteError(code: -1, message: "the subject's history was removed")))
+                        continue
+                    }
                     state.lastOffset += 1
                     state.lastTime = max(clock(), state.lastTime)
                     if state.firstTime == nil, state.lastOffset == 1 { state.firstTime = state.lastTime }
@@ -195,7 +212,7 @@ final class SQLiteWriter: @unchecked Sendable {
             outcomes = []
             for operation in group {
                 switch operation {
-                case .create, .retain: retry.append(operation)
+                case .create, .retain, .remove: retry.append(operation)
                 case let .append(subject, _): outcomes.append(.failed(subject: subject, error))
                 }
             }

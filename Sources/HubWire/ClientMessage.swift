@@ -1,5 +1,4 @@
 import HubValue
-import HubEngine
 
 /// A message from a client to the server (PROTOCOL.md §3), decoded and checked
 /// by every rule of the protocol, or built by the Swift client and encoded.
@@ -8,8 +7,8 @@ import HubEngine
 /// ``WireError`` for what cannot be attached to a subscription id; what can is
 /// returned inside the message (``SubscribeCheck``, ``DemandCheck``) so that the
 /// session answers on that id. Unknown fields are ignored. `ack` is only read
-/// by the ops that define it (`send`, `complete`, `fail`, `trigger`, `list`,
-/// and an unknown op, which echoes a valid one).
+/// by the ops that define it (`send`, `complete`, `fail`, `trigger`, `list`, `delete`,
+/// `drain`, and an unknown op, which echoes a valid one).
 public enum ClientMessage: Hashable, Sendable {
     /// `hello`: optional token and client name; `batch: true` allows batched `next`.
     case hello(token: String?, client: String?, batch: Bool)
@@ -29,6 +28,11 @@ public enum ClientMessage: Hashable, Sendable {
     case trigger(name: String, key: Value?, ack: Int64?)
     /// `list`: ask for the catalog.
     case list(ack: Int64)
+    /// `delete` the subject `name` (its subscribers complete; the name is free again).
+    case delete(name: String, ack: Int64?)
+    /// `drain` (admin): the server stops accepting connections and closes the open ones
+    /// with 1012 over `grace` (the server's default when `nil`), then stops.
+    case drain(grace: Duration?, ack: Int64)
 }
 
 // MARK: - Decoding
@@ -96,6 +100,24 @@ extension ClientMessage {
                 throw WireError(WireFields.bad("list: 'ack' must be \(WireFields.ackRange)"))
             }
             return .list(ack: ack)
+        case "delete":
+            let ack = try optionalAck(fields, op: op)
+            return .delete(name: try name(fields, "name", op: op, ack: ack), ack: ack)
+        case "drain":
+            guard let raw = fields["ack"] else {
+                throw WireError(WireFields.bad("drain: 'ack' is missing"))
+            }
+            guard let ack = WireFields.ack(raw) else {
+                throw WireError(WireFields.bad("drain: 'ack' must be \(WireFields.ackRange)"))
+            }
+            var grace: Duration?
+            if let raw = fields["grace"] {
+                guard let seconds = raw.doubleValue, seconds >= 0, seconds <= 3600 else {
+                    throw WireError(WireFields.bad("drain: 'grace' must be a number of seconds from 0 to 3600"), ack: ack)
+                }
+                grace = .milliseconds(Int64((seconds * 1000).rounded()))
+            }
+            return .drain(grace: grace, ack: ack)
         case "hello":
             let token = try optionalString(fields, "token", op: op)
             let client = try optionalString(fields, "client", op: op)
@@ -360,6 +382,18 @@ extension ClientMessage {
         case let .list(ack):
             WireBytes.append(#"{"op":"list","ack":"#, to: &buffer)
             WireBytes.append(ack, to: &buffer)
+        case let .delete(name, ack):
+            WireBytes.append(#"{"op":"delete","name":"#, to: &buffer)
+            WireBytes.appendString(name, to: &buffer)
+            ClientMessage.appendAck(ack, to: &buffer)
+        case let .drain(grace, ack):
+            WireBytes.append(#"{"op":"drain","ack":"#, to: &buffer)
+            WireBytes.append(ack, to: &buffer)
+            if let grace {
+                WireBytes.append(#","grace":"#, to: &buffer)
+                let milliseconds = grace.components.seconds * 1000 + grace.components.attoseconds / 1_000_000_000_000_000
+                Value.double(Double(milliseconds) / 1000).writeJSON(into: &buffer)
+            }
         }
         buffer.append(UInt8(ascii: "}"))
     }
@@ -371,8 +405,8 @@ extension ClientMessage {
         WireBytes.append(ack, to: &buffer)
     }
 
-    private static func appendDemand(_ demand: Subscribers.Demand, to buffer: inout [UInt8]) {
-        if let count = demand.max, count < Int(WireFields.maxSafeInteger) {
+    private static func appendDemand(_ demand: WireDemand, to buffer: inout [UInt8]) {
+        if let count = demand.count, count < Int(WireFields.maxSafeInteger) {
             WireBytes.append(count, to: &buffer)
         } else {
             WireBytes.append(#""unlimited""#, to: &buffer)

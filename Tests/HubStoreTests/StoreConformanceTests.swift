@@ -184,6 +184,33 @@ struct StoreConformanceTests {
         }
     }
 
+    @Test("a removed log is gone, across a restart too: the next one of that name begins a new epoch", arguments: StoreKind.allCases)
+    func removal(kind: StoreKind) async throws {
+        try await withFixture(kind) { fixture in
+            let log = try await fixture.open("doomed")
+            let other = try await fixture.open("kept")
+            for index in 1...3 { _ = try await log.append(.int(Int64(index)), on: fixture.loop).get() }
+            _ = try await other.append("stays", on: fixture.loop).get()
+            let before = try await log.position(on: fixture.loop)
+            let store = fixture.store
+            try await fixture.loop.run { try store.value.removeLog(subject: "doomed") }
+            let fresh = try await fixture.open("doomed")
+            let after = try await fresh.position(on: fixture.loop)
+            #expect(after.epoch != before.epoch)
+            #expect(after.lastOffset == 0 && after.lastValue == nil)
+            #expect(try await fresh.read(after: 0, on: fixture.loop).isEmpty)
+            #expect(try await fresh.append("new", on: fixture.loop).get() == 1)
+            try await fixture.restart()
+            let reopened = try await fixture.open("doomed")
+            let kept = try await fixture.open("kept")
+            if kind.isDurable {
+                #expect(try await reopened.read(after: 0, on: fixture.loop).map(\.value) == ["new"])
+                #expect(try await kept.read(after: 0, on: fixture.loop).map(\.value) == ["stays"])
+            }
+            #expect(try await reopened.position(on: fixture.loop).epoch != before.epoch)
+        }
+    }
+
     @Test("a retention given when the log is opened again applies from the next commit", arguments: StoreKind.allCases)
     func retentionChanges(kind: StoreKind) async throws {
         try await withFixture(kind) { fixture in

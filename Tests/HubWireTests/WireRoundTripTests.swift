@@ -1,5 +1,4 @@
 import HubWire
-import HubEngine
 import Testing
 import HubTesting
 
@@ -15,7 +14,7 @@ struct WireRoundTripTests {
         let acks: [Int64?] = [nil, 0, 1, -1, maxSafe, -maxSafe]
         let id = ids[Int(seed % UInt64(ids.count))]
         let ack = acks[Int(seed % UInt64(acks.count))]
-        let demands: [Subscribers.Demand] = [.none, .max(1), .max(1000), .max(Int(maxSafe) - 1), .unlimited]
+        let demands: [WireDemand] = [.none, .max(1), .max(1000), .max(Int(maxSafe) - 1), .unlimited]
         let demand = demands[Int(seed % UInt64(demands.count))]
         let name = ["a", "prices", "a.b_c", "_x9", String(repeating: "n", count: 256)][Int(seed % 5)]
         let pipelineText = gen.string()
@@ -209,7 +208,7 @@ struct WireRoundTripTests {
             triggers: ["t2", "t1"]
         )
         let text = String(decoding: ServerMessage.catalog(ack: 2, catalog).jsonBytes(), as: UTF8.self)
-        #expect(text == #"{"op":"catalog","ack":2,"subjects":[{"name":"s_a","kind":"currentValue","value":{"x":1},"subscribers":0},{"name":"s_b","kind":"passthrough","subscribers":1}],"pipelines":[{"name":"Z","subscribers":0},{"name":"z","subscribers":2}],"triggers":[{"name":"t1"},{"name":"t2"}]}"#)
+        #expect(text == #"{"op":"catalog","ack":2,"subjects":[{"name":"s_a","kind":"currentValue","value":{"x":1},"subscribers":0,"state":"open"},{"name":"s_b","kind":"passthrough","subscribers":1,"state":"open"}],"pipelines":[{"name":"Z","subscribers":0},{"name":"z","subscribers":2}],"triggers":[{"name":"t1","subscribers":0},{"name":"t2","subscribers":0}]}"#)
         #expect(String(decoding: ServerMessage.catalog(ack: 0, Catalog()).jsonBytes(), as: UTF8.self)
             == #"{"op":"catalog","ack":0,"subjects":[],"pipelines":[],"triggers":[]}"#)
     }

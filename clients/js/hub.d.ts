@@ -20,6 +20,7 @@ export declare const ErrorCode: {
   readonly UNAUTHORIZED: "unauthorized";
   readonly LIMIT_EXCEEDED: "limit_exceeded";
   readonly COMPLETED: "completed";
+  readonly INVALID_VALUE: "invalid_value";
   readonly SHUTTING_DOWN: "shutting_down";
   readonly INTERNAL: "internal";
   readonly INVALID_URL: "invalid_url";
@@ -140,6 +141,8 @@ export declare class Hub extends EventTarget {
   /** Resolves on the hub's ack. */
   send(to: string, value: JSONValue): Promise<void>;
   complete(to: string): Promise<void>;
+  /** Deletes a subject: its subscribers complete; a completed one can be used again. */
+  delete(name: string): Promise<void>;
   fail(to: string, error: JSONValue): Promise<void>;
   trigger(name: string, key?: JSONValue): Promise<void>;
   list(): Promise<Catalog>;

@@ -25,6 +25,7 @@ export const ErrorCode = Object.freeze({
   UNAUTHORIZED: "unauthorized",
   LIMIT_EXCEEDED: "limit_exceeded",
   COMPLETED: "completed",
+  INVALID_VALUE: "invalid_value",
   SHUTTING_DOWN: "shutting_down",
   INTERNAL: "internal",
   // The client's (the same names as the Swift client's HubClientError codes).
@@ -137,6 +138,14 @@ export class Hub extends EventTarget {
   /** Completes the subject `to`; resolves on the hub's ack. */
   complete(to) {
     return this.#core.call((ack) => ({ op: "complete", to, ack })).then(nothing);
+  }
+
+  /**
+   * Deletes the subject `name` (its subscribers complete; a completed or failed subject
+   * can be used again; a declared one starts over); resolves on the hub's ack.
+   */
+  delete(name) {
+    return this.#core.call((ack) => ({ op: "delete", name, ack })).then(nothing);
   }
 
   /** Fails the subject `to` with `error` (any JSON); resolves on the hub's ack. */

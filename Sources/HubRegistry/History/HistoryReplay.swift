@@ -1,4 +1,5 @@
 import HubEngine
+import HubPipeline
 import HubValue
 import HubWire
 
@@ -20,7 +21,8 @@ extension Publishers {
     /// - **Live.** Once the replay has delivered the subject's latest committed value, it
     ///   attaches to the subject's live values on the loop in the same turn, so the next
     ///   value committed is the next one delivered. From then on it is an ordinary hot
-    ///   subscription, buffered with `capacity` and `policy` (PROTOCOL.md §5.7).
+    ///   subscription, buffered with `capacity` and `policy` (PROTOCOL.md §5.7), within
+    ///   the `memory` budget when one is given.
     public struct HistoryReplay: Publisher {
         public typealias Output = HistoryEntry
         public typealias Failure = HubError
@@ -36,6 +38,7 @@ extension Publishers {
         let policy: OverflowPolicy
         let metrics: HubMetrics?
         let counters: NameCounters?
+        let memory: ResourceBudget?
         let pacer: (any ReplayPacer)?
         let onStart: (HistoryPosition, Bool?) -> Void
 
@@ -43,7 +46,7 @@ extension Publishers {
         /// `policy`, paced by `pacer`; `onStart` hears where it starts.
         public init(
             history: SubjectHistory, since: HistorySince?, capacity: Int, policy: OverflowPolicy,
-            metrics: HubMetrics?, counters: NameCounters?, pacer: (any ReplayPacer)?,
+            metrics: HubMetrics?, counters: NameCounters?, memory: ResourceBudget? = nil, pacer: (any ReplayPacer)?,
             onStart: @escaping (HistoryPosition, Bool?) -> Void
         ) {
             self.history = history
@@ -52,6 +55,7 @@ extension Publishers {
             self.policy = policy
             self.metrics = metrics
             self.counters = counters
+            self.memory = memory
             self.pacer = pacer
             self.onStart = onStart
         }
@@ -240,9 +244,11 @@ extension Publishers {
                 let leg = LiveLeg(owner: self)
                 live = leg
                 let source = fresh ? history.entries : history.liveEntries
-                source
-                    .hotBuffer(capacity: replay.capacity, policy: replay.policy, metrics: replay.metrics, counters: replay.counters)
-                    .receive(subscriber: leg)
+                Publishers.HotBuffer(
+                    upstream: source, capacity: replay.capacity, policy: replay.policy, metrics: replay.metrics,
+                    counters: replay.counters, memory: replay.memory,
+                    weigh: replay.memory == nil ? nil : { $0.value.estimatedBytes }
+                ).receive(subscriber: leg)
                 if demand > 0 {
                     let pending = demand
                     demand = .none

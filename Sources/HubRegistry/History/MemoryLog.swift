@@ -33,7 +33,7 @@ final class MemoryLog: SubjectLog {
         let time = max(now, entries.last?.time ?? now)
         lastOffset += 1
         lastValue = value
-        entries.append(Stored(offset: lastOffset, time: time, bytes: value.estimatedJSONSize, value: value))
+        entries.append(Stored(offset: lastOffset, time: time, bytes: value.estimatedBytes, value: value))
         while entries.count > retention.size { entries.removeFirst() }
         expire(now: now)
         completion(.success(lastOffset))

@@ -23,6 +23,11 @@ public final class MemoryStore: SubjectStore {
         return log
     }
 
+    /// Forgets the subject's log.
+    public func removeLog(subject name: String) throws(HubError) {
+        logs[name] = nil
+    }
+
     /// Nothing to finish.
     public func close() {}
 

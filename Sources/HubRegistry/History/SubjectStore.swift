@@ -20,6 +20,11 @@ public protocol SubjectStore: AnyObject {
     /// orders that work before the log's first append.
     func openLog(subject name: String, retention: HistoryRetention) throws(HubError) -> any SubjectLog
 
+    /// Removes the subject's log (a `delete` of the subject): its history and last value
+    /// are gone, and the next ``openLog(subject:retention:)`` of that name begins a new
+    /// epoch. Appends already made to the removed log still complete. Never blocks on I/O.
+    func removeLog(subject name: String) throws(HubError)
+
     /// Finishes the work under way (every acknowledged append is stored) and releases
     /// the store's threads and files. Blocks; call it once the hub no longer appends.
     func close()

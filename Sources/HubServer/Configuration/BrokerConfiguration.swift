@@ -47,6 +47,8 @@ public struct BrokerConfiguration: Sendable {
         public var durable: Bool = false
         /// Where it is declared (its key).
         public var location: SourceSegment
+        /// The JSON Schema every value sent to it must match (`schema`), if any.
+        public var schema: JSONSchema? = nil
     }
 
     /// A trigger the file declares.
@@ -77,6 +79,10 @@ public struct BrokerConfiguration: Sendable {
         public var sourcePath: String
         /// Where the runs of its text lie in the file, to place pipeline errors.
         public var sourceSegments: [SourceSegment]
+        /// What a value that makes it fail does (`onError`, default `fail`).
+        public var onError: PipelineFailurePolicy = .fail
+        /// Whether the broker runs it from its start, without subscribers (`run`, default false).
+        public var runs: Bool = false
     }
 
     /// A position in the file; for a run of a pipeline's text, the run that
@@ -133,8 +139,12 @@ public struct BrokerConfiguration: Sendable {
     /// The keys of the top level.
     public static let topLevelKeys = [
         "listen", "autoCreate", "limits", "auth", "allowAdHocPipelines", "storage", "defaults", "subjects", "triggers",
-        "pipelines",
+        "pipelines", "admin", "metrics", "drainGrace",
     ]
+    /// The keys of `admin`.
+    public static let adminKeys = ["host", "port"]
+    /// The keys of `metrics`.
+    public static let metricsKeys = ["nameLabels", "statsInterval"]
     /// The keys of `storage`.
     public static let storageKeys = ["path", "sync"]
     /// The keys of `defaults`.
@@ -148,16 +158,20 @@ public struct BrokerConfiguration: Sendable {
     /// The keys of `limits`.
     public static let limitsKeys = [
         "maxMessageBytes", "maxConnections", "maxSubscriptionsPerConnection", "maxQueuedBytesPerConnection",
-        "pipelines", "defaultBuffer", "maxBuffer",
+        "pipelines", "defaultBuffer", "maxBuffer", "perConnection",
     ]
     /// The keys of `limits.pipelines`.
-    public static let pipelineLimitsKeys = ["maxSourceLength", "maxStages", "maxExpressionDepth", "minimumInterval"]
+    public static let pipelineLimitsKeys = [
+        "maxSourceLength", "maxStages", "maxExpressionDepth", "minimumInterval", "maxValueDepth", "maxValueBytes",
+    ]
+    /// The keys of `limits.perConnection`.
+    public static let perConnectionKeys = ["stepsPerSecond", "burstSteps", "memoryBytes", "timers"]
     /// The keys of `auth`.
     public static let authKeys = ["tokens", "timeout"]
     /// The keys of a subject.
-    public static let subjectKeys = ["kind", "initial", "buffer", "overflow", "history", "durable"]
+    public static let subjectKeys = ["kind", "initial", "buffer", "overflow", "schema", "history", "durable"]
     /// The keys of a pipeline.
-    public static let pipelineKeys = ["source", "shared", "currentValue", "buffer", "overflow"]
+    public static let pipelineKeys = ["source", "shared", "currentValue", "buffer", "overflow", "run", "onError"]
 
     // MARK: Loading
 
@@ -202,9 +216,7 @@ public struct BrokerConfiguration: Sendable {
     public func declare(in hub: Hub) throws(ConfigurationError) {
         for subject in subjects {
             do {
-                try hub.declareSubject(
-                    subject.name, initialValue: subject.kind == .currentValue ? (subject.initial ?? .null) : Value?.none,
-                    bufferSize: subject.buffer, overflow: subject.overflow, history: subject.history, durable: subject.durable)
+                try declare(subject, in: hub)
             } catch {
                 throw ConfigurationError(file: file, at: subject.location, path: "subjects.\(subject.name)", message: error.message)
             }
@@ -219,9 +231,7 @@ public struct BrokerConfiguration: Sendable {
         var declared: [(Pipeline, NamedPipeline)] = []
         for pipeline in pipelines {
             do {
-                declared.append((pipeline, try hub.declarePipeline(
-                    pipeline.name, source: pipeline.source, shared: pipeline.shared,
-                    bufferSize: pipeline.buffer, overflow: pipeline.overflow, currentValue: pipeline.currentValue)))
+                declared.append((pipeline, try declare(pipeline, in: hub)))
             } catch {
                 throw pipelineError(error, pipeline)
             }
@@ -233,6 +243,30 @@ public struct BrokerConfiguration: Sendable {
                 throw pipelineError(error, pipeline)
             }
         }
+    }
+
+    /// Declares `subject` in `hub` with its settings and schema.
+    @discardableResult
+    func declare(_ subject: Subject, in hub: Hub) throws(HubError) -> HubSubject {
+        try hub.declareSubject(
+            subject.name, initialValue: subject.kind == .currentValue ? (subject.initial ?? .null) : Value?.none,
+            bufferSize: subject.buffer, overflow: subject.overflow, schema: subject.schema,
+            history: subject.history, durable: subject.durable)
+    }
+
+    /// Declares `pipeline` in `hub` with its settings, failure policy, whether it runs, and
+    /// where its text lies in this file (for the positions of its run-time failures).
+    @discardableResult
+    func declare(_ pipeline: Pipeline, in hub: Hub) throws(HubError) -> NamedPipeline {
+        let (file, text, segments) = (self.file, pipeline.source, pipeline.sourceSegments)
+        return try hub.declarePipeline(
+            pipeline.name, source: pipeline.source, shared: pipeline.shared,
+            bufferSize: pipeline.buffer, overflow: pipeline.overflow, currentValue: pipeline.currentValue,
+            onError: pipeline.onError, runs: pipeline.runs,
+            locate: { line, column in
+                BrokerConfiguration.locate(line: line, column: column, in: text, segments: segments)
+                    .map { "\(file):\($0.line):\($0.column)" }
+            })
     }
 
     /// Validates everything, as `hubcli serve --check-config` does: declares
