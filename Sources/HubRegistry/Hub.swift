@@ -324,19 +324,29 @@ public final class Hub: PipelineEnvironment {
 
     /// The publisher a subscription `to: name` receives, buffered per the
     /// subscription's settings (or the subject's), and what kind of entry it is.
+    ///
+    /// With a `memory` budget, the subscription's buffer is also bounded by the bytes
+    /// that budget allows (the subscriber's connection's).
     public func publisher(
-        for name: String, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
+        for name: String, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil, memory: ResourceBudget? = nil
     ) throws(HubError) -> (entry: Entry, publisher: AnyPublisher<Value, HubError>) {
         let entry = try resolve(name)
         let size = try bufferCapacity(bufferSize ?? defaultBufferSize(of: entry))
-        return (entry, try bufferedPublisher(entry, bufferSize: size, overflow: overflow))
+        return (entry, try bufferedPublisher(entry, bufferSize: size, overflow: overflow, memory: memory))
     }
 
     /// Compiles `source` for one subscription whose hot sources get `bufferSize` and `overflow`.
     /// A source longer than ``PipelineLimits/maxSourceLength`` is `limit_exceeded`
     /// (PROTOCOL.md §6: pipeline size is a server limit, not a compile error).
+    ///
+    /// `budget` is what the pipeline spends (steps, memory, timers: its connection's);
+    /// `permissions`, those of the client's identity: every name the text reads must be
+    /// allowed for `subscribe` and `pipelines` (checked before anything runs, and again
+    /// when a name computed at run time is opened), else `forbidden`. The compiled
+    /// pipeline is counted in `budget`'s memory while it lives.
     public func compile(
-        pipeline source: String, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
+        pipeline source: String, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
+        budget: ResourceBudget? = nil, permissions: Permissions? = nil
     ) throws(HubError) -> AnyPublisher<Value, HubError> {
         let length = source.utf8.count
         guard length <= limits.maxSourceLength else {
@@ -348,8 +358,15 @@ public final class Hub: PipelineEnvironment {
         let size = try bufferCapacity(bufferSize ?? configuration.defaultBufferSize)
         // The subscription's buffer settings travel with the environment the pipeline is
         // compiled against (and that its nested pipelines compile against later).
-        return try PipelineCompiler.compile(
-            source, environment: SubscriptionEnvironment(hub: self, bufferSize: size, overflow: overflow))
+        let environment = SubscriptionEnvironment(
+            hub: self, bufferSize: size, overflow: overflow, budget: budget, permissions: permissions)
+        guard let budget else { return try PipelineCompiler.compile(source, environment: environment) }
+        // The compiled text (its syntax, constants and closures) is held while the pipeline lives.
+        let lease = try budget.lease(bytes: length * PipelineCompiler.compiledBytesPerSourceByte, for: "pipeline")
+        let compiled = try PipelineCompiler.compile(source, environment: environment)
+        return compiled
+            .handleEvents(receiveCompletion: { _ in lease.release() }, receiveCancel: { lease.release() })
+            .eraseToAnyPublisher()
     }
 
     // MARK: PipelineEnvironment
@@ -364,19 +381,21 @@ public final class Hub: PipelineEnvironment {
     /// `trigger(name[, key])` in a pipeline: the trigger's activations (those with an equal
     /// key when `key` is given), hot-buffered with the default settings.
     public func trigger(named name: String, key: Value?) throws(HubError) -> AnyPublisher<Value, HubError> {
-        try trigger(named: name, key: key, bufferSize: nil, overflow: nil)
+        try trigger(named: name, key: key, bufferSize: nil, overflow: nil, memory: nil)
     }
 
     /// A bare name's publisher, hot-buffered with `bufferSize` and `overflow` (or the entry's defaults).
-    func source(named name: String, bufferSize: Int?, overflow: OverflowPolicy?) throws(HubError) -> AnyPublisher<Value, HubError> {
-        try bufferedPublisher(try resolve(name), bufferSize: bufferSize, overflow: overflow)
+    func source(
+        named name: String, bufferSize: Int?, overflow: OverflowPolicy?, memory: ResourceBudget? = nil
+    ) throws(HubError) -> AnyPublisher<Value, HubError> {
+        try bufferedPublisher(try resolve(name), bufferSize: bufferSize, overflow: overflow, memory: memory)
     }
 
     /// A trigger's publisher, hot-buffered with `bufferSize` and `overflow` (or the defaults).
     func trigger(
-        named name: String, key: Value?, bufferSize: Int?, overflow: OverflowPolicy?
+        named name: String, key: Value?, bufferSize: Int?, overflow: OverflowPolicy?, memory: ResourceBudget? = nil
     ) throws(HubError) -> AnyPublisher<Value, HubError> {
-        triggerPublisher(try trigger(named: name), key: key, bufferSize: bufferSize, overflow: overflow)
+        triggerPublisher(try trigger(named: name), key: key, bufferSize: bufferSize, overflow: overflow, memory: memory)
     }
 
     /// What `name` stands for; an unknown name becomes a subject when the hub auto-creates names.
@@ -398,29 +417,33 @@ public final class Hub: PipelineEnvironment {
     /// `entry`'s publisher for one subscription, hot-buffered with `bufferSize` and
     /// `overflow`, or with the entry's own settings (then the hub's) where they are `nil`.
     private func bufferedPublisher(
-        _ entry: Entry, bufferSize: Int?, overflow: OverflowPolicy?
+        _ entry: Entry, bufferSize: Int?, overflow: OverflowPolicy?, memory: ResourceBudget?
     ) throws(HubError) -> AnyPublisher<Value, HubError> {
         let size = bufferSize ?? defaultBufferSize(of: entry)
         switch entry {
         case .subject(let subject):
             return subject.publisher
-                .hotBuffer(capacity: size, policy: overflow ?? subject.overflow, metrics: metrics, counters: subject.counters)
+                .hotBuffer(
+                    capacity: size, policy: overflow ?? subject.overflow, metrics: metrics, counters: subject.counters,
+                    memory: memory)
                 .eraseToAnyPublisher()
         case .trigger(let trigger):
-            return triggerPublisher(trigger, key: nil, bufferSize: size, overflow: overflow)
+            return triggerPublisher(trigger, key: nil, bufferSize: size, overflow: overflow, memory: memory)
         case .pipeline(let pipeline):
             return try pipeline.publisher(
-                in: self, bufferSize: size, overflow: overflow ?? pipeline.overflow ?? configuration.defaultOverflow)
+                in: self, bufferSize: size, overflow: overflow ?? pipeline.overflow ?? configuration.defaultOverflow,
+                memory: memory)
         }
     }
 
     private func triggerPublisher(
-        _ trigger: HubTrigger, key: Value?, bufferSize: Int?, overflow: OverflowPolicy?
+        _ trigger: HubTrigger, key: Value?, bufferSize: Int?, overflow: OverflowPolicy?, memory: ResourceBudget?
     ) -> AnyPublisher<Value, HubError> {
         trigger.publisher(key: key)
             .hotBuffer(
                 capacity: bufferSize ?? configuration.defaultBufferSize,
-                policy: overflow ?? configuration.defaultOverflow, metrics: metrics, counters: trigger.counters)
+                policy: overflow ?? configuration.defaultOverflow, metrics: metrics, counters: trigger.counters,
+                memory: memory)
             .eraseToAnyPublisher()
     }
 

@@ -145,6 +145,11 @@ public final class HubService: Sendable {
         public var writeCalls: Int
         /// Messages completely handed to the sockets since the service started.
         public var messagesWritten: Int
+        /// Bytes the connections' buffers and pipelines hold now, as their budgets count
+        /// them (``ResourceBudget``).
+        public var heldBytes: Int = 0
+        /// Timers the connections' pipelines run now.
+        public var liveTimers: Int = 0
     }
 
     /// The current ``Statistics`` (all zero once the loop has stopped).
@@ -316,7 +321,9 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
             queuedBytes: allOpenConnections.reduce(0) { $0 + $1.queuedBytes },
             encodingCacheHits: encodingCache.hits,
             encodingCacheMisses: encodingCache.misses,
-            writeCalls: writeCalls, messagesWritten: messagesWritten)
+            writeCalls: writeCalls, messagesWritten: messagesWritten,
+            heldBytes: sessions.reduce(0) { $0 + $1.budget.heldBytes },
+            liveTimers: sessions.reduce(0) { $0 + $1.budget.liveTimers })
     }
 
     func start() throws -> Int {

@@ -1,6 +1,7 @@
 import HubEngine
 import HubValue
 import HubWire
+import HubPipeline
 import HubRegistry
 import Logging
 
@@ -32,6 +33,8 @@ public final class Session {
     private var refusedBearer = false
     /// The token the client authenticated with, if any.
     private var token: String?
+    /// What this connection's pipelines and buffers spend.
+    let budget: ResourceBudget
     /// Whether the session has ended (connection closed, slow consumer, refusal, shutdown).
     public var isClosed: Bool { outbound.isClosed }
     /// The service loop's counters this session adds to.
@@ -55,6 +58,9 @@ public final class Session {
         self.configuration = configuration
         self.logger = logger
         self.counters = counters
+        let scheduler = hub.scheduler
+        budget = ResourceBudget(
+            owner: "this connection", limits: configuration.connectionBudget, clock: { scheduler.now })
         outbound = SessionOutbound(
             connection: connection, subscriptions: subscriptions, encodingCache: encodingCache,
             scheduler: hub.scheduler, maxQueuedBytes: configuration.maxQueuedBytes,
@@ -298,7 +304,8 @@ public final class Session {
                     try checkAdmin("subscribing to '\(name)'")
                     service?.refreshSystemSubjects()
                 }
-                let resolved = try hub.publisher(for: name, bufferSize: request.buffer, overflow: request.overflow)
+                let resolved = try hub.publisher(
+                    for: name, bufferSize: request.buffer, overflow: request.overflow, memory: budget)
                 switch resolved.entry {
                 case .subject: kind = .subject
                 case .trigger: kind = .trigger
@@ -315,7 +322,8 @@ public final class Session {
                 if let allowed = configuration.pipelineTokens, !(token.map(allowed.contains) ?? false) {
                     throw HubError(.forbidden, "this client's token may not subscribe to ad-hoc pipelines")
                 }
-                publisher = try hub.compile(pipeline: source, bufferSize: request.buffer, overflow: request.overflow)
+                publisher = try hub.compile(
+                    pipeline: source, bufferSize: request.buffer, overflow: request.overflow, budget: budget)
                 kind = .pipeline
                 pipeline = "ad-hoc"
                 counters = hub.metrics.adHoc

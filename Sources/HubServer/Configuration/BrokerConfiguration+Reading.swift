@@ -143,8 +143,31 @@ extension BrokerConfiguration {
             if let field = fields["maxStages"] { bounds.maxStages = try reader.int(field.value, field.path, in: positive) }
             if let field = fields["maxExpressionDepth"] { bounds.maxExpressionDepth = try reader.int(field.value, field.path, in: positive) }
             if let field = fields["minimumInterval"] { bounds.minimumInterval = try reader.duration(field.value, field.path) }
+            if let field = fields["maxValueDepth"] { bounds.maxValueDepth = try reader.int(field.value, field.path, in: 1...4096) }
+            if let field = fields["maxValueBytes"] { bounds.maxValueBytes = try reader.int(field.value, field.path, in: positive) }
             service.hub.limits = bounds
         }
+        if let perConnection = fields["perConnection"] {
+            service.session.connectionBudget = try readBudget(
+                perConnection, BrokerConfiguration.perConnectionKeys, service.session.connectionBudget, reader)
+        }
+    }
+
+    /// A budget's bounds (`limits.perConnection`, `limits.perIdentity`) over `defaults`.
+    func readBudget(
+        _ entry: ConfigurationReader.Entry, _ keys: [String], _ defaults: ResourceBudget.Limits, _ reader: ConfigurationReader
+    ) throws(ConfigurationError) -> ResourceBudget.Limits {
+        let fields = try reader.fields(entry.value, entry.path, allowed: keys)
+        let positive = 1...Int.max
+        var limits = defaults
+        if let field = fields["stepsPerSecond"] {
+            limits.stepsPerSecond = try reader.int(field.value, field.path, in: positive)
+            if fields["burstSteps"] == nil { limits.burst = Swift.max(limits.burst, limits.stepsPerSecond) }
+        }
+        if let field = fields["burstSteps"] { limits.burst = try reader.int(field.value, field.path, in: positive) }
+        if let field = fields["memoryBytes"] { limits.maxBytes = try reader.int(field.value, field.path, in: positive) }
+        if let field = fields["timers"] { limits.maxTimers = try reader.int(field.value, field.path, in: 0...Int.max) }
+        return limits
     }
 
     private mutating func readAuth(_ auth: ConfigurationReader.Entry, _ reader: ConfigurationReader) throws(ConfigurationError) {

@@ -142,10 +142,14 @@ public struct BrokerConfiguration: Sendable {
     /// The keys of `limits`.
     public static let limitsKeys = [
         "maxMessageBytes", "maxConnections", "maxSubscriptionsPerConnection", "maxQueuedBytesPerConnection",
-        "pipelines", "defaultBuffer", "maxBuffer",
+        "pipelines", "defaultBuffer", "maxBuffer", "perConnection",
     ]
     /// The keys of `limits.pipelines`.
-    public static let pipelineLimitsKeys = ["maxSourceLength", "maxStages", "maxExpressionDepth", "minimumInterval"]
+    public static let pipelineLimitsKeys = [
+        "maxSourceLength", "maxStages", "maxExpressionDepth", "minimumInterval", "maxValueDepth", "maxValueBytes",
+    ]
+    /// The keys of `limits.perConnection`.
+    public static let perConnectionKeys = ["stepsPerSecond", "burstSteps", "memoryBytes", "timers"]
     /// The keys of `auth`.
     public static let authKeys = ["tokens", "timeout"]
     /// The keys of a subject.
