@@ -366,6 +366,8 @@ export const ErrorCode = Object.freeze({
   DISCONNECTED: "disconnected",
   CLOSED: "closed",
   CANCELLED: "cancelled",
+  /** A subscription to a subject with history could not go on without a gap (PROTOCOL.md §10). */
+  RESUME_FAILED: "resume_failed",
 });
 
 /** A failure with a stable machine-readable `code` (one of {@link ErrorCode}). */
@@ -528,6 +530,8 @@ export class Subscription {
   #buffer;
   #overflow;
   #batch;
+  #since = null; // where the next subscribe starts: the option, then after the last delivered value
+  #resuming = false; // the subscribe on the wire resumes after a lost connection
   #waitToken = null;
   #wire = false; // the subscribe went out and the subscription is live on the wire
   #queue = [];
@@ -568,6 +572,10 @@ export class Subscription {
     this.#buffer = options.buffer;
     this.#overflow = options.overflow;
     this.#batch = options.batch;
+    if (options.since !== undefined) {
+      if (this.#target.pipeline !== undefined) throw invalid("since needs a subject name (a pipeline keeps no history)");
+      this.#since = checkSince(options.since);
+    }
     /** The wire id of the live subscription (null until it is sent). */
     this.id = null;
     /** The kind the hub answered: `subject`, `pipeline` or `trigger` (null until then). */
@@ -577,10 +585,17 @@ export class Subscription {
     /** Demand granted so far (Infinity: unlimited). */
     this.requested = 0;
     /**
-     * The position of the last delivered value in its source's history: null
-     * while the protocol has no history (issue 9 fills it and resumes from it).
+     * The offset in its subject's history of the last value `next()` (or `readable`)
+     * handed out: where this consumer stands (null for a name without history, or
+     * before the first value).
      */
     this.lastOffset = null;
+    /** The epoch of the subject's history (null for a name without history). */
+    this.epoch = null;
+    /** The subject's latest offset when the hub confirmed the subscription (null without history). */
+    this.startOffset = null;
+    /** For a `since`: whether the hub still held what it asked for (null without since). */
+    this.recovered = null;
     /** Resolves with the kind once the hub confirms the subscription; rejects if it fails first. */
     this.subscribed = handled(
       new Promise((resolve, reject) => {
@@ -672,51 +687,106 @@ export class Subscription {
         this.#end({ error });
         return;
       }
-      const demand = resume ? resume.demand : this.#initialDemand;
-      const message = this.#core.register(this, { ...this.#target, ...(resume?.fields ?? {}) }, demand, {
+      // A resumed subscription asks for the demand still unmet, since the last value it delivered.
+      const demand = resume ? this.#outstanding() : this.#initialDemand;
+      const fields = { ...this.#target };
+      if (this.#since) fields.since = { ...this.#since };
+      const message = this.#core.register(this, fields, demand, {
         buffer: this.#buffer,
         overflow: this.#overflow,
         batch: this.#batch,
       });
-      this.requested = demand === "unlimited" ? Infinity : demand;
+      if (!resume) this.requested = demand === "unlimited" ? Infinity : demand;
       this.#wire = true;
       this.#core.sendOn(socket, message);
     });
   }
 
-  /** @internal The subscribe fields that resume this subscription on a new connection, or null. */
+  /** The demand granted and not yet delivered. */
+  #outstanding() {
+    if (this.requested === Infinity) return "unlimited";
+    return Math.max(0, this.requested - this.delivered);
+  }
+
+  /**
+   * @internal Whether this subscription resumes on a new connection: it subscribes
+   * to a subject with history (the hub sent an epoch), so the next `subscribe` can
+   * start after the last value it delivered.
+   */
   resumePlan() {
-    // Protocol v1 has no history (issue 9): a lost subscription cannot be resumed
-    // without losing values, so it fails with `disconnected`. With history, this
-    // returns {fields: {since: this.lastOffset}, demand: <outstanding demand>} and
-    // the subscription is subscribed again on the next connection.
-    return null;
+    if (this.#terminal || this.epoch === null || this.#since === null) return null;
+    return { since: this.#since };
   }
 
-  /** @internal The connection was lost: resume if possible, else fail. */
-  lost(error) {
+  /**
+   * @internal The connection was lost: a subscription to a subject with history
+   * resumes on the next connection (when the hub reconnects), others fail.
+   */
+  lost(error, reconnecting = true) {
     this.#wire = false;
-    const plan = this.resumePlan();
-    if (plan) this.#start(plan);
-    else this.#end({ error });
+    const plan = reconnecting ? this.resumePlan() : null;
+    if (plan) {
+      this.#resuming = true;
+      this.#start(plan);
+    } else if (reconnecting && error.code === ErrorCode.DISCONNECTED && this.epoch === null) {
+      this.#end({
+        error: new HubError(error.code, `${error.message} (the subscription cannot resume: it keeps no history)`, {
+          closeCode: error.closeCode,
+        }),
+      });
+    } else {
+      this.#end({ error });
+    }
+  }
+
+  /** @internal The hub's `subscribed`. */
+  confirmed(message) {
+    if (typeof message.epoch === "string") {
+      const asked = this.#since;
+      if (message.recovered === false && (this.#resuming || asked !== null)) {
+        // What followed the position asked for is gone: going on would hide a gap.
+        const where = asked?.offset !== undefined ? `offset ${asked.offset}` : `the last ${asked?.last} values`;
+        this.#core.cancelSubscription(this);
+        this.#wire = false;
+        this.#end({
+          error: new HubError(
+            ErrorCode.RESUME_FAILED,
+            `the hub no longer holds the values after ${where} of ${this.#target.to} ` +
+              `(epoch now ${message.epoch}, latest offset ${message.offset}): values were missed`,
+            { data: asked },
+          ),
+        });
+        return;
+      }
+      this.epoch = message.epoch;
+      if (this.startOffset === null) this.startOffset = message.offset;
+      if (asked?.offset !== undefined && message.recovered === true) this.#since = { offset: asked.offset, epoch: message.epoch };
+      else if (asked?.last !== undefined && message.recovered === true) this.#since = asked;
+      else this.#since = { offset: message.offset, epoch: message.epoch };
+    } else {
+      this.epoch = null;
+      this.#since = null;
+    }
+    if (message.recovered !== undefined && !this.#resuming) this.recovered = message.recovered;
+    if (this.kind === null) {
+      this.kind = message.kind;
+      this.#resolveSubscribed(message.kind);
+    }
   }
 
   /** @internal */
-  confirmed(kind) {
-    this.kind = kind;
-    this.#resolveSubscribed(kind);
-  }
-
-  /** @internal */
-  deliver(value) {
+  deliver(value, offset) {
     if (this.#terminal) return;
     this.delivered += 1;
+    const known = typeof offset === "number" && this.epoch !== null ? offset : null;
+    if (known !== null) this.#since = { offset: known, epoch: this.epoch };
     const waiter = this.#waiters.shift();
     if (waiter) {
+      if (known !== null) this.lastOffset = known;
       this.#counted();
       waiter.resolve({ value, done: false });
     } else {
-      this.#queue.push(value);
+      this.#queue.push({ value, offset: known });
     }
   }
 
@@ -743,7 +813,8 @@ export class Subscription {
   }
 
   #consume() {
-    const value = this.#queue[this.#head];
+    const { value, offset } = this.#queue[this.#head];
+    if (offset !== null) this.lastOffset = offset;
     this.#queue[this.#head] = undefined;
     this.#head += 1;
     if (this.#head === this.#queue.length) {
@@ -831,6 +902,7 @@ class Core {
     this.waiting = new Map(); // token -> work(error, socket)
     this.nextWaitingToken = 1;
     this.subscriptions = new Map(); // wire id -> Subscription
+    this.resumeAfterLoss = []; // subscriptions the hub ended with shutting_down, resumed after the reconnect
     this.acks = new Map(); // ack -> {resolve, reject}
     this.nextId = 1;
     this.nextAck = 1;
@@ -1004,19 +1076,20 @@ class Core {
     const reconnecting = policy && failure.code !== ErrorCode.UNAUTHORIZED;
     // Before the subscriptions hear of it, so that one that resumes waits for the next connection.
     this.state = reconnecting ? "reconnecting" : "idle";
-    this.failEverything(failure);
+    this.failEverything(failure, reconnecting);
     if (reconnecting) {
       this.attempt = 0;
       this.scheduleReconnect();
     }
   }
 
-  failEverything(failure) {
-    const subscriptions = [...this.subscriptions.values()];
+  failEverything(failure, reconnecting = false) {
+    const subscriptions = [...this.resumeAfterLoss, ...this.subscriptions.values()];
+    this.resumeAfterLoss = [];
     this.subscriptions.clear();
     const acks = [...this.acks.values()];
     this.acks.clear();
-    for (const subscription of subscriptions) subscription.lost(failure);
+    for (const subscription of subscriptions) subscription.lost(failure, reconnecting);
     for (const pending of acks) pending.reject(failure);
   }
 
@@ -1069,18 +1142,21 @@ class Core {
         this.welcomed(socket, message.session);
         break;
       case "subscribed":
-        this.subscriptions.get(message.id)?.confirmed(message.kind);
+        this.subscriptions.get(message.id)?.confirmed(message);
         break;
       case "next": {
         const subscription = this.subscriptions.get(message.id);
         if (!subscription) break;
+        const offset = typeof message.offset === "number" ? message.offset : null;
         if (Array.isArray(message.values)) {
+          let index = 0;
           for (const value of message.values) {
             if (subscription.ended) break;
-            subscription.deliver(value);
+            subscription.deliver(value, offset === null ? null : offset + index);
+            index += 1;
           }
         } else {
-          subscription.deliver(message.value);
+          subscription.deliver(message.value, offset);
         }
         break;
       }
@@ -1095,6 +1171,11 @@ class Core {
         if (message.id !== undefined) {
           const subscription = this.subscriptions.get(message.id);
           this.subscriptions.delete(message.id);
+          if (subscription && message.code === ErrorCode.SHUTTING_DOWN && this.reconnect && subscription.resumePlan()) {
+            // The hub is stopping: this subscription resumes once the client has reconnected.
+            this.resumeAfterLoss.push(subscription);
+            break;
+          }
           subscription?.fail(error);
         } else if (message.ack !== undefined) {
           const pending = this.acks.get(message.ack);
@@ -1224,6 +1305,19 @@ class Core {
 }
 
 // ---- Helpers ----
+
+/** A `since` option: `{offset, epoch?}` or `{last}` with integers 0..2^53-1. */
+function checkSince(since) {
+  const count = (n) => Number.isInteger(n) && n >= 0 && n <= MAX_SAFE;
+  if (since && typeof since === "object") {
+    if (since.offset !== undefined && since.last === undefined && count(since.offset)) {
+      if (since.epoch !== undefined && typeof since.epoch !== "string") throw invalid("since.epoch must be a string");
+      return since.epoch === undefined ? { offset: since.offset } : { offset: since.offset, epoch: since.epoch };
+    }
+    if (since.last !== undefined && since.offset === undefined && count(since.last)) return { last: since.last };
+  }
+  throw invalid(`since must be {offset, epoch?} or {last} with integers >= 0, got ${JSON.stringify(since)}`);
+}
 
 function checkURL(url) {
   let parsed;
