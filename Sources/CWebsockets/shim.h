@@ -35,6 +35,8 @@ static const int cws_write_text = LWS_WRITE_TEXT;
 static const int cws_write_binary = LWS_WRITE_BINARY;
 /* On a ws connection, LWS_WRITE_HTTP writes the bytes as they are (pre-framed data). */
 static const int cws_write_http = LWS_WRITE_HTTP;
+/* The last piece of a plain HTTP response body. */
+static const int cws_write_http_final = LWS_WRITE_HTTP_FINAL;
 
 /* Vhost options (64-bit composite values). */
 static const uint64_t cws_option_disable_ipv6 = LWS_SERVER_OPTION_DISABLE_IPV6;

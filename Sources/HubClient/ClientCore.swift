@@ -115,7 +115,7 @@ final class ClientCore {
         logger.debug("connecting", metadata: ["url": "\(url)", "attempt": "\(attempt)"])
         let handler = ConnectionHandler(core: self, generation: generation)
         connection = transport!.connect(
-            host: url.host, port: url.port, path: url.path, subprotocol: "hub.v1",
+            host: url.host, port: url.port, path: url.path, subprotocol: HubProtocol.subprotocol,
             authorization: authorization, tls: url.isSecure ? configuration.tls : nil, handler: handler)
         attemptTimer = eventLoop.scheduler.schedule(after: eventLoop.scheduler.now.advanced(by: configuration.connectTimeout)) {
             [weak self] in

@@ -38,7 +38,7 @@ public final class HubClient: Sendable {
     public let configuration: Configuration
     /// The loop the client's connection and subscriptions run on.
     public let eventLoop: EventLoop
-    let core: LoopConfined<ClientCore>
+    let core: LoopBound<ClientCore>
     private let ownsLoop: Bool
     private let isClosed = Atomic<Bool>(false)
 
@@ -67,13 +67,13 @@ public final class HubClient: Sendable {
             ownsLoop = false
         } else {
             do {
-                self.eventLoop = try EventLoop(configuration: .init(name: "hub-client"))
+                self.eventLoop = try EventLoop(configuration: .init(name: "hub-client"), logger: logger)
             } catch {
                 throw HubClientError(code: .connectionFailed, message: "cannot start the client's event loop: \(error)")
             }
             ownsLoop = true
         }
-        core = LoopConfined(
+        core = LoopBound(
             ClientCore(url: url, configuration: configuration, eventLoop: self.eventLoop, logger: logger),
             eventLoop: self.eventLoop)
     }

@@ -56,7 +56,7 @@ public struct HubPublisher: Publisher, Sendable {
         if core.eventLoop.inEventLoop {
             attach()
         } else {
-            let box = UncheckedSendable(attach)
+            let box = LoopBound(attach, eventLoop: core.eventLoop)
             core.eventLoop.execute { box.value() }
         }
     }
@@ -66,10 +66,4 @@ public struct HubPublisher: Publisher, Sendable {
     public func values(prefetch: Int = 16) -> HubValues {
         HubValues(publisher: self, prefetch: prefetch)
     }
-}
-
-/// Carries a non-`Sendable` value to the event loop (used there only).
-struct UncheckedSendable<Wrapped>: @unchecked Sendable {
-    let value: Wrapped
-    init(_ value: Wrapped) { self.value = value }
 }

@@ -42,7 +42,7 @@ where Downstream.Input == Value, Downstream.Failure == HubClientError {
 
     func request(_ demand: Subscribers.Demand) {
         guard core.eventLoop.inEventLoop else {
-            let hop = UncheckedSendable { self.request(demand) }
+            let hop = LoopBound({ self.request(demand) }, eventLoop: core.eventLoop)
             core.eventLoop.execute { hop.value() }
             return
         }
@@ -59,7 +59,7 @@ where Downstream.Input == Value, Downstream.Failure == HubClientError {
 
     func cancel() {
         guard core.eventLoop.inEventLoop else {
-            let hop = UncheckedSendable { self.cancel() }
+            let hop = LoopBound({ self.cancel() }, eventLoop: core.eventLoop)
             core.eventLoop.execute { hop.value() }
             return
         }

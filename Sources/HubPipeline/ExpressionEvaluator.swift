@@ -33,6 +33,8 @@ public struct ExpressionEvaluator {
     /// The steps one evaluation may take (shared by nested `map`/`filter` scopes), so that
     /// nested lambdas over large arrays cannot hold the event loop.
     let budget: Budget
+    /// Compiled patterns and formatters shared by the evaluations of one stage.
+    let cache: EvaluationCache
 
     /// The most evaluation steps of one expression evaluation.
     public static let maximumSteps = 1_000_000
@@ -52,10 +54,19 @@ public struct ExpressionEvaluator {
         current: Value = .null, variables: [String: Value] = [:], now: @escaping () -> SchedulerTime = { .zero },
         maximumSteps: Int = ExpressionEvaluator.maximumSteps
     ) {
+        self.init(current: current, variables: variables, now: now, maximumSteps: maximumSteps, cache: EvaluationCache())
+    }
+
+    /// An evaluator that keeps the patterns and formatters it builds in `cache`.
+    init(
+        current: Value, variables: [String: Value], now: @escaping () -> SchedulerTime,
+        maximumSteps: Int = ExpressionEvaluator.maximumSteps, cache: EvaluationCache
+    ) {
         self.current = current
         self.variables = variables
         self.now = now
         self.budget = Budget(maximumSteps)
+        self.cache = cache
     }
 
     /// Evaluates `expression` once with `.` bound to `current` (and `$acc` to `accumulator` if given).
@@ -150,7 +161,7 @@ public struct ExpressionEvaluator {
         case let .call(name, arguments, _):
             return try call(name, arguments, at: at)
         case .lambda:
-            throw Failure("a lambda can only be an argument of map or filter", at: at)
+            throw Failure("a lambda can only be an argument of map, filter or sort", at: at)
         }
     }
 

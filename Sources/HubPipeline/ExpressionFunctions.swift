@@ -8,7 +8,10 @@ import HubValue
 /// to each element: `map(.items, . * 2)`.
 enum ExpressionFunctions {
     /// Every function with its least and greatest argument count.
-    static let arity: [String: ClosedRange<Int>] = [
+    static let arity: [String: ClosedRange<Int>] = coreArity.merging(textArity) { core, _ in core }
+
+    /// The functions of this file with their argument counts.
+    static let coreArity: [String: ClosedRange<Int>] = [
         "length": 1...1, "abs": 1...1, "round": 1...1, "floor": 1...1, "ceil": 1...1,
         "min": 1...64, "max": 1...64, "lower": 1...1, "upper": 1...1, "trim": 1...1,
         "contains": 2...2, "startsWith": 2...2, "endsWith": 2...2, "split": 2...2, "join": 2...2,
@@ -18,7 +21,7 @@ enum ExpressionFunctions {
     ]
 
     /// Functions whose second argument may be a lambda.
-    static let takesLambda: Set<String> = ["map", "filter"]
+    static let takesLambda: Set<String> = ["map", "filter", "sort"]
 }
 
 extension ExpressionEvaluator {
@@ -36,6 +39,9 @@ extension ExpressionEvaluator {
         }
         if name == "map" || name == "filter" {
             return try mapOrFilter(name, expressions[0], expressions[1], at: at)
+        }
+        if name == "sort" {
+            return try sort(expressions[0], key: expressions.count > 1 ? expressions[1] : nil, at: at)
         }
         if name == "if" {
             return Self.isTruthy(try evaluate(expressions[0])) ? try evaluate(expressions[1]) : try evaluate(expressions[2])
@@ -237,7 +243,7 @@ extension ExpressionEvaluator {
         case "type":
             return .string(Self.typeName(a))
         default:
-            throw Failure("unknown function '\(name)'", at: at)
+            return try applyText(name, args, at: at)
         }
     }
 }

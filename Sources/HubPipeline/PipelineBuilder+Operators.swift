@@ -3,17 +3,8 @@ import HubValue
 import HubWire
 
 extension PipelineBuilder {
-    /// Every operator name (for error messages).
-    static let operatorNames: Set<String> = [
-        "map", "filter", "compactMap", "scan", "reduce", "removeDuplicates", "prefix", "drop", "dropFirst",
-        "first", "last", "collect", "debounce", "throttle", "delay", "replaceError", "retry", "prepend", "append",
-        "contains", "allSatisfy", "count", "min", "max", "output", "ignoreOutput", "catch", "replaceEmpty",
-        "measureInterval", "timeout", "buffer", "share", "flatMap", "switchToLatest", "wait", "merge", "replaceNil", "mapError",
-        "combineLatest", "zip",
-    ]
-
     /// Sources that are also operators (`a | merge(b)`).
-    static let operatorsNamedLikeSources: Set<String> = ["merge", "combineLatest", "zip"]
+    static let operatorsNamedLikeSources: Set<String> = ["merge", "combineLatest", "zip", "reduceLatest", "accumulateLatest"]
 
     /// `tryX` operators fail with `any Error`; the pipeline's failure is ``HubError``.
     private static func typed<P: Publisher>(_ p: P) -> Pub where P.Output == Value {
@@ -33,337 +24,487 @@ extension PipelineBuilder {
         return arguments.first?.label
     }
 
-    /// One operator stage.
+    /// One operator of the language: how many arguments it takes, which labels they may
+    /// have (`nil` in the set: unlabelled; a `nil` set: the factory checks its own), and
+    /// how it is built. The table below is the one list of operators: lookup, the
+    /// checks of arity and labels, and error messages' suggestions all use it.
+    struct OperatorFactory: Sendable {
+        /// How many arguments the operator takes.
+        let arity: ClosedRange<Int>
+        /// The labels its arguments may have, or `nil` when ``make`` checks them.
+        let labels: Set<String?>?
+        /// Builds the stage from its (already counted and label-checked) arguments.
+        let make: @Sendable (PipelineBuilder) -> (StageSyntax, [ArgumentSyntax]) throws(HubError) -> Operator
+
+        init(
+            arity: ClosedRange<Int>, labels: Set<String?>?,
+            _ make: @escaping @Sendable (PipelineBuilder) -> (StageSyntax, [ArgumentSyntax]) throws(HubError) -> Operator
+        ) {
+            self.arity = arity
+            self.labels = labels
+            self.make = make
+        }
+    }
+
+    /// Every operator, by name.
+    static let operators: [String: OperatorFactory] = [
+        "map": OperatorFactory(arity: 1...1, labels: [nil], PipelineBuilder.makeMap),
+        "filter": OperatorFactory(arity: 1...1, labels: [nil], PipelineBuilder.makeFilter),
+        "compactMap": OperatorFactory(arity: 1...1, labels: [nil], PipelineBuilder.makeCompactMap),
+        "scan": OperatorFactory(arity: 2...2, labels: [nil], PipelineBuilder.makeScan),
+        "reduce": OperatorFactory(arity: 2...2, labels: [nil], PipelineBuilder.makeScan),
+        "removeDuplicates": OperatorFactory(arity: 0...1, labels: ["by"], PipelineBuilder.makeRemoveDuplicates),
+        "replaceNil": OperatorFactory(arity: 1...1, labels: [nil], PipelineBuilder.makeReplaceNil),
+        "mapError": OperatorFactory(arity: 1...1, labels: [nil], PipelineBuilder.makeMapError),
+        "prefix": OperatorFactory(arity: 1...1, labels: [nil, "while", "untilOutputFrom"], PipelineBuilder.makePrefix),
+        "drop": OperatorFactory(arity: 1...1, labels: [nil, "while", "untilOutputFrom"], PipelineBuilder.makePrefix),
+        "dropFirst": OperatorFactory(arity: 0...1, labels: [nil], PipelineBuilder.makeDropFirst),
+        "first": OperatorFactory(arity: 0...1, labels: ["where"], PipelineBuilder.makeFirst),
+        "last": OperatorFactory(arity: 0...1, labels: ["where"], PipelineBuilder.makeFirst),
+        "collect": OperatorFactory(arity: 0...2, labels: [nil], PipelineBuilder.makeCollect),
+        "debounce": OperatorFactory(arity: 1...1, labels: [nil], PipelineBuilder.makeDebounce),
+        "delay": OperatorFactory(arity: 1...1, labels: [nil], PipelineBuilder.makeDelay),
+        "throttle": OperatorFactory(arity: 1...2, labels: [nil], PipelineBuilder.makeThrottle),
+        "replaceError": OperatorFactory(arity: 1...1, labels: [nil], PipelineBuilder.makeReplaceError),
+        "replaceEmpty": OperatorFactory(arity: 1...1, labels: [nil], PipelineBuilder.makeReplaceError),
+        "retry": OperatorFactory(arity: 0...1, labels: [nil, "backoff"], PipelineBuilder.makeRetry),
+        "prepend": OperatorFactory(arity: 1...1024, labels: [nil], PipelineBuilder.makePrepend),
+        "append": OperatorFactory(arity: 1...1024, labels: [nil], PipelineBuilder.makePrepend),
+        "contains": OperatorFactory(arity: 1...1, labels: [nil, "where"], PipelineBuilder.makeContains),
+        "allSatisfy": OperatorFactory(arity: 1...1, labels: [nil], PipelineBuilder.makeAllSatisfy),
+        "count": OperatorFactory(arity: 0...0, labels: nil, PipelineBuilder.makeCount),
+        "min": OperatorFactory(arity: 0...1, labels: ["by"], PipelineBuilder.makeMin),
+        "sort": OperatorFactory(arity: 0...1, labels: ["by"], PipelineBuilder.makeSort),
+        "withLatestFrom": OperatorFactory(arity: 1...1, labels: [nil], PipelineBuilder.makeWithLatestFrom),
+        "max": OperatorFactory(arity: 0...1, labels: ["by"], PipelineBuilder.makeMin),
+        "output": OperatorFactory(arity: 1...1, labels: [nil, "at", "in"], PipelineBuilder.makeOutput),
+        "ignoreOutput": OperatorFactory(arity: 0...0, labels: nil, PipelineBuilder.makeIgnoreOutput),
+        "catch": OperatorFactory(arity: 1...1, labels: [nil], PipelineBuilder.makeCatch),
+        "measureInterval": OperatorFactory(arity: 0...0, labels: nil, PipelineBuilder.makeMeasureInterval),
+        "timeout": OperatorFactory(arity: 1...2, labels: [nil], PipelineBuilder.makeTimeout),
+        "buffer": OperatorFactory(arity: 1...2, labels: [nil], PipelineBuilder.makeBuffer),
+        "share": OperatorFactory(arity: 0...0, labels: nil, PipelineBuilder.makeShare),
+        "flatMap": OperatorFactory(arity: 1...2, labels: nil, PipelineBuilder.makeFlatMap),
+        "switchToLatest": OperatorFactory(arity: 1...1, labels: [nil], PipelineBuilder.makeSwitchToLatest),
+        "wait": OperatorFactory(arity: 1...1, labels: [nil, "untilOutputFrom"], PipelineBuilder.makeWait),
+        "merge": OperatorFactory(arity: 0...Int.max, labels: nil, PipelineBuilder.makeMerge),
+        "combineLatest": OperatorFactory(arity: 0...Int.max, labels: nil, PipelineBuilder.makeMerge),
+        "zip": OperatorFactory(arity: 0...Int.max, labels: nil, PipelineBuilder.makeMerge),
+        "reduceLatest": OperatorFactory(arity: 0...Int.max, labels: nil, PipelineBuilder.makeMerge),
+        "accumulateLatest": OperatorFactory(arity: 0...Int.max, labels: nil, PipelineBuilder.makeMerge),
+    ]
+
+    /// Every operator name (for error messages).
+    static let operatorNames: Set<String> = Set(operators.keys)
+
+    /// One operator stage: its factory from the table, after the table's checks of
+    /// the arguments' count and labels.
     func `operator`(_ stage: StageSyntax) throws(HubError) -> Operator {
-        let scheduler = environment.scheduler
-        switch stage.name {
-        case "map":
-            try noLabels(stage)
-            let f = try element(try arguments(stage, 1...1)[0], of: stage)
-            return { up, _ in Self.typed(up.tryMap { try f($0, nil) }) }
-        case "filter":
-            try noLabels(stage)
-            let f = try element(try arguments(stage, 1...1)[0], of: stage)
-            return { up, _ in Self.typed(up.tryFilter { ExpressionEvaluator.isTruthy(try f($0, nil)) }) }
-        case "compactMap":
-            try noLabels(stage)
-            let f = try element(try arguments(stage, 1...1)[0], of: stage)
-            return { up, _ in
-                Self.typed(up.tryCompactMap { value -> Value? in
-                    let result = try f(value, nil)
-                    return result.isNull ? Optional<Value>.none : result
-                })
-            }
-        case "scan", "reduce":
-            try noLabels(stage)
-            let arguments = try arguments(stage, 2...2)
-            let initial = try constant(arguments[0], of: stage)
-            let f = try element(arguments[1], of: stage, variable: "acc")
-            let isScan = stage.name == "scan"
-            return { up, outer throws(HubError) in
-                let start = try initial(outer)
-                if isScan { return Self.typed(up.tryScan(start) { acc, value in try f(value, acc) }) }
-                return Self.typed(up.tryReduce(start) { acc, value in try f(value, acc) })
-            }
-        case "removeDuplicates":
-            let arguments = try arguments(stage, 0...1)
-            guard let argument = arguments.first else {
-                return { up, _ in up.removeDuplicates().eraseToAnyPublisher() }
-            }
-            guard try singleLabel(stage, ["by"]) == "by" else {
-                throw Self.error("removeDuplicates takes no argument or 'by:'", at: argument.position)
-            }
-            let f = try element(argument, of: stage, variable: "prev")
-            return { up, _ in
-                Self.typed(up.tryRemoveDuplicates { previous, value in ExpressionEvaluator.isTruthy(try f(value, previous)) })
-            }
-        case "replaceNil":
-            try noLabels(stage)
-            let value = try constant(try arguments(stage, 1...1)[0], of: stage)
-            return { up, outer throws(HubError) in
-                let replacement = try value(outer)
-                return up.map { $0.isNull ? replacement : $0 }.eraseToAnyPublisher()
-            }
-        case "mapError":
-            try noLabels(stage)
-            let f = try element(try arguments(stage, 1...1)[0], of: stage)
-            return { up, _ in
-                up.catch { error -> Fail<Value, HubError> in
-                    do throws(HubError) {
-                        return Fail(error: HubError.failed(try f(Self.errorValue(error), nil), message: error.message))
-                    } catch {
-                        return Fail(error: error)
-                    }
-                }.eraseToAnyPublisher()
-            }
-        case "prefix", "drop":
-            _ = try arguments(stage, 1...1)
-            let argument = stage.arguments![0]
-            let isPrefix = stage.name == "prefix"
-            switch try singleLabel(stage, [nil, "while", "untilOutputFrom"]) {
-            case "while":
-                let f = try element(argument, of: stage)
-                return { up, _ in
-                    isPrefix
-                        ? Self.typed(up.tryPrefix { ExpressionEvaluator.isTruthy(try f($0, nil)) })
-                        : Self.typed(up.tryDrop { ExpressionEvaluator.isTruthy(try f($0, nil)) })
-                }
-            case "untilOutputFrom":
-                let other = try pipeline(argument, of: stage)
-                return { up, outer throws(HubError) in
-                    let signal = try other(outer)
-                    return isPrefix
-                        ? up.prefix(untilOutputFrom: signal).eraseToAnyPublisher()
-                        : up.drop(untilOutputFrom: signal).eraseToAnyPublisher()
-                }
-            default:
-                let n = try count(argument, of: stage)
-                return { up, outer throws(HubError) in
-                    let count = try n(outer)
-                    return isPrefix ? up.prefix(count).eraseToAnyPublisher() : up.dropFirst(count).eraseToAnyPublisher()
-                }
-            }
-        case "dropFirst":
-            try noLabels(stage)
-            let arguments = try arguments(stage, 0...1)
-            let n = arguments.isEmpty ? nil : try count(arguments[0], of: stage)
-            return { up, outer throws(HubError) in up.dropFirst(try n?(outer) ?? 1).eraseToAnyPublisher() }
-        case "first", "last":
-            let arguments = try arguments(stage, 0...1)
-            let isFirst = stage.name == "first"
-            if arguments.isEmpty {
-                return { up, _ in isFirst ? up.first().eraseToAnyPublisher() : up.last().eraseToAnyPublisher() }
-            }
-            guard try singleLabel(stage, ["where"]) == "where" else {
-                throw Self.error("\(stage.name) takes no argument or 'where:'", at: arguments[0].position)
-            }
-            let f = try element(arguments[0], of: stage)
-            return { up, _ in
-                isFirst
-                    ? Self.typed(up.tryFirst { ExpressionEvaluator.isTruthy(try f($0, nil)) })
-                    : Self.typed(up.tryLast { ExpressionEvaluator.isTruthy(try f($0, nil)) })
-            }
-        case "collect":
-            try noLabels(stage)
-            let arguments = try arguments(stage, 0...2)
-            guard let argument = arguments.first else {
-                return { up, _ in up.collect().map { Value.array($0) }.eraseToAnyPublisher() }
-            }
-            if case .duration = argument.kind {
-                let d = try duration(argument, of: stage)
-                let n = arguments.count > 1 ? try count(arguments[1], of: stage) : nil
-                return { up, outer throws(HubError) in
-                    let size = try n?(outer)
-                    if let size, size < 1 { throw Self.error("collect needs a count of at least 1", at: arguments[1].position) }
-                    return Self.collect(up, every: d, count: size, scheduler)
-                }
-            }
-            guard arguments.count == 1 else {
-                throw Self.error("collect takes a count, or a duration and an optional count", at: arguments[1].position)
-            }
-            let n = try count(argument, of: stage)
-            return { up, outer throws(HubError) in
-                let size = try n(outer)
-                guard size > 0 else { throw Self.error("collect needs a count of at least 1", at: argument.position) }
-                return up.collect(size).map { Value.array($0) }.eraseToAnyPublisher()
-            }
-        case "debounce":
-            try noLabels(stage)
-            let d = try duration(try arguments(stage, 1...1)[0], of: stage)
-            return { up, _ in Self.debounce(up, d, scheduler) }
-        case "delay":
-            try noLabels(stage)
-            let d = try duration(try arguments(stage, 1...1)[0], of: stage)
-            return { up, _ in Self.delay(up, d, scheduler) }
-        case "throttle":
-            try noLabels(stage)
-            let arguments = try arguments(stage, 1...2)
-            let d = try duration(arguments[0], of: stage)
-            var latest = false
-            if arguments.count == 2 {
-                switch Self.word(arguments[1]) {
-                case "latest": latest = true
-                case "first": latest = false
-                default: throw Self.error("throttle's second argument is 'latest' or 'first'", at: arguments[1].position)
-                }
-            }
-            return { [latest] up, _ in Self.throttle(up, d, latest, scheduler) }
-        case "replaceError", "replaceEmpty":
-            try noLabels(stage)
-            let value = try constant(try arguments(stage, 1...1)[0], of: stage)
-            let isError = stage.name == "replaceError"
-            return { up, outer throws(HubError) in
-                let v = try value(outer)
-                if isError {
-                    return up.replaceError(with: v).setFailureType(to: HubError.self).eraseToAnyPublisher()
-                }
-                return up.replaceEmpty(with: v).eraseToAnyPublisher()
-            }
-        case "retry":
-            try noLabels(stage)
-            let n = try count(try arguments(stage, 1...1)[0], of: stage)
-            return { up, outer throws(HubError) in up.retry(try n(outer)).eraseToAnyPublisher() }
-        case "prepend", "append":
-            try noLabels(stage)
-            if let only = stage.arguments?.first, stage.arguments?.count == 1, Self.denotesPipeline(only) {
-                let other = try pipeline(only, of: stage)
-                let isPrepend = stage.name == "prepend"
-                return { up, outer throws(HubError) in
-                    let p = try other(outer)
-                    return isPrepend ? up.prepend(p).eraseToAnyPublisher() : up.append(p).eraseToAnyPublisher()
-                }
-            }
-            var values: [(Value) throws(HubError) -> Value] = []
-            for argument in try arguments(stage, 1...1024) { values.append(try constant(argument, of: stage)) }
-            let isPrepend = stage.name == "prepend"
-            return { [values] up, outer throws(HubError) in
-                var list: [Value] = []
-                for v in values { list.append(try v(outer)) }
-                let extra = Publishers.Sequence<[Value], HubError>(sequence: list)
-                return isPrepend ? up.prepend(extra).eraseToAnyPublisher() : up.append(extra).eraseToAnyPublisher()
-            }
-        case "contains":
-            let argument = try arguments(stage, 1...1)[0]
-            if try singleLabel(stage, [nil, "where"]) == "where" {
-                let f = try element(argument, of: stage)
-                return { up, _ in Self.typed(up.tryContains { ExpressionEvaluator.isTruthy(try f($0, nil)) }.map { Value.bool($0) }) }
-            }
-            let value = try constant(argument, of: stage)
-            return { up, outer throws(HubError) in
-                up.contains(try value(outer)).map { Value.bool($0) }.eraseToAnyPublisher()
-            }
-        case "allSatisfy":
-            try noLabels(stage)
-            let f = try element(try arguments(stage, 1...1)[0], of: stage)
-            return { up, _ in Self.typed(up.tryAllSatisfy { ExpressionEvaluator.isTruthy(try f($0, nil)) }.map { Value.bool($0) }) }
-        case "count":
-            _ = try arguments(stage, 0...0)
-            return { up, _ in up.count().map { Value.int(Int64($0)) }.eraseToAnyPublisher() }
-        case "min", "max":
-            let arguments = try arguments(stage, 0...1)
-            let text = stage.text
-            let isMin = stage.name == "min"
-            if let argument = arguments.first {
-                _ = try singleLabel(stage, ["by"])
-                let e = try expression(argument, of: stage, variables: ["a", "b"])
-                let now = environment.wallClock
-                let by: (Value, Value) throws -> Bool = { a, b in
-                    do throws(ExpressionEvaluator.Failure) {
-                        let evaluator = ExpressionEvaluator(current: .null, variables: ["$a": a, "$b": b], now: now)
-                        return ExpressionEvaluator.isTruthy(try evaluator.evaluate(e))
-                    } catch {
-                        throw Self.failure(error, in: stage)
-                    }
-                }
-                return { up, _ in isMin ? Self.typed(up.tryMin(by: by)) : Self.typed(up.tryMax(by: by)) }
-            }
-            let order: (Value, Value) throws -> Bool = { a, b in
-                guard let o = ExpressionEvaluator.compare(a, b) else {
-                    let message = "cannot compare \(ExpressionEvaluator.typeName(a)) and \(ExpressionEvaluator.typeName(b))"
-                    throw HubError(.failed, "\(text): \(message)", data: .object(["stage": .string(text), "error": .string(message)]))
-                }
-                return o < 0
-            }
-            return { up, _ in isMin ? Self.typed(up.tryMin(by: order)) : Self.typed(up.tryMax(by: order)) }
-        case "output":
-            let argument = try arguments(stage, 1...1)[0]
-            if try singleLabel(stage, [nil, "at", "in"]) == "in" {
-                let range = try constant(argument, of: stage)
-                return { up, outer throws(HubError) in
-                    let r = try range(outer)
-                    guard case let .array(bounds) = r, bounds.count == 2, let lower = bounds[0].intValue,
-                          let upper = bounds[1].intValue, lower >= 0, upper >= lower, upper <= Int64(Int32.max)
-                    else { throw Self.error("output(in:) needs [lower, upper] with 0 <= lower <= upper", at: argument.position) }
-                    return up.output(in: Int(lower)..<Int(upper)).eraseToAnyPublisher()
-                }
-            }
-            let n = try count(argument, of: stage)
-            return { up, outer throws(HubError) in up.output(at: try n(outer)).eraseToAnyPublisher() }
-        case "ignoreOutput":
-            _ = try arguments(stage, 0...0)
-            return { up, _ in up.ignoreOutput().map { never -> Value in }.eraseToAnyPublisher() }
-        case "catch":
-            try noLabels(stage)
-            let handler = try pipeline(try arguments(stage, 1...1)[0], of: stage)
-            return { up, _ in
-                up.catch { error in Self.built(handler, Self.errorValue(error)) }.eraseToAnyPublisher()
-            }
-        case "measureInterval":
-            _ = try arguments(stage, 0...0)
-            return { up, _ in Self.measureInterval(up, scheduler) }
-        case "timeout":
-            try noLabels(stage)
-            let arguments = try arguments(stage, 1...2)
-            let d = try duration(arguments[0], of: stage, checkMinimum: false)
-            let failure = arguments.count > 1 ? try constant(arguments[1], of: stage) : nil
-            return { up, outer throws(HubError) in
-                let error = try failure.map { f throws(HubError) in HubError.failed(try f(outer), message: "timed out") }
-                return Self.timeout(up, d, error, scheduler)
-            }
-        case "buffer":
-            try noLabels(stage)
-            let arguments = try arguments(stage, 1...2)
-            let n = try count(arguments[0], of: stage)
-            var strategy = "dropOldest"
-            if arguments.count == 2 {
-                guard let word = Self.word(arguments[1]), ["dropOldest", "dropNewest", "error"].contains(word) else {
-                    throw Self.error("buffer's second argument is dropOldest, dropNewest or error", at: arguments[1].position)
-                }
-                strategy = word
-            }
-            return { [strategy] up, outer throws(HubError) in
-                let size = try n(outer)
-                let whenFull: Publishers.BufferingStrategy<HubError>
-                switch strategy {
-                case "dropNewest": whenFull = .dropNewest
-                case "error": whenFull = .customError { HubError(.overflow, "buffer(\(size)) overflowed") }
-                default: whenFull = .dropOldest
-                }
-                return up.buffer(size: size, prefetch: .byRequest, whenFull: whenFull).eraseToAnyPublisher()
-            }
-        case "share":
-            _ = try arguments(stage, 0...0)
-            return { up, _ in up.share().eraseToAnyPublisher() }
-        case "flatMap":
-            let arguments = try arguments(stage, 1...2)
-            guard arguments[0].label == nil else { throw Self.error("flatMap's first argument is a pipeline", at: arguments[0].position) }
-            let inner = try pipeline(arguments[0], of: stage)
-            var maximum: ((Value) throws(HubError) -> Int)?
-            if arguments.count == 2 {
-                guard arguments[1].label == "maxPublishers" else {
-                    throw Self.error("flatMap's second argument is 'maxPublishers:'", at: arguments[1].position)
-                }
-                maximum = try count(arguments[1], of: stage)
-            }
-            return { [maximum] up, outer throws(HubError) in
-                let demand: Subscribers.Demand = try maximum.map { m throws(HubError) in .max(try m(outer)) } ?? .unlimited
-                return up.flatMap(maxPublishers: demand) { value in Self.built(inner, value) }.eraseToAnyPublisher()
-            }
-        case "switchToLatest":
-            try noLabels(stage)
-            let inner = try pipeline(try arguments(stage, 1...1)[0], of: stage)
-            return { up, _ in up.map { value in Self.built(inner, value) }.switchToLatest().eraseToAnyPublisher() }
-        case "wait":
-            _ = try arguments(stage, 1...1)
-            _ = try singleLabel(stage, [nil, "untilOutputFrom"])
-            let signal = try pipeline(stage.arguments![0], of: stage)
-            return { up, outer throws(HubError) in
-                up.wait(untilOutputFrom: Self.signal(try signal(outer))).eraseToAnyPublisher()
-            }
-        case "merge", "combineLatest", "zip":
-            let others = try pipelines(stage, atLeast: 1)
-            let name = stage.name
-            return { up, outer throws(HubError) in
-                let all = [up] + (try Self.buildAll(others, outer))
-                switch name {
-                case "merge": return Publishers.MergeMany(all).eraseToAnyPublisher()
-                case "zip": return Self.zip(all)
-                default: return Self.combineLatest(all)
-                }
-            }
-        default:
+        guard let factory = Self.operators[stage.name] else {
             throw Self.error("unknown operator '\(stage.name)'\(Self.didYouMean(stage.name, among: Self.operatorNames))", at: stage.position)
         }
+        let arguments = try self.arguments(stage, factory.arity)
+        if let labels = factory.labels { _ = try singleLabel(stage, labels) }
+        return try factory.make(self)(stage, arguments)
+    }
+
+    private func makeMap(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let f = try element(arguments[0], of: stage)
+        return { up, _ in Self.typed(up.tryMap { try f($0, nil) }) }
+    }
+
+    private func makeFilter(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let f = try element(arguments[0], of: stage)
+        return { up, _ in Self.typed(up.tryFilter { ExpressionEvaluator.isTruthy(try f($0, nil)) }) }
+    }
+
+    private func makeCompactMap(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let f = try element(arguments[0], of: stage)
+        return { up, _ in
+            Self.typed(up.tryCompactMap { value -> Value? in
+                let result = try f(value, nil)
+                return result.isNull ? Optional<Value>.none : result
+            })
+        }
+    }
+
+    private func makeScan(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let initial = try constant(arguments[0], of: stage)
+        let f = try element(arguments[1], of: stage, variable: "acc")
+        let isScan = stage.name == "scan"
+        return { up, outer throws(HubError) in
+            let start = try initial(outer)
+            if isScan { return Self.typed(up.tryScan(start) { acc, value in try f(value, acc) }) }
+            return Self.typed(up.tryReduce(start) { acc, value in try f(value, acc) })
+        }
+    }
+
+    private func makeRemoveDuplicates(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        guard let argument = arguments.first else {
+            return { up, _ in up.removeDuplicates().eraseToAnyPublisher() }
+        }
+        let f = try element(argument, of: stage, variable: "prev")
+        return { up, _ in
+            Self.typed(up.tryRemoveDuplicates { previous, value in ExpressionEvaluator.isTruthy(try f(value, previous)) })
+        }
+    }
+
+    private func makeReplaceNil(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let value = try constant(arguments[0], of: stage)
+        return { up, outer throws(HubError) in
+            let replacement = try value(outer)
+            return up.map { $0.isNull ? replacement : $0 }.eraseToAnyPublisher()
+        }
+    }
+
+    private func makeMapError(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let f = try element(arguments[0], of: stage)
+        return { up, _ in
+            up.catch { error -> Fail<Value, HubError> in
+                do throws(HubError) {
+                    return Fail(error: HubError.failed(try f(Self.errorValue(error), nil), message: error.message))
+                } catch {
+                    return Fail(error: error)
+                }
+            }.eraseToAnyPublisher()
+        }
+    }
+
+    private func makePrefix(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let argument = arguments[0]
+        let isPrefix = stage.name == "prefix"
+        switch arguments.first?.label {
+        case "while":
+            let f = try element(argument, of: stage)
+            return { up, _ in
+                isPrefix
+                    ? Self.typed(up.tryPrefix { ExpressionEvaluator.isTruthy(try f($0, nil)) })
+                    : Self.typed(up.tryDrop { ExpressionEvaluator.isTruthy(try f($0, nil)) })
+            }
+        case "untilOutputFrom":
+            let other = try pipeline(argument, of: stage)
+            return { up, outer throws(HubError) in
+                let signal = try other(outer)
+                return isPrefix
+                    ? up.prefix(untilOutputFrom: signal).eraseToAnyPublisher()
+                    : up.drop(untilOutputFrom: signal).eraseToAnyPublisher()
+            }
+        default:
+            let n = try count(argument, of: stage)
+            return { up, outer throws(HubError) in
+                let count = try n(outer)
+                return isPrefix ? up.prefix(count).eraseToAnyPublisher() : up.dropFirst(count).eraseToAnyPublisher()
+            }
+        }
+    }
+
+    private func makeDropFirst(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let n = arguments.isEmpty ? nil : try count(arguments[0], of: stage)
+        return { up, outer throws(HubError) in up.dropFirst(try n?(outer) ?? 1).eraseToAnyPublisher() }
+    }
+
+    private func makeFirst(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let isFirst = stage.name == "first"
+        if arguments.isEmpty {
+            return { up, _ in isFirst ? up.first().eraseToAnyPublisher() : up.last().eraseToAnyPublisher() }
+        }
+        let f = try element(arguments[0], of: stage)
+        return { up, _ in
+            isFirst
+                ? Self.typed(up.tryFirst { ExpressionEvaluator.isTruthy(try f($0, nil)) })
+                : Self.typed(up.tryLast { ExpressionEvaluator.isTruthy(try f($0, nil)) })
+        }
+    }
+
+    private func makeCollect(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let scheduler = environment.scheduler
+                guard let argument = arguments.first else {
+            return { up, _ in up.collect().map { Value.array($0) }.eraseToAnyPublisher() }
+        }
+        if case .duration = argument.kind {
+            let d = try duration(argument, of: stage)
+            let n = arguments.count > 1 ? try count(arguments[1], of: stage) : nil
+            return { up, outer throws(HubError) in
+                let size = try n?(outer)
+                if let size, size < 1 { throw Self.error("collect needs a count of at least 1", at: arguments[1].position) }
+                return Self.collect(up, every: d, count: size, scheduler)
+            }
+        }
+        guard arguments.count == 1 else {
+            throw Self.error("collect takes a count, or a duration and an optional count", at: arguments[1].position)
+        }
+        let n = try count(argument, of: stage)
+        return { up, outer throws(HubError) in
+            let size = try n(outer)
+            guard size > 0 else { throw Self.error("collect needs a count of at least 1", at: argument.position) }
+            return up.collect(size).map { Value.array($0) }.eraseToAnyPublisher()
+        }
+    }
+
+    private func makeDebounce(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let scheduler = environment.scheduler
+        let d = try duration(arguments[0], of: stage)
+        return { up, _ in Self.debounce(up, d, scheduler) }
+    }
+
+    private func makeDelay(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let scheduler = environment.scheduler
+        let d = try duration(arguments[0], of: stage)
+        return { up, _ in Self.delay(up, d, scheduler) }
+    }
+
+    private func makeThrottle(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let scheduler = environment.scheduler
+                let d = try duration(arguments[0], of: stage)
+        var latest = false
+        if arguments.count == 2 {
+            switch Self.word(arguments[1]) {
+            case "latest": latest = true
+            case "first": latest = false
+            default: throw Self.error("throttle's second argument is 'latest' or 'first'", at: arguments[1].position)
+            }
+        }
+        return { [latest] up, _ in Self.throttle(up, d, latest, scheduler) }
+    }
+
+    private func makeReplaceError(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let value = try constant(arguments[0], of: stage)
+        let isError = stage.name == "replaceError"
+        return { up, outer throws(HubError) in
+            let v = try value(outer)
+            if isError {
+                return up.replaceError(with: v).setFailureType(to: HubError.self).eraseToAnyPublisher()
+            }
+            return up.replaceEmpty(with: v).eraseToAnyPublisher()
+        }
+    }
+
+    /// The first wait of `retry()` between attempts, doubled after each failure up to ``retryMaximumBackoff``.
+    static let retryBackoff: Duration = .milliseconds(100)
+    /// The longest wait of `retry()`.
+    static let retryMaximumBackoff: Duration = .seconds(30)
+
+    private func makeRetry(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        if let argument = arguments.first, argument.label == nil {
+            let n = try count(argument, of: stage)
+            return { up, outer throws(HubError) in up.retry(try n(outer)).eraseToAnyPublisher() }
+        }
+        // retry() / retry(backoff: d): forever, on the hub's scheduler, waiting between attempts
+        // (at least the minimum interval of the limits), so that a failing upstream cannot spin.
+        let initial = try arguments.first.map { argument throws(HubError) in try duration(argument, of: stage) } ?? Self.retryBackoff
+        let maximum = Swift.max(Self.retryMaximumBackoff, initial)
+        let scheduler = environment.scheduler
+        return { up, _ in Self.retryForever(up, initial, maximum, scheduler) }
+    }
+
+    static func retryForever<S: Scheduler>(_ up: Pub, _ initial: Duration, _ maximum: Duration, _ scheduler: S) -> Pub {
+        up.retry(backoff: initial, maximum: maximum, scheduler: scheduler).eraseToAnyPublisher()
+    }
+
+    private func makePrepend(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        if let only = stage.arguments?.first, stage.arguments?.count == 1, Self.denotesPipeline(only) {
+            let other = try pipeline(only, of: stage)
+            let isPrepend = stage.name == "prepend"
+            return { up, outer throws(HubError) in
+                let p = try other(outer)
+                return isPrepend ? up.prepend(p).eraseToAnyPublisher() : up.append(p).eraseToAnyPublisher()
+            }
+        }
+        var values: [(Value) throws(HubError) -> Value] = []
+        for argument in arguments { values.append(try constant(argument, of: stage)) }
+        let isPrepend = stage.name == "prepend"
+        return { [values] up, outer throws(HubError) in
+            var list: [Value] = []
+            for v in values { list.append(try v(outer)) }
+            let extra = Publishers.Sequence<[Value], HubError>(sequence: list)
+            return isPrepend ? up.prepend(extra).eraseToAnyPublisher() : up.append(extra).eraseToAnyPublisher()
+        }
+    }
+
+    private func makeContains(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let argument = arguments[0]
+        if arguments.first?.label == "where" {
+            let f = try element(argument, of: stage)
+            return { up, _ in Self.typed(up.tryContains { ExpressionEvaluator.isTruthy(try f($0, nil)) }.map { Value.bool($0) }) }
+        }
+        let value = try constant(argument, of: stage)
+        return { up, outer throws(HubError) in
+            up.contains(try value(outer)).map { Value.bool($0) }.eraseToAnyPublisher()
+        }
+    }
+
+    private func makeAllSatisfy(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let f = try element(arguments[0], of: stage)
+        return { up, _ in Self.typed(up.tryAllSatisfy { ExpressionEvaluator.isTruthy(try f($0, nil)) }.map { Value.bool($0) }) }
+    }
+
+    private func makeCount(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        return { up, _ in up.count().map { Value.int(Int64($0)) }.eraseToAnyPublisher() }
+    }
+
+    private func makeMin(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let isMin = stage.name == "min"
+        let order = try ordering(stage, arguments.first)
+        return { up, _ in isMin ? Self.typed(up.tryMin(by: order)) : Self.typed(up.tryMax(by: order)) }
+    }
+
+    /// `sort()`, `sort(by: e)`: every value, once the upstream has finished, in one array in
+    /// ascending order (stable: equal values keep their order).
+    private func makeSort(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let order = try ordering(stage, arguments.first)
+        return { up, _ in
+            Self.typed(up.collect().tryMap { values -> Value in
+                var failure: (any Error)?
+                let sorted = values.indices.sorted { i, j in
+                    guard failure == nil else { return false }
+                    do {
+                        if try order(values[i], values[j]) { return true }
+                        if try order(values[j], values[i]) { return false }
+                        return i < j
+                    } catch {
+                        failure = error
+                        return false
+                    }
+                }
+                if let failure { throw failure }
+                return .array(sorted.map { values[$0] })
+            })
+        }
+    }
+
+    /// The order of `min`, `max` and `sort`: the expression `by:` (whether `$a` comes before
+    /// `$b`), or the natural order of numbers and of strings.
+    private func ordering(_ stage: StageSyntax, _ argument: ArgumentSyntax?) throws(HubError) -> (Value, Value) throws -> Bool {
+        if let argument {
+            let e = try expression(argument, of: stage, variables: ["a", "b"])
+            let now = environment.wallClock
+            return { a, b in
+                do throws(ExpressionEvaluator.Failure) {
+                    let evaluator = ExpressionEvaluator(current: .null, variables: ["$a": a, "$b": b], now: now)
+                    return ExpressionEvaluator.isTruthy(try evaluator.evaluate(e))
+                } catch {
+                    throw Self.failure(error, in: stage)
+                }
+            }
+        }
+        let text = stage.text
+        return { a, b in
+            guard let o = ExpressionEvaluator.compare(a, b) else {
+                let message = "cannot compare \(ExpressionEvaluator.typeName(a)) and \(ExpressionEvaluator.typeName(b))"
+                throw HubError(.failed, "\(text): \(message)", data: .object(["stage": .string(text), "error": .string(message)]))
+            }
+            return o < 0
+        }
+    }
+
+    private func makeWithLatestFrom(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let other = try pipeline(arguments[0], of: stage)
+        return { up, outer throws(HubError) in
+            up.withLatestFrom(try other(outer)) { Value.array([$0, $1]) }.eraseToAnyPublisher()
+        }
+    }
+
+    private func makeOutput(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let argument = arguments[0]
+        if arguments.first?.label == "in" {
+            let range = try constant(argument, of: stage)
+            return { up, outer throws(HubError) in
+                let r = try range(outer)
+                guard case let .array(bounds) = r, bounds.count == 2, let lower = bounds[0].intValue,
+                      let upper = bounds[1].intValue, lower >= 0, upper >= lower, upper <= Int64(Int32.max)
+                else { throw Self.error("output(in:) needs [lower, upper] with 0 <= lower <= upper", at: argument.position) }
+                // Combine's closed range lower...upper: output(in: [2, 3]) gives the third and fourth values.
+                return up.output(in: Int(lower)...Int(upper)).eraseToAnyPublisher()
+            }
+        }
+        let n = try count(argument, of: stage)
+        return { up, outer throws(HubError) in up.output(at: try n(outer)).eraseToAnyPublisher() }
+    }
+
+    private func makeIgnoreOutput(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        return { up, _ in up.ignoreOutput().map { never -> Value in }.eraseToAnyPublisher() }
+    }
+
+    private func makeCatch(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let handler = try pipeline(arguments[0], of: stage)
+        return { up, _ in
+            up.catch { error in Self.built(handler, Self.errorValue(error)) }.eraseToAnyPublisher()
+        }
+    }
+
+    private func makeMeasureInterval(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let scheduler = environment.scheduler
+        return { up, _ in Self.measureInterval(up, scheduler) }
+    }
+
+    private func makeTimeout(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let scheduler = environment.scheduler
+                let d = try duration(arguments[0], of: stage, checkMinimum: false)
+        let failure = arguments.count > 1 ? try constant(arguments[1], of: stage) : nil
+        return { up, outer throws(HubError) in
+            let error = try failure.map { f throws(HubError) in HubError.failed(try f(outer), message: "timed out") }
+            return Self.timeout(up, d, error, scheduler)
+        }
+    }
+
+    private func makeBuffer(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let n = try count(arguments[0], of: stage)
+        var strategy = "dropOldest"
+        if arguments.count == 2 {
+            guard let word = Self.word(arguments[1]), ["dropOldest", "dropNewest", "error"].contains(word) else {
+                throw Self.error("buffer's second argument is dropOldest, dropNewest or error", at: arguments[1].position)
+            }
+            strategy = word
+        }
+        return { [strategy] up, outer throws(HubError) in
+            let size = try n(outer)
+            let whenFull: Publishers.BufferingStrategy<HubError>
+            switch strategy {
+            case "dropNewest": whenFull = .dropNewest
+            case "error": whenFull = .customError { HubError(.overflow, "buffer(\(size)) overflowed") }
+            default: whenFull = .dropOldest
+            }
+            return up.buffer(size: size, prefetch: .byRequest, whenFull: whenFull).eraseToAnyPublisher()
+        }
+    }
+
+    private func makeShare(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        return { up, _ in up.share().eraseToAnyPublisher() }
+    }
+
+    private func makeFlatMap(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        guard arguments[0].label == nil else { throw Self.error("flatMap's first argument is a pipeline", at: arguments[0].position) }
+        let inner = try pipeline(arguments[0], of: stage)
+        var maximum: ((Value) throws(HubError) -> Int)?
+        if arguments.count == 2 {
+            guard arguments[1].label == "maxPublishers" else {
+                throw Self.error("flatMap's second argument is 'maxPublishers:'", at: arguments[1].position)
+            }
+            maximum = try count(arguments[1], of: stage)
+        }
+        return { [maximum] up, outer throws(HubError) in
+            let demand: Subscribers.Demand = try maximum.map { m throws(HubError) in .max(try m(outer)) } ?? .unlimited
+            return up.flatMap(maxPublishers: demand) { value in Self.built(inner, value) }.eraseToAnyPublisher()
+        }
+    }
+
+    private func makeSwitchToLatest(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let inner = try pipeline(arguments[0], of: stage)
+        return { up, _ in up.map { value in Self.built(inner, value) }.switchToLatest().eraseToAnyPublisher() }
+    }
+
+    private func makeWait(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        _ = arguments.first?.label
+        let signal = try pipeline(arguments[0], of: stage)
+        return { up, outer throws(HubError) in
+            up.wait(untilOutputFrom: Self.signal(try signal(outer))).eraseToAnyPublisher()
+        }
+    }
+
+    private func makeMerge(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let others = try pipelines(stage, atLeast: 1)
+        let name = stage.name
+        return { up, outer throws(HubError) in Self.combining(name, [up] + (try Self.buildAll(others, outer))) }
     }
 
     /// The publisher `build` makes for `value`, or a failing one when building fails.

@@ -56,33 +56,13 @@ extension PipelineBuilder {
             let name = try self.name(try arguments(stage, 1...1)[0], of: stage)
             let environment = self.environment
             return { outer throws(HubError) in try environment.source(named: try name(outer)) }
-        case "merge":
+        case "merge", "combineLatest", "zip", "accumulateLatest":
             let builds = try pipelines(stage, atLeast: 1)
-            return { outer throws(HubError) in
-                Publishers.MergeMany(try Self.buildAll(builds, outer)).eraseToAnyPublisher()
-            }
-        case "combineLatest":
-            let builds = try pipelines(stage, atLeast: 1)
-            return { outer throws(HubError) in Self.combineLatest(try Self.buildAll(builds, outer)) }
-        case "zip":
-            let builds = try pipelines(stage, atLeast: 1)
-            return { outer throws(HubError) in Self.zip(try Self.buildAll(builds, outer)) }
-        case "accumulateLatest":
-            let builds = try pipelines(stage, atLeast: 1)
-            return { outer throws(HubError) in
-                Publishers.accumulateLatestMany(try Self.buildAll(builds, outer)).map { Value.array($0) }.eraseToAnyPublisher()
-            }
+            let name = stage.name
+            return { outer throws(HubError) in Self.combining(name, try Self.buildAll(builds, outer)) }
         case "reduceLatest":
-            _ = try arguments(stage, 2...3)
             let builds = try pipelines(stage, atLeast: 2)
-            return { outer throws(HubError) in
-                let p = try Self.buildAll(builds, outer)
-                if p.count == 2 {
-                    return p[0].reduceLatest(p[1]) { a, b in Value.array([a ?? .null, b ?? .null]) }.eraseToAnyPublisher()
-                }
-                return p[0].reduceLatest(p[1], p[2]) { a, b, c in Value.array([a ?? .null, b ?? .null, c ?? .null]) }
-                    .eraseToAnyPublisher()
-            }
+            return { outer throws(HubError) in Self.combining("reduceLatest", try Self.buildAll(builds, outer)) }
         case "publish", "publishAndRepeat":
             _ = try arguments(stage, 2...2)
             let builds = try pipelines(stage, atLeast: 2)
@@ -113,30 +93,37 @@ extension PipelineBuilder {
         let step = max(every.nanosecondsClamped, 1)
         return Deferred {
             let start = scheduler.now
+            // The number comes from the time the tick ran, rounded; a loop that runs one tick
+            // late and the next on time would give both the same number, so each number is
+            // at least one more than the last (ticks skipped for want of demand still skip).
+            var last: Int64 = -1
             return Publishers.Timer(every: every, scheduler: scheduler).map { time -> Value in
                 let elapsed = time.nanoseconds &- start.nanoseconds
-                return .int(Swift.max(0, (elapsed &+ step / 2) / step - 1))
+                last = Swift.max(last &+ 1, (elapsed &+ step / 2) / step - 1)
+                return .int(last)
             }
         }
         .setFailureType(to: HubError.self)
         .eraseToAnyPublisher()
     }
 
-    /// Arrays of the latest values of every publisher, once all have emitted.
-    static func combineLatest(_ p: [Pub]) -> Pub {
-        switch p.count {
-        case 1:
-            return p[0].map { Value.array([$0]) }.eraseToAnyPublisher()
-        case 2:
-            return p[0].combineLatest(p[1]).map { Value.array([$0.0, $0.1]) }.eraseToAnyPublisher()
-        case 3:
-            return p[0].combineLatest(p[1], p[2]).map { Value.array([$0.0, $0.1, $0.2]) }.eraseToAnyPublisher()
+    /// The combining stages, as sources (`merge(p, q)`) and as operators (`p | merge(q)`), of
+    /// the publishers `p` in order.
+    ///
+    /// `combineLatest` and `accumulateLatest` are the seed's `AccumulateLatestMany`: the
+    /// inputs are read with unlimited demand and only their latest values kept, so a hot
+    /// input's buffer never hands over stale values (PIPELINES.md §5); `reduceLatest` is
+    /// `ReduceLatestMany` (the seed's `ReduceLatest3` for any count).
+    static func combining(_ name: String, _ p: [Pub]) -> Pub {
+        switch name {
+        case "merge":
+            return Publishers.MergeMany(p).eraseToAnyPublisher()
+        case "zip":
+            return zip(p)
+        case "reduceLatest":
+            return Publishers.reduceLatestMany(p).map { Value.array($0.map { $0 ?? .null }) }.eraseToAnyPublisher()
         default:
-            var result = p[0].combineLatest(p[1], p[2], p[3]).map { Value.array([$0.0, $0.1, $0.2, $0.3]) }.eraseToAnyPublisher()
-            for next in p.dropFirst(4) {
-                result = result.combineLatest(next).map { Value.array(($0.0.arrayValue ?? []) + [$0.1]) }.eraseToAnyPublisher()
-            }
-            return result
+            return Publishers.accumulateLatestMany(p).map { Value.array($0) }.eraseToAnyPublisher()
         }
     }
 

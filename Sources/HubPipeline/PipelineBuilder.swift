@@ -212,15 +212,24 @@ final class PipelineBuilder {
                 }
                 if case let .lambda(parameter, body) = x.kind {
                     guard i == 1, ExpressionFunctions.takesLambda.contains(name) else {
-                        throw Self.error("a lambda can only be the second argument of map or filter", at: x.position)
+                        throw Self.error("a lambda can only be the second argument of map, filter or sort", at: x.position)
                     }
                     try validate(body, variables: variables, names: names.union([parameter]))
                 } else {
                     try validate(x, variables: variables, names: names)
                 }
+                // A constant pattern is checked now, not at the first value.
+                if i == 1, ExpressionFunctions.regexFunctions.contains(name), case let .literal(.string(pattern)) = x.kind {
+                    do throws(LinearRegex.SyntaxError) {
+                        _ = try LinearRegex(pattern)
+                    } catch {
+                        throw Self.error(
+                            "\(name): invalid pattern: \(error.message) (at character \(error.offset + 1) of the pattern)", at: x.position)
+                    }
+                }
             }
         case .lambda:
-            throw Self.error("a lambda can only be the second argument of map or filter", at: e.position)
+            throw Self.error("a lambda can only be the second argument of map, filter or sort", at: e.position)
         }
     }
 
@@ -230,11 +239,12 @@ final class PipelineBuilder {
         let e = try expression(argument, of: stage, variables: variable.map { [$0] } ?? [])
         let now = environment.wallClock
         let key = "$" + (variable ?? "acc")
+        let cache = EvaluationCache()
         return { value, second throws(HubError) in
             do throws(ExpressionEvaluator.Failure) {
                 var variables: [String: Value] = [:]
                 if let second { variables[key] = second }
-                return try ExpressionEvaluator(current: value, variables: variables, now: now).evaluate(e)
+                return try ExpressionEvaluator(current: value, variables: variables, now: now, cache: cache).evaluate(e)
             } catch {
                 throw Self.failure(error, in: stage)
             }

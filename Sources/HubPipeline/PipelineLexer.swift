@@ -18,6 +18,9 @@ public struct PipelineLexer {
         case double(Double)
         /// A string literal (escapes resolved).
         case string(String)
+        /// A string with interpolations `"order \(.id): \(.state)"`: its literal runs and
+        /// the tokens of each interpolated expression (each ending with ``end``).
+        case template([TemplatePart])
         /// A duration literal.
         case duration(Duration)
         /// Punctuation and operators: `| ( ) , [ ] { } : ? . + - * / % == != < <= > >= ->`.
@@ -32,12 +35,20 @@ public struct PipelineLexer {
             case let .variable(n): return "'$\(n)'"
             case let .int(i): return "'\(i)'"
             case let .double(d): return "'\(d)'"
-            case .string: return "a string"
+            case .string, .template: return "a string"
             case .duration: return "a duration"
             case let .symbol(s): return "'\(s)'"
             case .end: return "end of text"
             }
         }
+    }
+
+    /// A run of an interpolated string.
+    public enum TemplatePart: Hashable, Sendable {
+        /// Literal text (escapes resolved).
+        case text(String)
+        /// The tokens of `\( ... )`, ending with ``Token/end`` at the closing parenthesis.
+        case code([Located])
     }
 
     /// A token and where it starts and ends (UTF-8 offsets).
@@ -54,6 +65,7 @@ public struct PipelineLexer {
     private var index = 0
     private var line = 1
     private var column = 1
+    private var interpolationDepth = 0
 
     /// A lexer over `source`.
     public init(_ source: String) {
@@ -114,7 +126,12 @@ public struct PipelineLexer {
         } else if Self.isDigit(b) {
             token = try readNumber(start)
         } else if b == UInt8(ascii: "\"") {
-            token = .string(try readString(start))
+            let parts = try readString(start)
+            if parts.count == 1, case let .text(text) = parts[0] {
+                token = .string(text)
+            } else {
+                token = .template(parts)
+            }
         } else if b == UInt8(ascii: "$") {
             advance()
             guard let c = peek(), Self.isNameStart(c) else {
@@ -209,8 +226,13 @@ public struct PipelineLexer {
         return .double(d)
     }
 
-    private mutating func readString(_ start: SourcePosition) throws(HubError) -> String {
+    /// The deepest nesting of interpolations in strings (`"\("\(...)")"`).
+    static let maximumInterpolationDepth = 8
+
+    /// A string's runs: literal text, and the tokens of each `\( ... )` in it.
+    private mutating func readString(_ start: SourcePosition) throws(HubError) -> [TemplatePart] {
         advance() // opening quote
+        var parts: [TemplatePart] = []
         var scalars = String.UnicodeScalarView()
         var chunkStart = index
         func flush(_ lexer: PipelineLexer, _ from: Int) {
@@ -221,7 +243,8 @@ public struct PipelineLexer {
             if b == UInt8(ascii: "\"") {
                 flush(self, chunkStart)
                 advance()
-                return String(scalars)
+                if !scalars.isEmpty || parts.isEmpty { parts.append(.text(String(scalars))) }
+                return parts
             }
             if b < 0x20 {
                 throw Self.error("control character in string (escape it)", at: position)
@@ -241,6 +264,34 @@ public struct PipelineLexer {
                 case UInt8(ascii: "n"): scalars.append("\n")
                 case UInt8(ascii: "r"): scalars.append("\r")
                 case UInt8(ascii: "t"): scalars.append("\t")
+                case UInt8(ascii: "("):
+                    // An interpolation: the tokens up to the matching ')'.
+                    interpolationDepth += 1
+                    defer { interpolationDepth -= 1 }
+                    guard interpolationDepth <= Self.maximumInterpolationDepth else {
+                        throw Self.error("interpolations nested too deeply", at: escapePosition)
+                    }
+                    if !scalars.isEmpty { parts.append(.text(String(scalars))) }
+                    scalars = String.UnicodeScalarView()
+                    var code: [Located] = []
+                    var depth = 0
+                    while true {
+                        let token = try next()
+                        if token.token == .end {
+                            throw Self.error("unterminated interpolation '\\(' in string", at: escapePosition)
+                        }
+                        if token.token == .symbol("(") { depth += 1 }
+                        if token.token == .symbol(")") {
+                            if depth == 0 {
+                                code.append(Located(token: .end, position: token.position, end: token.position.offset))
+                                break
+                            }
+                            depth -= 1
+                        }
+                        code.append(token)
+                    }
+                    if code.count == 1 { throw Self.error("empty interpolation '\\()' in string", at: escapePosition) }
+                    parts.append(.code(code))
                 case UInt8(ascii: "u"):
                     let high = try readHex4(escapePosition)
                     if (0xD800...0xDBFF).contains(high) {

@@ -184,6 +184,39 @@ public struct PipelineParser {
         return ExpressionSyntax(.conditional(condition, then, otherwise), at: condition.position)
     }
 
+    /// `"a \(x) b"` as `"a " + string(x) + " b"`: each interpolated expression is parsed from
+    /// its own tokens (at the same nesting depth, counted against the same limits) and turned
+    /// into text by `string()` (a string unchanged, anything else as compact JSON).
+    private mutating func interpolation(_ parts: [PipelineLexer.TemplatePart], at position: SourcePosition) throws(HubError) -> ExpressionSyntax {
+        // The pieces are joined by a chain of '+', as deep as it is long.
+        guard depth + parts.count <= limits.maxExpressionDepth else {
+            throw PipelineLexer.error("nested too deeply (the limit is \(limits.maxExpressionDepth) levels)", at: position)
+        }
+        var result: ExpressionSyntax?
+        for part in parts {
+            let piece: ExpressionSyntax
+            switch part {
+            case let .text(text):
+                piece = ExpressionSyntax(.literal(.string(text)), at: position)
+            case let .code(tokens):
+                var sub = PipelineParser(tokens: tokens, bytes: bytes, limits: limits)
+                sub.depth = depth + 1
+                let expression = try sub.parseExpression()
+                guard sub.token == .end else {
+                    throw sub.error("expected ')' to end the interpolation, found \(sub.token.display)")
+                }
+                let start = tokens[0].position
+                let end = tokens[tokens.count - 1].position.offset
+                let text = "string(" + String(decoding: bytes[start.offset..<max(start.offset, end)], as: UTF8.self) + ")"
+                piece = ExpressionSyntax(
+                    .call("string", [ArgumentSyntax(label: nil, kind: .expression(expression), position: start)], text: text),
+                    at: start)
+            }
+            result = result.map { ExpressionSyntax(.binary(.add, $0, piece), at: position) } ?? piece
+        }
+        return result ?? ExpressionSyntax(.literal(.string("")), at: position)
+    }
+
     private mutating func parseOr() throws(HubError) -> ExpressionSyntax {
         var left = try parseAnd()
         var levels = 0
@@ -355,6 +388,9 @@ public struct PipelineParser {
         case let .string(s):
             advance()
             return ExpressionSyntax(.literal(.string(s)), at: start.position)
+        case let .template(parts):
+            advance()
+            return try interpolation(parts, at: start.position)
         case .duration:
             throw error("a duration can only be a whole argument")
         case .name("true"):

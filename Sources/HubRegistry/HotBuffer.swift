@@ -25,18 +25,23 @@ extension Publishers {
         public let policy: OverflowPolicy
         /// Where drops and overflows are counted.
         public let metrics: HubMetrics?
+        /// Where they are counted for the buffered name, too.
+        public let counters: NameCounters?
 
         /// A buffer of `capacity` values with `policy` in front of `upstream`.
-        public init(upstream: Upstream, capacity: Int, policy: OverflowPolicy, metrics: HubMetrics?) {
+        public init(
+            upstream: Upstream, capacity: Int, policy: OverflowPolicy, metrics: HubMetrics?, counters: NameCounters? = nil
+        ) {
             self.upstream = upstream
             self.capacity = Swift.max(1, capacity)
             self.policy = policy
             self.metrics = metrics
+            self.counters = counters
         }
 
         /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == HubError {
-            let inner = Inner(downstream: subscriber, capacity: capacity, policy: policy, metrics: metrics)
+            let inner = Inner(downstream: subscriber, capacity: capacity, policy: policy, metrics: metrics, counters: counters)
             upstream.receive(subscriber: inner)
         }
 
@@ -45,43 +50,77 @@ extension Publishers {
             typealias Input = Upstream.Output
             typealias Failure = HubError
 
+            /// The downstream, immutable, so that a delivery borrows it instead of copying it
+            /// (a copy of an `AnySubscriber` retains and releases its three closures).
+            private final class Box {
+                let downstream: Downstream
+                init(_ downstream: Downstream) { self.downstream = downstream }
+            }
+
             // @exclusivity(unchecked) on the hot fields below: this object is confined to its
             // event loop and nothing re-enters it while one of these accesses is open, so the dynamic
             // check (a runtime call per access, the release builds once skipped it by a flag) only costs.
-            @exclusivity(unchecked) private var downstream: Downstream?
+            /// Keeps the downstream alive; dropped once detached and no delivery is running.
+            @exclusivity(unchecked) private var box: Box?
+            /// The downstream as deliveries call it (unretained), or `nil` once detached.
+            @exclusivity(unchecked) private var target: Unmanaged<Box>?
+            /// Deliveries running (more than one when the downstream re-enters).
+            @exclusivity(unchecked) private var delivering = 0
             @exclusivity(unchecked) private var upstream: (any Subscription)?
             private let capacity: Int
             private let policy: OverflowPolicy
             private let metrics: HubMetrics?
+            private let counters: NameCounters?
             @exclusivity(unchecked) private var buffer = Deque<Input>()
             @exclusivity(unchecked) private var demand = Subscribers.Demand.none
             @exclusivity(unchecked) private var pendingCompletion: Subscribers.Completion<HubError>?
             @exclusivity(unchecked) private var draining = false
 
-            init(downstream: Downstream, capacity: Int, policy: OverflowPolicy, metrics: HubMetrics?) {
-                self.downstream = downstream
+            init(downstream: Downstream, capacity: Int, policy: OverflowPolicy, metrics: HubMetrics?, counters: NameCounters?) {
+                let box = Box(downstream)
+                self.box = box
+                self.target = Unmanaged.passUnretained(box)
                 self.capacity = capacity
                 self.policy = policy
                 self.metrics = metrics
+                self.counters = counters
+            }
+
+            /// Hands `value` to the downstream through the unretained box.
+            @inline(__always)
+            private func deliver(_ value: Input, to target: Unmanaged<Box>) -> Subscribers.Demand {
+                delivering += 1
+                let more = target._withUnsafeGuaranteedRef { $0.downstream.receive(value) }
+                delivering -= 1
+                if self.target == nil, delivering == 0 { box = nil }
+                return more
+            }
+
+            /// Stops deliveries; returns the box (kept alive by the caller) for a last call.
+            private func detach() -> Box? {
+                let last = box
+                target = nil
+                if delivering == 0 { box = nil }
+                return last
             }
 
             func receive(subscription: any Subscription) {
-                guard upstream == nil, let downstream else {
+                guard upstream == nil, let downstream = box?.downstream, target != nil else {
                     subscription.cancel()
                     return
                 }
                 upstream = subscription
                 downstream.receive(subscription: self)
                 // The downstream may have cancelled from inside receive(subscription:).
-                guard self.downstream != nil else { return }
+                guard target != nil else { return }
                 subscription.request(.unlimited)
             }
 
             func receive(_ input: Input) -> Subscribers.Demand {
-                guard let downstream, pendingCompletion == nil else { return .none }
+                guard let target, pendingCompletion == nil else { return .none }
                 if buffer.isEmpty, demand > 0, !draining {
                     demand -= 1
-                    let more = downstream.receive(input)
+                    let more = deliver(input, to: target)
                     demand += more
                     if !buffer.isEmpty { drain() }
                     return .none
@@ -94,21 +133,25 @@ extension Publishers {
                 switch policy {
                 case .error:
                     metrics?.recordOverflow()
+                    counters?.overflows += 1
                     let dropped = buffer.count + 1
                     buffer.removeAll()
                     upstream.take()?.cancel()
-                    self.downstream = nil
-                    downstream.receive(completion: .failure(HubError(
+                    let last = detach()
+                    last?.downstream.receive(completion: .failure(HubError(
                         .overflow, "the subscription's buffer of \(capacity) values overflowed",
                         data: ["buffered": .int(Int64(dropped - 1))])))
                 case .dropOldest:
                     buffer.removeFirst()
                     buffer.append(input)
                     metrics?.recordDropped(1)
+                    counters?.dropped += 1
                 case .dropNewest:
                     metrics?.recordDropped(1)
+                    counters?.dropped += 1
                 case .latest:
                     metrics?.recordDropped(buffer.count)
+                    counters?.dropped += buffer.count
                     buffer.removeAll(keepingCapacity: true)
                     buffer.append(input)
                 }
@@ -116,21 +159,21 @@ extension Publishers {
             }
 
             func receive(completion: Subscribers.Completion<HubError>) {
-                guard downstream != nil, pendingCompletion == nil else { return }
+                guard target != nil, pendingCompletion == nil else { return }
                 upstream = nil
                 pendingCompletion = completion
                 drain()
             }
 
             func request(_ demand: Subscribers.Demand) {
-                guard downstream != nil, demand > 0 else { return }
+                guard target != nil, demand > 0 else { return }
                 self.demand += demand
                 drain()
             }
 
             func cancel() {
-                guard downstream != nil else { return }
-                downstream = nil
+                guard target != nil else { return }
+                _ = detach()
                 buffer.removeAll()
                 pendingCompletion = nil
                 upstream.take()?.cancel()
@@ -142,17 +185,17 @@ extension Publishers {
                 guard !draining else { return }
                 draining = true
                 defer { draining = false }
-                while let downstream {
+                while let target {
                     if let value = buffer.first, demand > 0 {
                         buffer.removeFirst()
                         demand -= 1
-                        demand += downstream.receive(value)
+                        demand += deliver(value, to: target)
                         continue
                     }
                     if buffer.isEmpty, let completion = pendingCompletion {
-                        self.downstream = nil
                         pendingCompletion = nil
-                        downstream.receive(completion: completion)
+                        let last = detach()
+                        last?.downstream.receive(completion: completion)
                     }
                     return
                 }
@@ -163,7 +206,9 @@ extension Publishers {
 
 extension Publisher where Failure == HubError {
     /// Buffers a hot source for one subscription; see ``Publishers/HotBuffer``.
-    public func hotBuffer(capacity: Int, policy: OverflowPolicy, metrics: HubMetrics? = nil) -> Publishers.HotBuffer<Self> {
-        Publishers.HotBuffer(upstream: self, capacity: capacity, policy: policy, metrics: metrics)
+    public func hotBuffer(
+        capacity: Int, policy: OverflowPolicy, metrics: HubMetrics? = nil, counters: NameCounters? = nil
+    ) -> Publishers.HotBuffer<Self> {
+        Publishers.HotBuffer(upstream: self, capacity: capacity, policy: policy, metrics: metrics, counters: counters)
     }
 }

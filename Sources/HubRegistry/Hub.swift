@@ -30,6 +30,9 @@ public final class Hub: PipelineEnvironment {
         public var defaultOverflow: OverflowPolicy
         /// The limits pipelines are compiled under.
         public var limits: PipelineLimits
+        /// How many names get their own counters in the metrics (``HubMetrics``); later
+        /// names share one.
+        public var metricsNameCapacity: Int = 200
 
         /// The defaults of PROTOCOL.md.
         public init(
@@ -65,6 +68,15 @@ public final class Hub: PipelineEnvironment {
             }
         }
 
+        /// The name's counters for the metrics.
+        public var counters: NameCounters {
+            switch self {
+            case .subject(let subject): return subject.counters
+            case .trigger(let trigger): return trigger.counters
+            case .pipeline(let pipeline): return pipeline.counters
+            }
+        }
+
         /// The number of live subscribers of the subject, trigger or pipeline.
         public var subscriberCount: Int {
             switch self {
@@ -77,14 +89,12 @@ public final class Hub: PipelineEnvironment {
 
     /// The hub's configuration.
     public let configuration: Configuration
-    /// Counters of published, dropped and overflowed values.
-    public let metrics = HubMetrics()
+    /// Counters of published, delivered, dropped and overflowed values, in total and per name.
+    public let metrics: HubMetrics
     /// The scheduler of timing operators: the event loop's, or a test scheduler.
     public let scheduler: any Scheduler
 
     private var entries: [String: Entry] = [:]
-    /// The buffer settings of the subscription whose pipeline is being compiled.
-    private var compiling: (size: Int, overflow: OverflowPolicy?)?
 
     /// An empty hub.
     /// The clock of `now()` in pipelines: nanoseconds since the Unix epoch.
@@ -98,6 +108,7 @@ public final class Hub: PipelineEnvironment {
     ) {
         self.configuration = configuration
         self.scheduler = scheduler
+        metrics = HubMetrics(nameCapacity: configuration.metricsNameCapacity)
         self.wallClock = wallClock ?? Hub.systemWallClock
     }
 
@@ -134,6 +145,7 @@ public final class Hub: PipelineEnvironment {
             name: name, initialValue: initialValue,
             bufferSize: bufferSize ?? configuration.defaultBufferSize,
             overflow: overflow ?? configuration.defaultOverflow)
+        subject.counters = metrics.counters(for: name)
         entries[name] = .subject(subject)
         return subject
     }
@@ -146,6 +158,7 @@ public final class Hub: PipelineEnvironment {
             throw HubError(.badMessage, "'\(name)' is already declared as a \(entries[name]!.kindName)")
         }
         let trigger = HubTrigger(name: name)
+        trigger.counters = metrics.counters(for: name)
         entries[name] = .trigger(trigger)
         return trigger
     }
@@ -172,6 +185,7 @@ public final class Hub: PipelineEnvironment {
         _ = try PipelineCompiler.parse(source, limits: limits)
         let pipeline = NamedPipeline(name: name, source: source, shared: shared, bufferSize: bufferSize, overflow: overflow,
                                      currentValue: currentValue)
+        pipeline.counters = metrics.counters(for: name)
         entries[name] = .pipeline(pipeline)
         return pipeline
     }
@@ -223,6 +237,7 @@ public final class Hub: PipelineEnvironment {
     /// Publishes `value` into `subject` (resolved with ``openSubject(named:)``).
     public func publish(_ value: Value, to subject: HubSubject) {
         metrics.published += 1
+        subject.counters.published &+= 1
         subject.send(value)
     }
 
@@ -244,6 +259,7 @@ public final class Hub: PipelineEnvironment {
     /// Activates `trigger` (resolved with ``trigger(named:)``), for `key` if given.
     public func activate(_ trigger: HubTrigger, key: Value?) {
         metrics.activations += 1
+        trigger.counters.published &+= 1
         trigger.activate(key: key)
     }
 
@@ -271,25 +287,37 @@ public final class Hub: PipelineEnvironment {
                 data: ["limit": .int(Int64(limits.maxSourceLength))])
         }
         let size = try bufferCapacity(bufferSize ?? configuration.defaultBufferSize)
-        // A named pipeline used as a source compiles inside another compilation.
-        let outer = compiling
-        compiling = (size, overflow)
-        defer { compiling = outer }
-        return try PipelineCompiler.compile(source, environment: self)
+        // The subscription's buffer settings travel with the environment the pipeline is
+        // compiled against (and that its nested pipelines compile against later).
+        return try PipelineCompiler.compile(
+            source, environment: SubscriptionEnvironment(hub: self, bufferSize: size, overflow: overflow))
     }
 
     // MARK: PipelineEnvironment
 
     /// A bare name in a pipeline: the subject (created if the hub auto-creates names) or
-    /// trigger of that name, hot-buffered with the subscription's settings.
+    /// trigger of that name, hot-buffered with the entry's default settings (a
+    /// subscription's own settings come through ``compile(pipeline:bufferSize:overflow:)``).
     public func source(named name: String) throws(HubError) -> AnyPublisher<Value, HubError> {
-        try bufferedPublisher(try resolve(name), bufferSize: compiling?.size, overflow: compiling?.overflow)
+        try source(named: name, bufferSize: nil, overflow: nil)
     }
 
     /// `trigger(name[, key])` in a pipeline: the trigger's activations (those with an equal
-    /// key when `key` is given), hot-buffered with the subscription's settings.
+    /// key when `key` is given), hot-buffered with the default settings.
     public func trigger(named name: String, key: Value?) throws(HubError) -> AnyPublisher<Value, HubError> {
-        triggerPublisher(try trigger(named: name), key: key, bufferSize: compiling?.size, overflow: compiling?.overflow)
+        try trigger(named: name, key: key, bufferSize: nil, overflow: nil)
+    }
+
+    /// A bare name's publisher, hot-buffered with `bufferSize` and `overflow` (or the entry's defaults).
+    func source(named name: String, bufferSize: Int?, overflow: OverflowPolicy?) throws(HubError) -> AnyPublisher<Value, HubError> {
+        try bufferedPublisher(try resolve(name), bufferSize: bufferSize, overflow: overflow)
+    }
+
+    /// A trigger's publisher, hot-buffered with `bufferSize` and `overflow` (or the defaults).
+    func trigger(
+        named name: String, key: Value?, bufferSize: Int?, overflow: OverflowPolicy?
+    ) throws(HubError) -> AnyPublisher<Value, HubError> {
+        triggerPublisher(try trigger(named: name), key: key, bufferSize: bufferSize, overflow: overflow)
     }
 
     /// What `name` stands for; an unknown name becomes a subject when the hub auto-creates names.
@@ -317,7 +345,7 @@ public final class Hub: PipelineEnvironment {
         switch entry {
         case .subject(let subject):
             return subject.publisher
-                .hotBuffer(capacity: size, policy: overflow ?? subject.overflow, metrics: metrics)
+                .hotBuffer(capacity: size, policy: overflow ?? subject.overflow, metrics: metrics, counters: subject.counters)
                 .eraseToAnyPublisher()
         case .trigger(let trigger):
             return triggerPublisher(trigger, key: nil, bufferSize: size, overflow: overflow)
@@ -333,7 +361,7 @@ public final class Hub: PipelineEnvironment {
         trigger.publisher(key: key)
             .hotBuffer(
                 capacity: bufferSize ?? configuration.defaultBufferSize,
-                policy: overflow ?? configuration.defaultOverflow, metrics: metrics)
+                policy: overflow ?? configuration.defaultOverflow, metrics: metrics, counters: trigger.counters)
             .eraseToAnyPublisher()
     }
 

@@ -21,6 +21,8 @@ public final class HubSubject {
     public let bufferSize: Int
     /// The overflow policy its subscribers get by default.
     public let overflow: OverflowPolicy
+    /// Its counters for the metrics (the hub's bounded table hands them out).
+    public internal(set) var counters: NameCounters
 
     private let passthrough: PassthroughSubject<Value, HubError>?
     private let current: CurrentValueSubject<Value, HubError>?
@@ -30,6 +32,7 @@ public final class HubSubject {
         self.name = name
         self.bufferSize = bufferSize
         self.overflow = overflow
+        counters = NameCounters(name: name)
         if let initialValue {
             kind = .currentValue
             current = CurrentValueSubject(initialValue)

@@ -2,29 +2,45 @@ import HubEngine
 import HubValue
 import HubWire
 
-/// A named trigger of the hub: each activation, with an optional key, reaches
-/// the `trigger(name)` subscribers (all activations) and the `trigger(name, key)`
-/// subscribers (activations with an equal key). Subscribers receive the key, or
-/// `null` for an activation without one.
+/// A named trigger of the hub: the engine's keyed ``Trigger`` under a name, with the
+/// hub's values as keys. Each activation, with an optional key, reaches the
+/// `trigger(name)` subscribers (all activations) and the `trigger(name, key)`
+/// subscribers (activations with an equal key, found by the trigger's key table).
+/// Subscribers receive the key, or `null` for an activation without one.
 public final class HubTrigger {
     /// The trigger's name.
     public let name: String
-    private let activations = PassthroughSubject<Value, HubError>()
+    /// The engine trigger, keyed by `Value` (`null` for an activation without a key).
+    public let trigger = Trigger()
+
+    /// Its counters for the metrics (the hub's bounded table hands them out).
+    public internal(set) var counters: NameCounters
 
     /// A trigger named `name`.
-    public init(name: String) { self.name = name }
+    public init(name: String) {
+        self.name = name
+        counters = NameCounters(name: name)
+    }
 
     /// The number of live subscribers.
-    public var subscriberCount: Int { activations.subscriberCount }
+    public var subscriberCount: Int { trigger.subscriberCount }
 
     /// Activates the trigger, for `key` if given.
     public func activate(key: Value?) {
-        activations.send(key ?? .null)
+        trigger.activate(for: key ?? .null)
     }
 
     /// The activations, all of them or only those whose key equals `key`, unbuffered.
     public func publisher(key: Value?) -> AnyPublisher<Value, HubError> {
-        guard let key else { return activations.eraseToAnyPublisher() }
-        return activations.filter { $0 == key }.eraseToAnyPublisher()
+        guard let key else {
+            return trigger.activations
+                .map { ($0?.base as? Value) ?? .null }
+                .setFailureType(to: HubError.self)
+                .eraseToAnyPublisher()
+        }
+        return trigger.signal(activatedBy: key)
+            .map { key }
+            .setFailureType(to: HubError.self)
+            .eraseToAnyPublisher()
     }
 }

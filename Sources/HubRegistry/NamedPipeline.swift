@@ -40,6 +40,8 @@ import HubWire
 public final class NamedPipeline {
     /// The pipeline's name.
     public let name: String
+    /// Its counters for the metrics (the hub's bounded table hands them out).
+    public internal(set) var counters: NameCounters
     /// The pipeline's source text.
     public let source: String
     /// Whether the subscribers share one upstream subscription.
@@ -63,6 +65,7 @@ public final class NamedPipeline {
     public init(name: String, source: String, shared: Bool = true, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
                 currentValue: Bool = false) {
         self.name = name
+        counters = NameCounters(name: name)
         self.source = source
         isShared = shared
         keepsCurrentValue = shared && currentValue
@@ -89,7 +92,7 @@ public final class NamedPipeline {
         if isShared {
             let connection = try openConnection(in: hub)
             guard keepsCurrentValue else {
-                return Counted(upstream: connection.shared.hotBuffer(capacity: bufferSize, policy: overflow, metrics: hub.metrics),
+                return Counted(upstream: connection.shared.hotBuffer(capacity: bufferSize, policy: overflow, metrics: hub.metrics, counters: counters),
                                pipeline: self)
                     .eraseToAnyPublisher()
             }
@@ -100,7 +103,7 @@ public final class NamedPipeline {
                 Publishers.Concatenate(prefix: Publishers.Sequence(sequence: connection.latest.map { [$0] } ?? []),
                                        suffix: connection.shared)
             }
-            return Counted(upstream: replaying.hotBuffer(capacity: bufferSize, policy: overflow, metrics: hub.metrics),
+            return Counted(upstream: replaying.hotBuffer(capacity: bufferSize, policy: overflow, metrics: hub.metrics, counters: counters),
                            pipeline: self)
                 .eraseToAnyPublisher()
         }

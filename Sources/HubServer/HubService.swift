@@ -1,14 +1,22 @@
 import HubRegistry
 import HubTransport
+import HubWire
 import Logging
+import ServiceLifecycle
 
 /// A running hub broker: an event loop, a WebSocket server speaking protocol
 /// v1, and the hub its sessions work on.
 ///
 /// Start it with ``start(setUp:)``, which returns the bound port (ask for
-/// port 0 to get an ephemeral one), and stop it with ``shutdown()``, which
-/// closes every connection with 1001 and returns promptly. Everything of the
-/// hub runs on the service's event loop; ``withHub(_:)`` runs code there.
+/// port 0 to get an ephemeral one), and stop it with ``shutdown(grace:)``, which
+/// ends every live subscription with `shutting_down`, closes every connection
+/// with 1001 and returns once they are closed (or at the grace deadline).
+/// Everything of the hub runs on the service's event loop; ``withHub(_:)`` runs
+/// code there.
+///
+/// It is a swift-service-lifecycle `Service`: in a `ServiceGroup`, ``run()``
+/// serves until the group's graceful shutdown (a signal, or another service
+/// ending), then shuts down as above.
 public final class HubService: Sendable {
     /// Where the service listens and how it behaves.
     public struct Configuration: Sendable {
@@ -30,6 +38,24 @@ public final class HubService: Sendable {
         public var idleTimeout: UInt16
         /// The certificate and private key to serve `wss://` with; `nil` serves `ws://`.
         public var tls: TLSConfiguration?
+        /// A separate plain-HTTP (and WebSocket) listener for operators: `/metrics`, the
+        /// dashboard and its connection; `nil` serves them on the main port. With one, the
+        /// main port keeps only WebSocket, `/health` and `/ready`.
+        public var admin: AdminListener?
+
+        /// Where the admin listener listens.
+        public struct AdminListener: Sendable, Hashable {
+            /// The address (keep it private: it serves plain HTTP).
+            public var host: String
+            /// The port; 0 picks a free one (``HubService/adminPort``).
+            public var port: Int
+
+            /// A listener on `host:port`.
+            public init(host: String = "127.0.0.1", port: Int) {
+                self.host = host
+                self.port = port
+            }
+        }
 
         /// The embedded defaults: 127.0.0.1:7420, 1 MiB messages, 10,000 connections, no TLS.
         public init(
@@ -54,17 +80,17 @@ public final class HubService: Sendable {
     public let eventLoop: EventLoop
     /// The configuration the service was made with.
     public let configuration: Configuration
-    private let core: ConfinedCore
+    private let core: LoopBound<ServiceCore>
 
     /// A service on a new event loop; nothing listens until ``start(setUp:)``.
+    /// `logger` is the service's, its loop's and its sessions' (each with its session id).
     public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "hub.service")) throws {
-        let loop = try EventLoop(configuration: .init(name: "hub-loop"))
+        let loop = try EventLoop(configuration: .init(name: "hub-loop"), logger: logger)
         eventLoop = loop
         self.configuration = configuration
         // Made here, then only used on the loop: the loop's work queue orders
         // every later use after this initialisation.
-        core = ConfinedCore(
-            core: ServiceCore(configuration: configuration, eventLoop: loop, logger: logger), eventLoop: loop)
+        core = LoopBound(ServiceCore(configuration: configuration, eventLoop: loop, logger: logger), eventLoop: loop)
     }
 
     /// Sets up the hub with `setUp` (declare subjects, triggers…) and starts
@@ -81,6 +107,18 @@ public final class HubService: Sendable {
     /// The bound port (0 before ``start(setUp:)``).
     public var port: Int {
         get async { (try? await eventLoop.submit { [core] in core.value.port }) ?? 0 }
+    }
+
+    /// The admin listener's bound port (0 without one, or before ``start(setUp:)``).
+    public var adminPort: Int {
+        get async { (try? await eventLoop.submit { [core] in core.value.adminPort }) ?? 0 }
+    }
+
+    /// Adds a condition to `/ready`: while `check` returns a reason (for example
+    /// "NATS unreachable"), `/ready` answers 503 with it. `check` runs on the loop at
+    /// each probe and must be quick.
+    public func addReadinessCheck(named name: String, _ check: @Sendable @escaping () -> String?) async throws {
+        try await eventLoop.submit { [core] in core.value.readinessChecks.append((name, check)) }
     }
 
     /// A snapshot of the service's connections, sessions and encoding cache.
@@ -119,37 +157,33 @@ public final class HubService: Sendable {
         try await eventLoop.submit { [core] in try body(core.value.hub) }
     }
 
-    /// Stops the service: every session is ended (its subscriptions cancelled,
-    /// its connection closed with 1001), the listener closed, and the loop
-    /// stopped once the close frames are out (or after `grace`). Idempotent.
+    /// Stops the service: every session is ended (each live subscription gets
+    /// `shutting_down`, then the connection closes with 1001), the listener is
+    /// closed, and the loop stops when the last connection has closed, or at
+    /// `grace` if some are still open then. Idempotent.
     public func shutdown(grace: Duration = .seconds(2)) async {
         let core = self.core
-        _ = try? await eventLoop.submit { core.value.stop() }
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: grace)
-        while clock.now < deadline {
-            let open = (try? await eventLoop.submit { core.value.openConnections }) ?? 0
-            if open == 0 { break }
-            try? await Task.sleep(for: .milliseconds(5))
+        // Resumed by the last connection's close or by the grace timer, whichever
+        // comes first (finishing twice is harmless); no polling.
+        let (drained, whenDrained) = AsyncStream<Never>.makeStream()
+        do {
+            try await eventLoop.submit { core.value.stop(grace: grace) { whenDrained.finish() } }
+            for await _ in drained {}
+        } catch {
+            // The loop had already stopped.
         }
         eventLoop.shutdown()
     }
 }
 
-/// The service's core, handed to the loop's thread and used only there.
-struct ConfinedCore: @unchecked Sendable {
-    private let core: ServiceCore
-    let eventLoop: EventLoop
-
-    init(core: ServiceCore, eventLoop: EventLoop) {
-        self.core = core
-        self.eventLoop = eventLoop
-    }
-
-    /// The core; on the loop's thread only.
-    var value: ServiceCore {
-        eventLoop.preconditionInEventLoop()
-        return core
+extension HubService: Service {
+    /// Serves until a graceful shutdown of the task (a `ServiceGroup`'s signal or
+    /// another service ending) or its cancellation, then shuts down with
+    /// ``shutdown(grace:)``. Starts the service first if ``start(setUp:)`` has not.
+    public func run() async throws {
+        _ = try await start()
+        try? await gracefulShutdown()
+        await shutdown()
     }
 }
 
@@ -160,10 +194,23 @@ final class ServiceCore: WebSocketServerDelegate {
     let eventLoop: EventLoop
     let logger: Logger
     let encodingCache = ValueEncodingCache()
+    /// The loop's session counters (connections, failures) for the metrics.
+    let counters = ServiceCounters()
+    /// How late the loop runs timers.
+    private(set) lazy var lagMonitor = LoopLagMonitor(scheduler: hub.scheduler)
+    /// Renders `/metrics`.
+    private(set) lazy var exporter = MetricsExporter(labelCapacity: configuration.hub.metricsNameCapacity)
     private var server: WebSocketServer?
+    /// The separate admin listener, when configured.
+    private var adminServer: WebSocketServer?
     private var handlers: [ObjectIdentifier: SessionHandler] = [:]
     private(set) var port = 0
+    private(set) var adminPort = 0
     private var stopped = false
+    /// Conditions `/ready` checks (name, and a reason while not ready).
+    var readinessChecks: [(name: String, check: @Sendable () -> String?)] = []
+    /// Called when the last connection has closed after ``stop(grace:whenDrained:)``.
+    private var drainWaiters: [() -> Void] = []
 
     init(configuration: HubService.Configuration, eventLoop: EventLoop, logger: Logger) {
         self.configuration = configuration
@@ -172,7 +219,12 @@ final class ServiceCore: WebSocketServerDelegate {
         hub = Hub(configuration: configuration.hub, scheduler: EventLoopScheduler(eventLoop: eventLoop))
     }
 
-    var openConnections: Int { server?.openConnectionCount ?? 0 }
+    var openConnections: Int { (server?.openConnectionCount ?? 0) + (adminServer?.openConnectionCount ?? 0) }
+
+    /// Every open connection, on the main and the admin listener.
+    var allOpenConnections: [WebSocketConnection] {
+        (server?.openConnections ?? []) + (adminServer?.openConnections ?? [])
+    }
 
     /// Write counters of connections that have closed.
     private var closedWriteCalls = 0
@@ -190,7 +242,7 @@ final class ServiceCore: WebSocketServerDelegate {
             connections: openConnections,
             sessions: sessions.count,
             subscriptions: sessions.reduce(0) { $0 + $1.subscriptionCount },
-            queuedBytes: server?.openConnections.reduce(0) { $0 + $1.queuedBytes } ?? 0,
+            queuedBytes: allOpenConnections.reduce(0) { $0 + $1.queuedBytes },
             encodingCacheHits: encodingCache.hits,
             encodingCacheMisses: encodingCache.misses,
             writeCalls: writeCalls, messagesWritten: messagesWritten)
@@ -201,109 +253,146 @@ final class ServiceCore: WebSocketServerDelegate {
         let server = WebSocketServer(
             eventLoop: eventLoop,
             configuration: .init(
-                host: configuration.host, port: configuration.port, subprotocol: "hub.v1",
+                host: configuration.host, port: configuration.port, subprotocol: HubProtocol.subprotocol,
                 limits: .init(maximumMessageSize: configuration.maxMessageSize),
-                maximumConnections: configuration.maxConnections, connectionLimitCloseCode: WebSocketCloseCode(4429),
+                maximumConnections: configuration.maxConnections,
+                connectionLimitCloseCode: WebSocketCloseCode(HubCloseCode.tooManyConnections.rawValue),
                 pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout,
                 tls: configuration.tls),
             delegate: self)
         try server.start()
         self.server = server
         port = server.port
+        lagMonitor.start()
+        if let admin = configuration.admin {
+            let adminServer = WebSocketServer(
+                eventLoop: eventLoop,
+                configuration: .init(
+                    host: admin.host, port: admin.port, subprotocol: HubProtocol.subprotocol,
+                    limits: .init(maximumMessageSize: configuration.maxMessageSize),
+                    maximumConnections: configuration.maxConnections,
+                    connectionLimitCloseCode: WebSocketCloseCode(HubCloseCode.tooManyConnections.rawValue),
+                    pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout),
+                delegate: self)
+            try adminServer.start()
+            self.adminServer = adminServer
+            adminPort = adminServer.port
+            logger.info("admin listening", metadata: ["url": "http://\(admin.host):\(adminServer.port)/"])
+        }
         let scheme = configuration.tls == nil ? "ws" : "wss"
         logger.info("listening", metadata: ["url": "\(scheme)://\(configuration.host):\(server.port)/"])
         return server.port
     }
 
-    func stop() {
-        guard !stopped else { return }
-        stopped = true
+    /// The loop's figures now: cumulative counters and current gauges (the lag since
+    /// `consumer` last asked).
+    func snapshot(for consumer: LoopLagMonitor.Consumer) -> MetricsSnapshot {
+        var snapshot = MetricsSnapshot()
+        let open = allOpenConnections
         let live = handlers.values
-        for handler in live { handler.session?.shutDown() }
-        // The sessions' last messages (their subscriptions' shutting_down) go out before
-        // the close frames; shutdown(grace:) bounds how long that may take.
-        server?.close(code: .goingAway, reason: "server shutting down", discardingQueued: false)
-        logger.info("stopped")
+        snapshot.connections = open.count
+        snapshot.connectionsOpened = counters.connectionsOpened
+        snapshot.subscriptions = live.reduce(0) { $0 + ($1.session?.subscriptionCount ?? 0) }
+        snapshot.queuedBytes = open.reduce(0) { $0 + $1.queuedBytes }
+        snapshot.bytesReceived = live.reduce(counters.closedBytesReceived) { $0 + $1.bytesReceived }
+        snapshot.bytesSent = live.reduce(counters.closedBytesSent) { $0 + $1.bytesSent }
+        snapshot.slowConsumerCloses = counters.slowConsumerCloses
+        snapshot.authFailures = counters.authFailures
+        snapshot.protocolErrors = counters.protocolErrors
+        snapshot.pipelineFailures = counters.pipelineFailures
+        let metrics = hub.metrics
+        snapshot.published = metrics.published
+        snapshot.activations = metrics.activations
+        snapshot.dropped = metrics.dropped
+        snapshot.overflows = metrics.overflows
+        for (_, entry) in hub.allEntries { snapshot.namesByKind[entry.kindName, default: 0] += 1 }
+        for counters in metrics.allCounters {
+            snapshot.delivered += counters.delivered
+            var figures = MetricsSnapshot.NameFigures(
+                name: counters.name, kind: hub.entry(named: counters.name)?.kindName ?? "shared")
+            figures.published = counters.published
+            figures.delivered = counters.delivered
+            figures.dropped = counters.dropped
+            figures.overflows = counters.overflows
+            snapshot.names[counters.name] = figures
+        }
+        let lag = lagMonitor.takeWindow(for: consumer)
+        snapshot.loopLagMaximum = lag.maximum
+        snapshot.loopLagSamples = lag.samples
+        return snapshot
+    }
+
+    /// Whether an operator's HTTP request may read `/metrics` or use admin endpoints: on a
+    /// server with auth, its `Authorization: Bearer` token must be accepted.
+    func mayAdminister(_ request: HTTPRequest) -> Bool {
+        guard let tokens = configuration.session.tokens else { return true }
+        guard let token = Session.bearerToken(request.authorization) else { return false }
+        return tokens.contains(token)
+    }
+
+    /// Why `/ready` answers 503, or `nil` when the service is serving.
+    var notReadyReason: String? {
+        guard server != nil else { return "starting" }
+        if stopped { return "shutting down" }
+        for (name, check) in readinessChecks {
+            if let reason = check() { return "\(name): \(reason)" }
+        }
+        return nil
+    }
+
+    func server(_ server: WebSocketServer, didReceive exchange: HTTPExchange) {
+        ServiceRoutes.handle(
+            exchange, on: server === adminServer ? .admin : .main, adminSplit: adminServer != nil, core: self)
+    }
+
+    /// Ends every session (their subscriptions' `shutting_down` go out before the close
+    /// frames) and closes the listener; `whenDrained` runs once the last connection has
+    /// closed, or `grace` from now if some are still open then.
+    func stop(grace: Duration, whenDrained: @escaping () -> Void) {
+        if !stopped {
+            stopped = true
+            lagMonitor.stop()
+            let live = handlers.values
+            for handler in live { handler.session?.shutDown() }
+            server?.close(code: WebSocketCloseCode(HubCloseCode.goingAway.rawValue), reason: "server shutting down", discardingQueued: false)
+            adminServer?.close(code: WebSocketCloseCode(HubCloseCode.goingAway.rawValue), reason: "server shutting down", discardingQueued: false)
+            logger.info("stopped")
+        }
+        drainWaiters.append(whenDrained)
+        if handlers.isEmpty {
+            drained()
+        } else {
+            _ = hub.scheduler.schedule(after: hub.scheduler.now.advanced(by: grace)) { [weak self] in self?.drained() }
+        }
+    }
+
+    private func drained() {
+        let waiters = drainWaiters
+        drainWaiters = []
+        for waiter in waiters { waiter() }
     }
 
     func server(_ server: WebSocketServer, didAccept connection: WebSocketConnection) {
-        let handler = SessionHandler(connection: connection, core: self)
+        let handler = SessionHandler(connection: connection, sessions: sessionFactory) { [unowned self] closed in
+            self.forget(closed)
+        }
         handlers[ObjectIdentifier(handler)] = handler
         connection.handler = handler
     }
 
-    func forget(_ handler: SessionHandler) {
+    /// Makes the session of each new connection.
+    private var sessionFactory: SessionFactory {
+        SessionFactory(
+            hub: hub, configuration: configuration.session, encodingCache: encodingCache, logger: logger,
+            counters: counters)
+    }
+
+    private func forget(_ handler: SessionHandler) {
+        counters.closedBytesReceived += handler.bytesReceived
+        counters.closedBytesSent += handler.bytesSent
         closedWriteCalls += handler.writeCalls
         closedMessagesWritten += handler.messagesWritten
         handlers.removeValue(forKey: ObjectIdentifier(handler))
-    }
-
-    func makeSession(for handler: SessionHandler, authorization: String?) -> Session {
-        let id = String(UInt64.random(in: 1...UInt64.max), radix: 16)
-        var sessionLogger = logger
-        sessionLogger[metadataKey: "session"] = "\(id)"
-        return Session(
-            id: id, hub: hub, connection: handler, configuration: configuration.session,
-            authorization: authorization, encodingCache: encodingCache, logger: sessionLogger)
-    }
-}
-
-/// Connects one WebSocket connection to its ``Session``.
-final class SessionHandler: WebSocketConnectionHandler, SessionConnection {
-    private let connection: WebSocketConnection
-    private unowned let core: ServiceCore
-    private(set) var session: Session?
-
-    init(connection: WebSocketConnection, core: ServiceCore) {
-        self.connection = connection
-        self.core = core
-    }
-
-    func connectionDidOpen(_ connection: WebSocketConnection) {
-        let session = core.makeSession(for: self, authorization: connection.authorization)
-        self.session = session
-        session.start()
-    }
-
-    func connection(_ connection: WebSocketConnection, didReceive payload: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {
-        switch kind {
-        case .text: session?.receive(text: payload)
-        case .binary: session?.receiveBinary()
-        }
-    }
-
-    func connection(_ connection: WebSocketConnection, didCloseWith code: WebSocketCloseCode?, reason: String) {
-        session?.connectionClosed()
-        session = nil
-        core.forget(self)
-    }
-
-    /// The connection's raw writes so far.
-    var writeCalls: Int { connection.writeCalls }
-    /// The connection's messages written so far.
-    var messagesWritten: Int { connection.messagesWritten }
-
-    // MARK: SessionConnection
-
-    func sendMessage(_ build: (inout [UInt8]) -> Void) -> Bool {
-        connection.sendFrame(kind: .text, build)
-    }
-
-    func sendMessage(prefix: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, suffix: UnsafeRawBufferPointer) -> Bool {
-        connection.send(prefix: prefix, body: body, suffix: suffix, kind: .text)
-    }
-
-    func sendBatched(key: UInt64, closing: [UInt8], _ append: (inout [UInt8], Bool) -> Void) -> Bool {
-        connection.sendCoalescing(key: key, kind: .text, closing: closing, append)
-    }
-
-    var queuedBytes: Int { connection.queuedBytes }
-
-    func close(code: UInt16, reason: String, discardingQueued: Bool) {
-        connection.close(code: WebSocketCloseCode(code), reason: reason, discardingQueued: discardingQueued)
-    }
-
-    func abort() {
-        connection.abort()
+        if stopped, handlers.isEmpty { drained() }
     }
 }

@@ -5,8 +5,14 @@ import HubRegistry
 import Logging
 
 /// The protocol state machine of one connection (PROTOCOL.md): it decodes the
-/// client's messages, runs them against the hub, keeps the connection's
-/// subscriptions with their demand, and writes the server's messages.
+/// client's messages (authentication included) and runs them against the hub.
+///
+/// The data path reads top-down: a frame's text arrives in ``receive(text:)``, a
+/// `subscribe` resolves a name or compiles a pipeline on the ``Hub`` (a subject's
+/// publisher, its operators), and attaches a ``RemoteSubscriber`` at the end; the
+/// values it receives go out through the session's ``SessionOutbound`` as `next`
+/// frames. The session keeps the table of live subscriptions for the client's
+/// `request` and `cancel`.
 ///
 /// Transport-agnostic: it talks to a ``SessionConnection``. Confined to the
 /// hub's event loop.
@@ -15,39 +21,42 @@ public final class Session {
     public let id: String
     /// The hub the session works on.
     public let hub: Hub
-    private let connection: any SessionConnection
     private let configuration: SessionConfiguration
-    private let encodingCache: ValueEncodingCache
+    private let outbound: SessionOutbound
+    private let subscriptions = SessionSubscriptions()
     private let logger: Logger
-    // @exclusivity(unchecked) on the hot fields below: this object is confined to its
-    // event loop and nothing re-enters it while one of these accesses is open, so the dynamic
-    // check (a runtime call per access, the release builds once skipped it by a flag) only costs.
-    @exclusivity(unchecked) private var subscriptions: [UInt64: RemoteSubscription] = [:]
-    @exclusivity(unchecked) private var batchAll = false
-    @exclusivity(unchecked) private var authenticated: Bool
+    private var batchAll = false
+    private var authenticated: Bool
     private var authenticationTimer: (any Cancellable)?
-    /// Drops a connection the session closed once its close frame has had `closeTimeout`.
-    private var closeTimer: (any Cancellable)?
     /// A bearer token on the upgrade request that is not accepted (refused at start).
     private var refusedBearer = false
-    private var clientName: String?
     /// The token the client authenticated with, if any.
     private var token: String?
-    /// Whether the session has ended (connection closed, slow consumer, shutdown).
-    @exclusivity(unchecked) public private(set) var isClosed = false
+    /// Whether the session has ended (connection closed, slow consumer, refusal, shutdown).
+    public var isClosed: Bool { outbound.isClosed }
+    /// The service loop's counters this session adds to.
+    private let counters: ServiceCounters
+    /// The client's name from `hello`, if it gave one (for logs and `$sys.connections`).
+    public private(set) var clientName: String?
+    /// Whether the client is authenticated (always, on a server without auth).
+    public var isAuthenticated: Bool { authenticated }
 
     /// A session for a new connection. `authorization` is the upgrade request's
     /// `Authorization` header, if any.
     public init(
         id: String, hub: Hub, connection: any SessionConnection, configuration: SessionConfiguration,
-        authorization: String?, encodingCache: ValueEncodingCache, logger: Logger
+        authorization: String?, encodingCache: ValueEncodingCache, logger: Logger,
+        counters: ServiceCounters = ServiceCounters()
     ) {
         self.id = id
         self.hub = hub
-        self.connection = connection
         self.configuration = configuration
-        self.encodingCache = encodingCache
         self.logger = logger
+        self.counters = counters
+        outbound = SessionOutbound(
+            connection: connection, subscriptions: subscriptions, encodingCache: encodingCache,
+            scheduler: hub.scheduler, maxQueuedBytes: configuration.maxQueuedBytes,
+            closeTimeout: configuration.closeTimeout, logger: logger, counters: counters)
         if let tokens = configuration.tokens {
             let bearer = Session.bearerToken(authorization)
             authenticated = bearer.map(tokens.contains) ?? false
@@ -64,7 +73,7 @@ public final class Session {
     /// Sends `welcome` and, when authentication is required and not yet given,
     /// starts the clock for `hello` (or, after a wrong bearer token, refuses at once).
     public func start() {
-        send(.welcome(server: configuration.serverName, session: id))
+        outbound.send(.welcome(server: configuration.serverName, session: id))
         if refusedBearer {
             // A wrong token is refused at once (PROTOCOL.md §2), wherever it came from.
             refuseUnauthenticated("the bearer token is not accepted")
@@ -116,11 +125,8 @@ public final class Session {
     /// The connection closed: every subscription is cancelled upstream, and the
     /// session's timers are cancelled (also when the session had closed it itself).
     public func connectionClosed() {
-        closeTimer.take()?.cancel()
         authenticationTimer.take()?.cancel()
-        guard !isClosed else { return }
-        isClosed = true
-        cancelAll()
+        outbound.connectionClosed()
     }
 
     /// The server is stopping: subscriptions are cancelled and the connection closed with 1001.
@@ -128,13 +134,11 @@ public final class Session {
     /// order), so a client knows which streams the shutdown cut.
     public func shutDown() {
         guard !isClosed else { return }
-        let live = subscriptions.keys.sorted()
-        for id in live {
-            sendError(HubError(.shuttingDown, "the server is shutting down"), id: id, ack: nil)
+        authenticationTimer.take()?.cancel()
+        for id in subscriptions.sortedIDs {
+            outbound.sendError(HubError(.shuttingDown, "the server is shutting down"), id: id, ack: nil)
         }
-        isClosed = true
-        cancelAll()
-        connection.close(code: 1001, reason: "server shutting down", discardingQueued: false)
+        outbound.end(closing: .goingAway, reason: "server shutting down", discardingQueued: false)
     }
 
     private func isHello(_ message: ClientMessage) -> Bool {
@@ -151,7 +155,7 @@ public final class Session {
         case .request(let id, let check):
             request(id: id, check)
         case .cancel(let id):
-            subscriptions.removeValue(forKey: id)?.cancel()
+            subscriptions.remove(id: id)?.cancel()
         case .send(let name, let value, let ack):
             perform(ack: ack) { () throws(HubError) in
                 let subject = try hub.openSubject(named: name)
@@ -173,7 +177,7 @@ public final class Session {
                 return { [hub] in hub.activate(trigger, key: key) }
             }
         case .list(let ack):
-            send(.catalog(ack: ack, hub.catalog()))
+            outbound.send(.catalog(ack: ack, hub.catalog()))
         }
     }
 
@@ -188,12 +192,15 @@ public final class Session {
             sendError(error, id: nil, ack: ack)
             return
         }
-        if let ack { send(.ack(ack)) }
+        if let ack { outbound.send(.ack(ack)) }
         effect()
     }
 
     private func hello(token: String?, client: String?, batch: Bool) {
-        if let client { clientName = client }
+        if let client {
+            clientName = String(client.prefix(128))
+            outbound.logger[metadataKey: "client"] = "\(clientName!)"
+        }
         if batch { batchAll = true }
         guard let tokens = configuration.tokens, !authenticated else { return }
         guard let token, tokens.contains(token) else {
@@ -224,6 +231,8 @@ public final class Session {
         }
         let kind: SubscriptionKind
         let publisher: AnyPublisher<Value, HubError>
+        let counters: NameCounters
+        var pipeline: String?
         do throws(HubError) {
             switch request.target {
             case .name(let name):
@@ -231,8 +240,11 @@ public final class Session {
                 switch resolved.entry {
                 case .subject: kind = .subject
                 case .trigger: kind = .trigger
-                case .pipeline: kind = .pipeline
+                case .pipeline:
+                    kind = .pipeline
+                    pipeline = name
                 }
+                counters = resolved.entry.counters
                 publisher = resolved.publisher
             case .pipeline(let source):
                 guard configuration.allowsPipelines else {
@@ -243,14 +255,18 @@ public final class Session {
                 }
                 publisher = try hub.compile(pipeline: source, bufferSize: request.buffer, overflow: request.overflow)
                 kind = .pipeline
+                pipeline = "ad-hoc"
+                counters = hub.metrics.adHoc
             }
         } catch {
             sendError(error, id: id, ack: nil)
             return
         }
-        let remote = RemoteSubscription(id: id, batch: request.batch ?? batchAll, session: self)
-        subscriptions[id] = remote
-        send(.subscribed(id: id, kind: kind))
+        let remote = RemoteSubscriber(
+            id: id, batch: request.batch ?? batchAll, outbound: outbound, subscriptions: subscriptions,
+            counters: counters, pipeline: pipeline)
+        subscriptions.insert(remote)
+        outbound.send(.subscribed(id: id, kind: kind))
         remote.grant(request.demand)
         publisher.subscribe(remote)
     }
@@ -261,107 +277,33 @@ public final class Session {
         case .valid(let demand):
             remote.grant(demand)
         case .invalid(let error):
-            subscriptions.removeValue(forKey: id)
+            subscriptions.remove(id: id)
             remote.cancel()
             sendError(error, id: id, ack: nil)
         }
     }
 
-    // MARK: Outbound
-
-    /// Writes one value of `subscription` as `next` (or into its batch).
-    func deliver(_ value: Value, to subscription: RemoteSubscription) {
-        guard !isClosed else { return }
-        let id = subscription.id
-        if subscription.batch {
-            connection.sendBatched(key: id, closing: Session.batchClosing) { buffer, opensMessage in
-                if opensMessage {
-                    ServerMessage.appendNextBatchHead(id: id, into: &buffer)
-                } else {
-                    buffer.append(UInt8(ascii: ","))
-                }
-                encodingCache.append(value, to: &buffer)
-            }
-        } else {
-            // The value's JSON, encoded once for every subscriber, goes straight into
-            // the connection's queue between the envelope's two parts.
-            let connection = self.connection
-            encodingCache.withEncoded(value) { body in
-                subscription.nextHead.withUnsafeBytes { head in
-                    Session.nextClosing.withUnsafeBytes { closing in
-                        _ = connection.sendMessage(prefix: head, body: body, suffix: closing)
-                    }
-                }
-            }
-        }
-        checkQueue()
-    }
-
-    /// Writes the end of `subscription`: `complete`, or `error` with its id.
-    func finish(_ subscription: RemoteSubscription, with completion: Subscribers.Completion<HubError>) {
-        guard subscriptions[subscription.id] === subscription else { return }
-        subscriptions.removeValue(forKey: subscription.id)
-        guard !isClosed else { return }
-        switch completion {
-        case .finished:
-            send(.complete(id: subscription.id))
-        case .failure(let error):
-            sendError(error, id: subscription.id, ack: nil)
-        }
-    }
-
-    private static let batchClosing: [UInt8] = Array("]}".utf8)
-    private static let nextClosing: [UInt8] = [UInt8(ascii: "}")]
-
-    private func send(_ message: ServerMessage) {
-        guard !isClosed else { return }
-        connection.sendMessage { buffer in message.encode(into: &buffer) }
-        checkQueue()
-    }
+    // MARK: Refusing
 
     private func sendError(_ error: HubError, id: UInt64?, ack: Int64?) {
-        send(.error(error, id: id, ack: ack))
-    }
-
-    /// Closes a connection whose client stopped reading (PROTOCOL.md §5.8).
-    private func checkQueue() {
-        guard connection.queuedBytes > configuration.maxQueuedBytes, !isClosed else { return }
-        logger.warning("closing slow consumer", metadata: [
-            "session": "\(id)", "queued": "\(connection.queuedBytes)", "client": "\(clientName ?? "-")",
-        ])
-        isClosed = true
-        cancelAll()
-        close(code: 4008, reason: "slow consumer", discardingQueued: true)
+        switch error.code {
+        case .badMessage, .unknownOp, .duplicateId, .invalidDemand:
+            counters.protocolErrors += 1
+            outbound.logger.notice(
+                "protocol error", metadata: ["code": "\(error.code)", "error": "\(error.message)"])
+        default:
+            break
+        }
+        outbound.sendError(error, id: id, ack: ack)
     }
 
     private func refuseUnauthenticated(_ reason: String) {
         guard !isClosed else { return }
-        sendError(HubError(.unauthorized, reason), id: nil, ack: nil)
-        isClosed = true
-        cancelAll()
-        close(code: 4401, reason: "unauthorized", discardingQueued: false)
-    }
-
-    /// Closes the connection, and drops it if the close frame has not gone out within
-    /// `closeTimeout`: a client that stopped reading cannot hold the connection (and
-    /// what lws buffered for it) forever, and one that resumes in time still gets the
-    /// close frame (PROTOCOL.md §5.8).
-    private func close(code: UInt16, reason: String, discardingQueued: Bool) {
-        connection.close(code: code, reason: reason, discardingQueued: discardingQueued)
-        let deadline = hub.scheduler.now.advanced(by: configuration.closeTimeout)
-        closeTimer = hub.scheduler.schedule(after: deadline) { [weak self] in
-            guard let self, self.closeTimer != nil else { return }
-            self.closeTimer = nil
-            self.logger.info("dropping a connection that did not take its close frame", metadata: ["session": "\(self.id)"])
-            self.connection.abort()
-        }
-    }
-
-    private func cancelAll() {
         authenticationTimer.take()?.cancel()
-        let live = subscriptions.values
-        subscriptions.removeAll()
-        for subscription in live { subscription.cancel() }
+        counters.authFailures += 1
+        outbound.logger.warning("authentication failed", metadata: ["reason": "\(reason)"])
+        outbound.sendError(HubError(.unauthorized, reason), id: nil, ack: nil)
+        outbound.end(closing: .unauthorized, reason: "unauthorized", discardingQueued: false)
     }
 
     /// The token of an `Authorization: Bearer <token>` header.

@@ -1,3 +1,5 @@
+import HubWire
+
 /// What a ``Session`` needs from its connection: a way to queue one text
 /// message, a way to grow a batch message, the bytes still queued, and a way
 /// to close. The WebSocket transport provides it; the session knows nothing
@@ -27,9 +29,9 @@ public protocol SessionConnection: AnyObject {
     /// Payload bytes queued and not yet handed to the socket.
     var queuedBytes: Int { get }
 
-    /// Closes the connection with a WebSocket close code; `discardingQueued`
+    /// Closes the connection with one of the hub's close codes; `discardingQueued`
     /// drops what is still queued (for a slow consumer).
-    func close(code: UInt16, reason: String, discardingQueued: Bool)
+    func close(code: HubCloseCode, reason: String, discardingQueued: Bool)
 
     /// Drops the connection at once, without a close handshake: for a peer that has not
     /// read its close frame within the session's close timeout.

@@ -83,8 +83,21 @@ enum WebSocketCallbackDispatcher {
             let message = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "connection error"
             connection.handleConnectionError(lwsMessage: message)
             return 0
+        case LWS_CALLBACK_HTTP, LWS_CALLBACK_HTTP_BODY, LWS_CALLBACK_HTTP_BODY_COMPLETION, LWS_CALLBACK_HTTP_WRITEABLE,
+            LWS_CALLBACK_CLOSED_HTTP:
+            // Plain HTTP on a server's port (no mount: lws hands it to protocols[0], ours).
+            guard let wsi, let endpoint = endpoint(wsi) else {
+                return lws_callback_http_dummy(wsi, reason, user, input, length)
+            }
+            endpoint.eventLoop.noteActivity()
+            return endpoint.http(wsi, reason, input, length)
         case LWS_CALLBACK_WSI_DESTROY:
-            guard let wsi, let slot = user ?? lws_wsi_user(wsi), let connection = connection(in: slot) else { return 0 }
+            guard let wsi else { return 0 }
+            guard let slot = user ?? lws_wsi_user(wsi), let connection = connection(in: slot) else {
+                // A plain HTTP connection (its slot holds no WebSocket connection).
+                endpoint(wsi)?.httpConnectionDestroyed(wsi)
+                return 0
+            }
             slot.storeBytes(of: nil, as: UnsafeMutableRawPointer?.self)
             if let endpoint = endpoint(wsi) {
                 endpoint.destroyed(connection)
@@ -114,6 +127,14 @@ enum WebSocketCallbackDispatcher {
     private static func endpoint(_ wsi: OpaquePointer) -> (any WebSocketEndpoint)? {
         guard let proto = lws_get_protocol(wsi), let raw = proto.pointee.user else { return nil }
         return Unmanaged<EndpointReference>.fromOpaque(raw).takeUnretainedValue().endpoint
+    }
+
+    /// The peer's address of `wsi` (for logs), if lws knows it.
+    static func peer(_ wsi: OpaquePointer) -> String? {
+        var buffer = [CChar](repeating: 0, count: 64)
+        guard let name = lws_get_peer_simple(wsi, &buffer, buffer.count) else { return nil }
+        let text = String(cString: name)
+        return text.isEmpty ? nil : text
     }
 
     /// The value of the handshake header `token` on `wsi`, if present.

@@ -57,6 +57,12 @@ public final class WebSocketConnection {
     @exclusivity(unchecked) public private(set) var isReadingPaused = false
     /// `lws_write` calls made so far (fewer than messages when small ones are batched).
     @exclusivity(unchecked) public private(set) var writeCalls = 0
+    /// Bytes handed to the socket so far (frame headers included), counted per write.
+    @exclusivity(unchecked) public private(set) var bytesWritten = 0
+    /// Bytes of message payload received so far, counted per lws chunk.
+    @exclusivity(unchecked) public private(set) var bytesReceived = 0
+    /// The peer's address (a server connection's client), for logs; `nil` when unknown.
+    public internal(set) var peer: String?
 
     /// Where the connection is in its life.
     public var state: State { handshake.state }
@@ -273,6 +279,7 @@ public final class WebSocketConnection {
     func handleReceive(_ wsi: OpaquePointer, _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
         guard self.wsi != nil else { return -1 }
         let chunk = UnsafeRawBufferPointer(start: input, count: input == nil ? 0 : length)
+        bytesReceived &+= chunk.count
         let outcome = inbound.receive(
             chunk, isBinary: lws_frame_is_binary(wsi) != 0,
             completesMessage: lws_is_final_fragment(wsi) != 0 && lws_remaining_packet_payload(wsi) == 0)
@@ -378,6 +385,7 @@ public final class WebSocketConnection {
             result = outbound.withHeadPayload { cws_write(wsi, $0.baseAddress! + write.offset, write.count, flags) }
         }
         writeCalls += 1
+        bytesWritten &+= expected
         if result < expected {
             logger.debug("short write, closing", metadata: ["connection": "\(id)"])
             return false

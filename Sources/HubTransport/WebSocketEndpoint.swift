@@ -1,3 +1,5 @@
+import CWebsockets
+
 /// A server or a client, as the one libwebsockets callback dispatcher sees it: the events
 /// that concern the endpoint as well as the connection. Loop thread only.
 protocol WebSocketEndpoint: AnyObject {
@@ -16,6 +18,13 @@ protocol WebSocketEndpoint: AnyObject {
 
     /// lws frees `connection`'s wsi: nothing reaches it afterwards.
     func destroyed(_ connection: WebSocketConnection)
+
+    /// A plain HTTP event on `wsi` (servers): a request, its body, a writable callback
+    /// or the close. Returns what lws expects (nonzero closes).
+    func http(_ wsi: OpaquePointer, _ reason: lws_callback_reasons, _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32
+
+    /// lws frees `wsi`, a plain HTTP connection (servers).
+    func httpConnectionDestroyed(_ wsi: OpaquePointer)
 }
 
 extension WebSocketEndpoint {
@@ -32,6 +41,14 @@ extension WebSocketEndpoint {
     func closed(_ connection: WebSocketConnection) {
         connection.handleClosed()
     }
+
+    /// lws's default HTTP handling (clients serve no HTTP).
+    func http(_ wsi: OpaquePointer, _ reason: lws_callback_reasons, _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
+        lws_callback_http_dummy(wsi, reason, nil, input, length)
+    }
+
+    /// Nothing to forget.
+    func httpConnectionDestroyed(_ wsi: OpaquePointer) {}
 }
 
 /// What a vhost's protocol `user` pointer points at: its endpoint (a class box, since an

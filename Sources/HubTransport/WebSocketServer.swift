@@ -19,9 +19,15 @@ public final class WebSocketServer: WebSocketEndpoint {
     /// Connections open and counted against the maximum.
     public private(set) var openConnectionCount = 0
 
+    /// Whether new WebSocket upgrades are refused (``stopAccepting()``) while open
+    /// connections and plain HTTP requests are still served.
+    public private(set) var isRefusingUpgrades = false
+
     private let logger: Logger
     private var vhost: OpaquePointer?
     private var connections: [ObjectIdentifier: WebSocketConnection] = [:]
+    /// The plain HTTP requests in progress, by connection.
+    private var exchanges: [OpaquePointer: HTTPExchange] = [:]
 
     /// Creates a server on `eventLoop` (loop thread only). Call ``start()`` to listen.
     ///
@@ -119,10 +125,20 @@ public final class WebSocketServer: WebSocketEndpoint {
         }
     }
 
+    /// Refuses new WebSocket upgrades from now on; open connections and plain HTTP
+    /// requests are still served (a draining server's `/ready` says so).
+    public func stopAccepting() {
+        eventLoop.preconditionInEventLoop()
+        isRefusingUpgrades = true
+    }
+
+    /// Plain HTTP requests in progress (for tests).
+    var pendingExchangeCount: Int { exchanges.count }
+
     // MARK: - Events from the callback dispatcher
 
     func filter(_ wsi: OpaquePointer, slot: UnsafeMutableRawPointer) -> Int32 {
-        guard !isClosed else { return 1 }
+        guard !isClosed, !isRefusingUpgrades else { return 1 }
         let request = WebSocketUpgradeRequest(
             path: WebSocketCallbackDispatcher.header(wsi, WSI_TOKEN_GET_URI) ?? "/",
             authorization: WebSocketCallbackDispatcher.header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION))
@@ -130,6 +146,7 @@ public final class WebSocketServer: WebSocketEndpoint {
         let connection = WebSocketConnection(
             eventLoop: eventLoop, role: .server, requestPath: request.path,
             authorization: request.authorization, limits: configuration.limits, logger: logger)
+        connection.peer = WebSocketCallbackDispatcher.peer(wsi)
         if lws_hdr_total_length(wsi, WSI_TOKEN_PROTOCOL) > 0 {
             // lws only binds a connection that offered subprotocols to a matching one: ours.
             connection.subprotocol = configuration.subprotocol
@@ -169,5 +186,39 @@ public final class WebSocketServer: WebSocketEndpoint {
         closed(connection)
         connection.handleDestroyed()
         connections[ObjectIdentifier(connection)] = nil
+    }
+
+    func http(_ wsi: OpaquePointer, _ reason: lws_callback_reasons, _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
+        switch reason {
+        case LWS_CALLBACK_HTTP:
+            exchanges.removeValue(forKey: wsi)?.connectionClosed()
+            let (request, expectsBody) = HTTPExchange.request(on: wsi, uri: input, length: length)
+            let exchange = HTTPExchange(request: request, wsi: wsi, eventLoop: eventLoop, expectsBody: expectsBody)
+            exchanges[wsi] = exchange
+            if !expectsBody { delegate.server(self, didReceive: exchange) }
+            return 0
+        case LWS_CALLBACK_HTTP_BODY:
+            // Bodies are not used: what arrives is read and dropped.
+            return 0
+        case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+            guard let exchange = exchanges[wsi], exchange.isReceivingBody else { return 0 }
+            exchange.bodyCompleted()
+            delegate.server(self, didReceive: exchange)
+            return 0
+        case LWS_CALLBACK_HTTP_WRITEABLE:
+            guard let exchange = exchanges[wsi] else { return 0 }
+            let result = exchange.writable()
+            if !exchange.isOpen { exchanges.removeValue(forKey: wsi) }
+            return result
+        case LWS_CALLBACK_CLOSED_HTTP:
+            exchanges.removeValue(forKey: wsi)?.connectionClosed()
+            return 0
+        default:
+            return lws_callback_http_dummy(wsi, reason, nil, input, length)
+        }
+    }
+
+    func httpConnectionDestroyed(_ wsi: OpaquePointer) {
+        exchanges.removeValue(forKey: wsi)?.connectionClosed()
     }
 }

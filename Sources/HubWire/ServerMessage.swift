@@ -4,8 +4,8 @@ import HubValue
 ///
 /// The server encodes with ``encode(into:)``, which writes JSON bytes directly;
 /// for the hot path it encodes a published value once and frames it for each
-/// subscriber with ``appendNext(id:encodedValue:into:)`` and
-/// ``appendNextBatch(id:encodedValues:into:)``. The Swift client decodes with
+/// subscriber with that subscription's ``NextEnvelope``, which ``next(id:value:)``
+/// and ``nextBatch(id:values:)`` are written with too. The Swift client decodes with
 /// ``decode(_:)``, which is strict: anything that is not
 /// a well-formed server message of protocol v1 is a ``WireError`` (`bad_message`).
 public enum ServerMessage: Hashable, Sendable {
@@ -44,7 +44,9 @@ extension ServerMessage {
     public func encode(into buffer: inout [UInt8]) {
         switch self {
         case let .welcome(server, session):
-            WireBytes.append(#"{"op":"welcome","protocol":1,"server":"#, to: &buffer)
+            WireBytes.append(#"{"op":"welcome","protocol":"#, to: &buffer)
+            WireBytes.append(Int64(HubProtocol.version), to: &buffer)
+            WireBytes.append(#","server":"#, to: &buffer)
             WireBytes.appendString(server, to: &buffer)
             WireBytes.append(#","session":"#, to: &buffer)
             WireBytes.appendString(session, to: &buffer)
@@ -57,15 +59,18 @@ extension ServerMessage {
             case .trigger: WireBytes.append(#","kind":"trigger""#, to: &buffer)
             }
         case let .next(id, value):
-            ServerMessage.appendNextHead(id: id, into: &buffer)
+            NextEnvelope.appendHead(id: id, to: &buffer)
             value.writeJSON(into: &buffer)
+            buffer.append(contentsOf: NextEnvelope.tail)
+            return
         case let .nextBatch(id, values):
-            ServerMessage.appendNextBatchHead(id: id, into: &buffer)
+            NextEnvelope.appendBatchHead(id: id, to: &buffer)
             for (index, value) in values.enumerated() {
-                if index > 0 { buffer.append(UInt8(ascii: ",")) }
+                if index > 0 { buffer.append(NextEnvelope.batchSeparator) }
                 value.writeJSON(into: &buffer)
             }
-            buffer.append(UInt8(ascii: "]"))
+            buffer.append(contentsOf: NextEnvelope.batchTail)
+            return
         case let .complete(id):
             WireBytes.append(#"{"op":"complete","id":"#, to: &buffer)
             WireBytes.append(id, to: &buffer)
@@ -97,61 +102,6 @@ extension ServerMessage {
             catalog.encodeMembers(into: &buffer)
         }
         buffer.append(UInt8(ascii: "}"))
-    }
-
-    /// Appends `{"op":"next","id":N,"value":<encodedValue>}`, where
-    /// `encodedValue` is the compact JSON of one value (as
-    /// ``Value/writeJSON(into:)`` writes it). The output is byte-identical to
-    /// encoding ``next(id:value:)`` with that value.
-    @inline(__always)
-    public static func appendNext(id: UInt64, encodedValue: UnsafeRawBufferPointer, into buffer: inout [UInt8]) {
-        appendNextHead(id: id, into: &buffer)
-        buffer.append(contentsOf: encodedValue)
-        buffer.append(UInt8(ascii: "}"))
-    }
-
-    /// Appends `{"op":"next","id":N,"value":<encodedValue>}`; see
-    /// ``appendNext(id:encodedValue:into:)``.
-    @inline(__always)
-    public static func appendNext(id: UInt64, encodedValue: [UInt8], into buffer: inout [UInt8]) {
-        appendNextHead(id: id, into: &buffer)
-        buffer.append(contentsOf: encodedValue)
-        buffer.append(UInt8(ascii: "}"))
-    }
-
-    /// Appends `{"op":"next","id":N,"values":[v1,v2,...]}` from the compact JSON
-    /// of each value (`[UInt8]`, `ArraySlice<UInt8>`, `UnsafeRawBufferPointer`,
-    /// ...); byte-identical to encoding ``nextBatch(id:values:)``.
-    /// `encodedValues` should not be empty (the protocol requires at least one).
-    public static func appendNextBatch<Values: Sequence>(id: UInt64, encodedValues: Values, into buffer: inout [UInt8])
-    where Values.Element: Sequence, Values.Element.Element == UInt8 {
-        appendNextBatchHead(id: id, into: &buffer)
-        var first = true
-        for encoded in encodedValues {
-            if !first { buffer.append(UInt8(ascii: ",")) }
-            first = false
-            buffer.append(contentsOf: encoded)
-        }
-        buffer.append(UInt8(ascii: "]"))
-        buffer.append(UInt8(ascii: "}"))
-    }
-
-    /// Appends `{"op":"next","id":N,"value":` — the start of a `next`, for a
-    /// writer that appends the value's JSON and the closing `}` itself.
-    @inline(__always)
-    public static func appendNextHead(id: UInt64, into buffer: inout [UInt8]) {
-        WireBytes.append(#"{"op":"next","id":"#, to: &buffer)
-        WireBytes.append(id, to: &buffer)
-        WireBytes.append(#","value":"#, to: &buffer)
-    }
-
-    /// Appends `{"op":"next","id":N,"values":[` — the start of a batch `next`,
-    /// for a writer that appends the values, separated by commas, and `]}`.
-    @inline(__always)
-    public static func appendNextBatchHead(id: UInt64, into buffer: inout [UInt8]) {
-        WireBytes.append(#"{"op":"next","id":"#, to: &buffer)
-        WireBytes.append(id, to: &buffer)
-        WireBytes.append(#","values":["#, to: &buffer)
     }
 }
 
@@ -222,7 +172,7 @@ extension ServerMessage {
         case "complete":
             return .complete(id: try requiredId(fields, op: op))
         case "welcome":
-            guard let proto = fields["protocol"], WireFields.integer(proto) == 1 else {
+            guard let proto = fields["protocol"], WireFields.integer(proto) == Int64(HubProtocol.version) else {
                 throw WireError(WireFields.bad("welcome: 'protocol' must be 1"))
             }
             guard case let .string(server)? = fields["server"] else {

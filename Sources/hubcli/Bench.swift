@@ -183,7 +183,7 @@ struct Bench: AsyncParsableCommand {
         run: BenchRun, subject: String, size: Int, subscribers: Int, pacing: BenchPacing,
         shape: BenchShape, parse: BenchParse, target: BenchTarget, loops: [BenchLoop],
         onValue: (@Sendable (BenchPublisher) -> (Int64) -> Void)? = nil
-    ) async throws -> LoopBox<BenchPublisher> {
+    ) async throws -> LoopBound<BenchPublisher> {
         let batch = self.batch
         for loop in loops { try await loop.eventLoop.submit { loop.histogram.reset() } }
         let publisherLoop = loops[0]
@@ -191,7 +191,7 @@ struct Bench: AsyncParsableCommand {
             let publisher = BenchPublisher(
                 run: run, eventLoop: publisherLoop.eventLoop, subject: subject, size: size, shape: shape, pacing: pacing)
             publisher.connect(publisherLoop, to: target)
-            return LoopBox(publisher)
+            return LoopBound(publisher, eventLoop: publisherLoop.eventLoop)
         }
         try await Bench.wait("the publisher to connect", run: run) { run.publisherOpen.load() == 1 }
         // With several loops the publisher has the first to itself.
@@ -368,11 +368,4 @@ struct Bench: AsyncParsableCommand {
         let count = getloadavg(&loads, 3)
         return count == 3 ? loads : []
     }
-}
-
-/// A loop-confined object handed through the command's async code to its loop's closures.
-struct LoopBox<Value: AnyObject>: @unchecked Sendable {
-    /// The object; use it on its loop only.
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }

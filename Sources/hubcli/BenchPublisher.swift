@@ -71,7 +71,7 @@ final class BenchPublisher: WebSocketConnectionHandler {
             rateStart = EventLoop.monotonicNanoseconds()
             rateSent = 0
             tick()
-            let box = LoopBox(self)
+            let box = LoopBound(self, eventLoop: eventLoop)
             pacer = BenchPacer(interval: Int64((1e9 / perSecond).rounded()), eventLoop: eventLoop) {
                 box.value.tick()
             }

@@ -3,6 +3,7 @@ import Foundation
 import HubServer
 import HubTransport
 import Logging
+import ServiceLifecycle
 
 /// `hubcli serve`: runs the broker until SIGINT or SIGTERM.
 struct Serve: AsyncParsableCommand {
@@ -113,9 +114,11 @@ struct Serve: AsyncParsableCommand {
         }
         let scheme = configuration.tls == nil ? "ws" : "wss"
         Output.message("hubcli: listening on \(scheme)://\(host):\(bound)/")
-        let signal = await SignalWaiter.wait(for: [SIGINT, SIGTERM])
-        logger.info("stopping", metadata: ["signal": "\(signal)"])
-        await service.shutdown()
+        // SIGINT/SIGTERM start the group's graceful shutdown: the service ends every
+        // live subscription with shutting_down, closes with 1001, and run() returns.
+        let group = ServiceGroup(
+            services: [service], gracefulShutdownSignals: [.sigint, .sigterm], logger: logger)
+        try await group.run()
     }
 }
 

@@ -25,9 +25,9 @@ struct DifferentialTests {
         let count = Int.random(in: 0...6, using: &generator)
         let initial = Int.random(in: 1...3, using: &generator)
         let perValue = Int.random(in: 0...2, using: &generator)
-        let hub = RecordingSubscriber<Int, Never>(initialDemand: .max(initial), demandPerValue: .max(perValue))
+        let run = DifferentialRun<Int, Never>(initialDemand: initial, demandPerValue: perValue)
+        let (hub, oc) = (run.hub, run.oc)
         (0..<count).publisher.map { $0 + 1 }.subscribe(hub)
-        let oc = OCRecordingSubscriber<Int, Never>(initialDemand: .max(initial), demandPerValue: .max(perValue))
         OpenCombine.Publishers.Sequence<Range<Int>, Never>(sequence: 0..<count).map { $0 + 1 }.subscribe(oc)
         #expect(hub.events == oc.events)
     }

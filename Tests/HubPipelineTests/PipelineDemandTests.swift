@@ -77,4 +77,19 @@ struct PipelineDemandTests {
         reference.cancel()
         #expect(env.counter.produced == counter.produced, "\(text)")
     }
+
+    /// Rule 6 of PROTOCOL.md §5 in virtual time: a timer's tick that comes without demand
+    /// is skipped (never delivered later), and the next tick carries its own number.
+    @Test func aTimerTicksOnlyWithDemand() throws {
+        let env = PipelineTestEnvironment()
+        let recorder = try env.run("timer(10ms)", demand: .max(2))
+        env.testScheduler.advance(by: .milliseconds(100))
+        #expect(recorder.values == [0, 1], "ten ticks, two delivered")
+        recorder.request(.max(1))
+        #expect(recorder.values == [0, 1], "nothing held back is delivered on the request")
+        env.testScheduler.advance(by: .milliseconds(10))
+        #expect(recorder.values == [0, 1, 10])
+        env.testScheduler.advance(by: .milliseconds(50))
+        #expect(recorder.values == [0, 1, 10])
+    }
 }

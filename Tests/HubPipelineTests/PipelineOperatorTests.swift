@@ -14,7 +14,10 @@ struct PipelineOperatorTests {
         ("sequence([3, 1, 2]) | min()", [1]),
         ("sequence([\"b\", \"c\", \"a\"]) | max()", ["c"]),
         ("sequence([1, 2, 3]) | output(at: 1)", [2]),
-        ("sequence([1, 2, 3, 4]) | output(in: [1, 3])", [2, 3]),
+        // Combine's closed ranges (issue 8; `[1, 3]` gave [2, 3] before, a half-open range).
+        ("sequence([1, 2, 3, 4]) | output(in: [1, 3])", [2, 3, 4]),
+        ("sequence([1, 2, 3, 4, 5]) | output(in: [2, 3])", [3, 4]),
+        ("sequence([1, 2, 3]) | output(in: [1, 1])", [2]),
         ("sequence([1, 2, 3]) | dropFirst()", [2, 3]),
         ("sequence([1, 2, 3]) | dropFirst(2)", [3]),
         ("sequence([1, 2, 3, 1]) | prefix(while: . < 3)", [1, 2]),
@@ -37,6 +40,13 @@ struct PipelineOperatorTests {
         ("just({a: 1}) | map(merge(., {b: 2}))", [["a": 1, "b": 2]]),
         ("accumulateLatest(just(1), sequence([2, 3]))", [[1, 2], [1, 3]]),
         ("reduceLatest(just(1), empty())", [[1, nil]]),
+        ("reduceLatest(just(1), empty(), just(3), just(4))", [[1, nil, nil, nil], [1, nil, 3, nil], [1, nil, 3, 4]]),
+        // The operator forms (the seed's `pub1.reduceLatest(pub2, pub3)`): the upstream comes first.
+        ("just(1) | reduceLatest(empty(), just(3))", [[1, nil, nil], [1, nil, 3]]),
+        ("just(1) | reduceLatest(just(2))", [[1, nil], [1, 2]]),
+        // Inputs are read to their latest value: the sequence has ended on 2 when "a" arrives.
+        ("sequence([1, 2]) | accumulateLatest(just(\"a\"))", [[2, "a"]]),
+        ("sequence([1, 2]) | combineLatest(just(\"a\"))", [[2, "a"]]),
         ("just(1) | share()", [1]),
         ("sequence([{id: 1, v: 1}, {id: 1, v: 2}, {id: 2, v: 3}]) | removeDuplicates(by: $prev.id == .id) | map(.v)", [1, 3]),
         ("sequence([1, null, 2]) | replaceNil(0)", [1, 0, 2]),

@@ -1,6 +1,7 @@
 import HubRegistry
 import HubValue
 import HubTesting
+import HubWire
 import HubServer
 import Logging
 import Testing
@@ -30,8 +31,8 @@ final class RecordingConnection: SessionConnection {
         }
     }
 
-    func close(code: UInt16, reason: String, discardingQueued: Bool) {
-        closes.append((code, discardingQueued))
+    func close(code: HubCloseCode, reason: String, discardingQueued: Bool) {
+        closes.append((code.rawValue, discardingQueued))
     }
 
     func abort() { aborts += 1 }
@@ -77,6 +78,15 @@ struct SessionTimingTests {
         #expect(scheduler.pendingActionCount == 0)
         scheduler.advance(by: .seconds(60))
         #expect(connection.closes.isEmpty)
+    }
+
+    @Test func aBearerTokenOnTheUpgradeArmsNoAuthenticationTimer() {
+        let session = makeSession(SessionConfiguration(tokens: ["t"]), authorization: "Bearer t")
+        session.start()
+        #expect(scheduler.pendingActionCount == 0)
+        scheduler.advance(by: .seconds(60))
+        #expect(connection.closes.isEmpty)
+        #expect(connection.messages.count == 1, "only the welcome")
     }
 
     @Test func noHelloInTimeIsUnauthorizedThenDroppedAfterTheCloseTimeout() {

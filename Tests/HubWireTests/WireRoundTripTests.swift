@@ -169,24 +169,25 @@ struct WireRoundTripTests {
     // MARK: Hot path
 
     @Test(arguments: 0..<20)
-    func appendNextIsByteIdenticalToEncodingNext(seed: Int) {
+    func theNextEnvelopeIsByteIdenticalToEncodingNext(seed: Int) {
         var gen = ValueGenerator(seed: UInt64(seed))
         let ids: [UInt64] = [1, 9, 10, 99, 100, 12345, UInt64(Self.maxSafe), UInt64.max]
         for id in ids {
             let value = seed % 2 == 0 ? gen.value(depth: 0) : gen.document()
             let encoded = value.jsonBytes()
-            var fromArray: [UInt8] = [1, 2, 3]
-            ServerMessage.appendNext(id: id, encodedValue: encoded, into: &fromArray)
+            let envelope = NextEnvelope(id: id)
             var fromBuffer: [UInt8] = [1, 2, 3]
-            encoded.withUnsafeBytes { ServerMessage.appendNext(id: id, encodedValue: $0, into: &fromBuffer) }
+            encoded.withUnsafeBytes { envelope.append(encodedValue: $0, to: &fromBuffer) }
+            // As the server queues it: head, the cached value, tail.
+            let queued = [1, 2, 3] + envelope.head + encoded + NextEnvelope.tail
             var reference: [UInt8] = [1, 2, 3]
             ServerMessage.next(id: id, value: value).encode(into: &reference)
-            #expect(fromArray == reference)
             #expect(fromBuffer == reference)
+            #expect(queued == reference)
 
             let values = (0..<(seed % 4 + 1)).map { _ in gen.value(depth: 1) }
             var batch: [UInt8] = []
-            ServerMessage.appendNextBatch(id: id, encodedValues: values.map { $0.jsonBytes() }, into: &batch)
+            envelope.appendBatch(encodedValues: values.map { $0.jsonBytes() }, to: &batch)
             #expect(batch == ServerMessage.nextBatch(id: id, values: values).jsonBytes())
             // From slices of one shared buffer, as a server holding encoded values back to back would.
             var shared: [UInt8] = []
@@ -197,7 +198,7 @@ struct WireRoundTripTests {
                 ranges.append(start..<shared.count)
             }
             var fromSlices: [UInt8] = []
-            ServerMessage.appendNextBatch(id: id, encodedValues: ranges.map { shared[$0] }, into: &fromSlices)
+            envelope.appendBatch(encodedValues: ranges.map { shared[$0] }, to: &fromSlices)
             #expect(fromSlices == batch)
         }
     }

@@ -2,7 +2,7 @@ import HubClient
 import HubValue
 import Testing
 
-/// examples/shares: `reduceLatest(items, downloads, uploads)` into one view value.
+/// examples/shares: `items | reduceLatest(downloads, uploads)` into one view value.
 @Suite("Scenario: shares list")
 struct SharesScenarioTests {
     static let items: Value = [["id": "f1", "name": "report.pdf"], ["id": "f2", "name": "photo.jpg"]]
@@ -52,6 +52,9 @@ struct SharesScenarioTests {
             try await scenario.client.send(Self.items, to: "items")
             #expect(try await view.next() == Self.view(Self.items, .null, .null, transfers: 0))
             // Acknowledged sends: the broker has handled them before the next request.
+            // Two lists of items in a row: only the latest counts (issue 8: the older one
+            // came first, a request at a time).
+            try await scenario.client.send([], to: "items")
             try await scenario.client.send(Self.downloads, to: "downloads")
             try await scenario.client.send(Self.uploads, to: "uploads")
             try await scenario.client.send(Self.moreItems, to: "items")

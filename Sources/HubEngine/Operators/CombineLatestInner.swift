@@ -13,9 +13,18 @@
 ///   and given back to the upstream whose value triggered the tuple.
 /// - It finishes when every upstream has finished (one that finishes without
 ///   ever emitting does not end it early), and fails at once on a failure.
+/// - A value sent into an upstream from inside the downstream's `receive(_:)`
+///   gives a tuple when the downstream has demand left at that moment (it is
+///   delivered right after the running delivery returns); without demand it
+///   only replaces its upstream's latest value.
 internal final class CombineLatestInner<Downstream: Subscriber>: CombiningInner<Downstream> {
     private var demand = Subscribers.Demand.none
     private var emitting = false
+    /// Tuples of values sent from inside the downstream's `receive(_:)` while it had demand:
+    /// Combine would deliver them there and then (recursively); they are delivered, in
+    /// order, as soon as the running delivery returns. Each has taken its unit of demand.
+    /// The demand the downstream answers one of them with goes to the upstream that sent it.
+    private var reentrant: [(tuple: Downstream.Input, index: Int)] = []
 
     override func request(_ demand: Subscribers.Demand) {
         guard isActive, demand > 0 else { return }
@@ -24,18 +33,32 @@ internal final class CombineLatestInner<Downstream: Subscriber>: CombiningInner<
     }
 
     override func slotReceivedValue(_ index: Int) -> Subscribers.Demand {
-        guard isActive, !emitting, demand > 0, controls.allSatisfy({ $0.hasValue }),
-              let combine, let downstream else { return .none }
+        guard isActive, demand > 0, controls.allSatisfy({ $0.hasValue }), let combine else { return .none }
         demand -= 1
+        if emitting {
+            reentrant.append((combine(), index))
+            return .none
+        }
         emitting = true
-        let more = downstream.receive(combine())
+        let answer = downstream?.receive(combine()) ?? .none
+        demand += answer
+        while isActive, !reentrant.isEmpty, let downstream {
+            let (tuple, sender) = reentrant.removeFirst()
+            let more = downstream.receive(tuple)
+            demand += more
+            if isActive, more > 0 { controls.first { $0.index == sender }?.request(more) }
+        }
         emitting = false
-        demand += more
-        return more
+        reentrant.removeAll()
+        return isActive ? answer : .none
     }
 
     override func slotFinished(_ index: Int) {
         guard controls.allSatisfy({ $0.isFinished }) else { return }
         terminate(with: .finished)
+    }
+
+    override func releaseState() {
+        reentrant.removeAll()
     }
 }

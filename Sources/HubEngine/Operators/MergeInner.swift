@@ -11,7 +11,10 @@
 ///   asked for `.unlimited`.
 ///
 /// It finishes when every upstream has finished and no value waits; it fails
-/// as soon as one upstream fails (the others are cancelled).
+/// as soon as one upstream fails (the others are cancelled). An upstream that
+/// finishes while the upstreams are being subscribed (`empty()`, `just(x)`)
+/// never finishes the merge by itself: only the last upstream's completion
+/// does, once all of them are subscribed.
 internal final class MergeInner<Downstream: Subscriber>: CombiningInner<Downstream> {
     typealias Input = Downstream.Input
     typealias Slot = UpstreamSlot<Input, CombiningInner<Downstream>>
@@ -20,11 +23,19 @@ internal final class MergeInner<Downstream: Subscriber>: CombiningInner<Downstre
     private var demand = Subscribers.Demand.none
     private var upstreamsUnlimited = false
     private var emitting = false
+    /// Whether every upstream has been attached: until then, the upstreams that
+    /// finished are not all the upstreams there are.
+    private var allAttached = false
 
     /// Subscribes a merge for `downstream`; `subscribeAll` calls ``attach(_:)`` once per upstream, in order.
     static func run(_ downstream: Downstream, subscribeAll: (MergeInner) -> Void) {
         let inner = MergeInner(downstream: downstream)
-        inner.start { subscribeAll(inner) }
+        inner.start {
+            subscribeAll(inner)
+            inner.allAttached = true
+            // A merge of nothing finishes on the first request, as before any upstream could.
+            if !inner.slots.isEmpty { inner.finishIfDone() }
+        }
     }
 
     /// Subscribes `upstream` as the next merged upstream.
@@ -94,7 +105,7 @@ internal final class MergeInner<Downstream: Subscriber>: CombiningInner<Downstre
     }
 
     private func finishIfDone() {
-        guard isActive, !emitting, slots.allSatisfy({ $0.isFinished && !$0.hasValue }) else { return }
+        guard isActive, allAttached, !emitting, slots.allSatisfy({ $0.isFinished && !$0.hasValue }) else { return }
         terminate(with: .finished)
     }
 }

@@ -2,15 +2,19 @@ extension Publishers {
     /// Combines any number of publishers of one type into an array of their latest values, in
     /// the order of the publishers, as the `AccumulateLatestMany` of *Declarative Reactive
     /// Programming with Combine* (there built by bisection over `CombineLatest`; here one
-    /// subscription over all upstreams, with the same observable behaviour):
+    /// subscription over all upstreams):
     ///
     /// - 0 publishers: emits `[]` on the first demand, then finishes (the article's `Just([])`).
     /// - 1 publisher: emits `[value]` for each value (the article's `map { [$0] }`).
     /// - 2 or more: as `CombineLatest`, nothing is emitted until every publisher has emitted at
     ///   least once; then each new value emits the array of the latest values.
-    /// - Demand: each downstream request is requested from every unfinished upstream; values
-    ///   arriving without downstream demand are coalesced into one array emitted when demand
-    ///   arrives.
+    /// - Demand: every upstream is read with `.unlimited` demand and only its latest value is
+    ///   kept (`CombineLatest`'s "buffer size of 1 for each upstream, holding the most recent
+    ///   value", without the stale values an upstream that buffers for its subscriber would
+    ///   otherwise hand over); values arriving without downstream demand are coalesced into
+    ///   one array of the latest values, emitted when demand arrives. Unlike `CombineLatest`,
+    ///   a cold upstream is therefore read to its end at once (`sequence([1, 2, 3])` counts
+    ///   as its latest value, `3`).
     /// - Completion: finishes once every publisher has finished (a coalesced array still
     ///   waiting for demand is dropped); fails as soon as one fails, cancelling the others.
     /// - Cancellation cancels every upstream; nothing is delivered afterwards.

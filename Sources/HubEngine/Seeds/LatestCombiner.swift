@@ -7,13 +7,15 @@
 /// closure given to ``attach(_:at:store:)``, read by `snapshot`), so that upstreams of
 /// different types can share this one implementation.
 ///
-/// - Demand: each downstream request (and each demand returned from the downstream's
-///   `receive(_:)`) is requested from every upstream that has not finished, as Combine's
-///   `CombineLatest` does; a request made before an upstream's subscription arrives is
-///   requested from it on arrival.
+/// - Demand: every upstream is read with `.unlimited` demand as soon as it subscribes, as the
+///   article's `ReduceLatestSubscription` reads its upstreams with `sink`: the combiner always
+///   knows the latest value of each, and an upstream that buffers values for its subscriber
+///   (a hub's hot source) never holds stale ones. The downstream's demand only decides when
+///   an output is emitted.
 /// - Coalescing: values arriving while the downstream has no demand (or before `snapshot`
 ///   can produce an output) are not queued; one output built from the latest values is
-///   emitted when demand arrives.
+///   emitted when demand arrives, and nothing is emitted again until a new value arrives
+///   (never a stale or repeated output).
 /// - Completion: finishes once every upstream has finished (an output still waiting for demand
 ///   is dropped); fails as soon as one upstream fails, cancelling the others.
 /// - With zero upstreams, emits `snapshot()` once on the first demand, then finishes (as `Just`).
@@ -28,8 +30,6 @@ internal final class LatestCombiner<Downstream: Subscriber>: Subscription {
     private var subscriptions: [(any Subscription)?]
     private var finished: [Bool]
     private var remaining: Int
-    /// Everything the downstream has requested so far, for upstreams that subscribe late.
-    private var requested = Subscribers.Demand.none
     private var demand = Subscribers.Demand.none
     /// A value arrived that has not been emitted yet.
     private var pending = false
@@ -58,8 +58,6 @@ internal final class LatestCombiner<Downstream: Subscriber>: Subscription {
     func request(_ demand: Subscribers.Demand) {
         guard demand > 0, isActive else { return }
         self.demand += demand
-        requested += demand
-        forward(demand)
         drain()
     }
 
@@ -76,7 +74,7 @@ internal final class LatestCombiner<Downstream: Subscriber>: Subscription {
             return
         }
         subscriptions[index] = subscription
-        if requested > 0 { subscription.request(requested) }
+        subscription.request(.unlimited)
     }
 
     fileprivate func received(valueAt index: Int) {
@@ -99,12 +97,6 @@ internal final class LatestCombiner<Downstream: Subscriber>: Subscription {
 
     // MARK: private
 
-    private func forward(_ demand: Subscribers.Demand) {
-        for index in subscriptions.indices where !finished[index] {
-            subscriptions[index]?.request(demand)
-        }
-    }
-
     private func drain() {
         guard !emitting else { return }
         emitting = true
@@ -113,11 +105,7 @@ internal final class LatestCombiner<Downstream: Subscriber>: Subscription {
             pending = false
             demand -= 1
             let more = downstream.receive(output)
-            if more > 0, isActive {
-                demand += more
-                requested += more
-                forward(more)
-            }
+            if more > 0, isActive { demand += more }
             if finished.isEmpty, isActive { complete(.finished) }
         }
     }

@@ -5,9 +5,11 @@ extension Publishers {
     ///
     /// Unlike `CombineLatest3` it does not wait for every upstream: `(1, nil, nil)` is
     /// emitted as soon as `a` emits `1`.
-    /// - Demand: each downstream request is requested from every unfinished upstream; values
-    ///   arriving while the downstream has no demand are coalesced: one output made of the
-    ///   latest values is emitted when demand arrives (never the all-`nil` tuple).
+    /// - Demand: as the article's subscription, which reads its upstreams with `sink`, every
+    ///   upstream is asked for `.unlimited` and only its latest value is kept; the downstream's
+    ///   demand decides when an output is emitted. Values arriving while the downstream has no
+    ///   demand are coalesced: one output made of the latest values is emitted when demand
+    ///   arrives (never the all-`nil` tuple, never an output already delivered).
     /// - Completion: finishes once all three have finished (a coalesced output still waiting for
     ///   demand is dropped); fails as soon as one fails, cancelling the other two.
     /// - Cancellation cancels all three upstreams; nothing is delivered afterwards.

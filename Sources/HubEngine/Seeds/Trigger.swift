@@ -10,6 +10,9 @@
 ///
 /// Keys are compared with `AnyHashable` equality, so the hub can name triggers with its own
 /// `Hashable` values. The unkeyed ``signal()`` and ``activate()`` use one private default key.
+/// Activations are dispatched by a table of keys, one subject per key in use, so an
+/// activation costs the same however many other keys have subscribers; ``activations``
+/// sees every activation with its key (the hub's `trigger(name)` without a key).
 ///
 /// A trigger is confined to one thread (the hub's event loop), as all HubEngine objects are.
 /// Activating a key from inside a signal subscriber's `receive(_:)` is delivered at once
@@ -42,6 +45,8 @@ public final class Trigger {
 
     /// One subject per key that has (or recently had) subscribers.
     private var subjects: [AnyHashable: PassthroughSubject<Void, Never>] = [:]
+    /// Every activation's key (`nil` for the unkeyed ``activate()``).
+    private let every = PassthroughSubject<AnyHashable?, Never>()
     /// The number of keys above which keys without subscribers are pruned on the next subscribe.
     private var pruneThreshold = 16
 
@@ -58,25 +63,39 @@ public final class Trigger {
         signal(activatedBy: DefaultKey())
     }
 
-    /// Emits one `Void` value to each subscriber with demand of the signals bound to `key`.
+    /// Emits one `Void` value to each subscriber with demand of the signals bound to `key`,
+    /// and `key` to each subscriber with demand of ``activations``.
     public func activate(for key: some Hashable) {
-        let key = AnyHashable(key)
+        send(AnyHashable(key), reported: AnyHashable(key))
+    }
+
+    /// Activates the signals made with the unkeyed ``signal()``.
+    public func activate() {
+        send(AnyHashable(DefaultKey()), reported: nil)
+    }
+
+    /// Every activation from now on, as its key (`nil` for the unkeyed ``activate()``),
+    /// to subscribers with demand: a `PassthroughSubject` of keys. Never fails or completes.
+    public var activations: AnyPublisher<AnyHashable?, Never> { every.eraseToAnyPublisher() }
+
+    /// The number of live signal subscribers bound to `key`.
+    public func subscriberCount(for key: some Hashable) -> Int {
+        subjects[AnyHashable(key)]?.subscriberCount ?? 0
+    }
+
+    /// The number of live subscribers: of every key's signals and of ``activations``.
+    public var subscriberCount: Int {
+        subjects.values.reduce(every.subscriberCount) { $0 + $1.subscriberCount }
+    }
+
+    private func send(_ key: AnyHashable, reported: AnyHashable?) {
+        if every.subscriberCount > 0 { every.send(reported) }
         guard let subject = subjects[key] else { return }
         if subject.subscriberCount == 0 {
             subjects[key] = nil
             return
         }
         subject.send(())
-    }
-
-    /// Activates the signals made with the unkeyed ``signal()``.
-    public func activate() {
-        activate(for: DefaultKey())
-    }
-
-    /// The number of live signal subscribers bound to `key`.
-    public func subscriberCount(for key: some Hashable) -> Int {
-        subjects[AnyHashable(key)]?.subscriberCount ?? 0
     }
 
     /// The number of keys in the table (for tests of the pruning).

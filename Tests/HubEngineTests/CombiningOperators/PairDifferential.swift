@@ -3,13 +3,21 @@ import HubTesting
 import OpenCombine
 
 /// One step of a scripted exchange with two sources, `a` and `b`.
-enum PairStep: Equatable, CustomStringConvertible {
+enum PairStep: Equatable, DifferentialStep {
     case sendA(Int), sendB(Int)
     case finishA, finishB
     case failA, failB
     /// The downstream requests more (`nil` for unlimited). Never zero.
     case request(Int?)
     case cancel
+
+    var downstream: DownstreamAction? {
+        switch self {
+        case .request(let n): return .request(n)
+        case .cancel: return .cancel
+        default: return nil
+        }
+    }
 
     var description: String {
         switch self {
@@ -25,10 +33,12 @@ enum PairStep: Equatable, CustomStringConvertible {
     }
 }
 
-/// The two-source twin of `Differential`: runs one script on a HubEngine chain and on an
-/// OpenCombine chain, each fed by two `PassthroughSubject<Int, TestError>` of its own library.
+/// Two-source scripts through the one harness: each side's chain is built on two
+/// `PassthroughSubject<Int, TestError>` of its own library, `a` and `b`.
 enum PairDifferential {
     typealias History<Out: Equatable> = [RecordedEvent<Out, TestError>]
+    typealias HubPair = (HubEngine.PassthroughSubject<Int, TestError>, HubEngine.PassthroughSubject<Int, TestError>)
+    typealias OCPair = (OpenCombine.PassthroughSubject<Int, TestError>, OpenCombine.PassthroughSubject<Int, TestError>)
 
     static func run<Out: Equatable, HP: HubEngine.Publisher, OP: OpenCombine.Publisher>(
         _ script: [PairStep],
@@ -38,31 +48,22 @@ enum PairDifferential {
         oc: (OpenCombine.PassthroughSubject<Int, TestError>, OpenCombine.PassthroughSubject<Int, TestError>) -> OP
     ) -> (hub: History<Out>, oc: History<Out>)
     where HP.Output == Out, HP.Failure == TestError, OP.Output == Out, OP.Failure == TestError {
-        let (hubA, hubB) = (HubEngine.PassthroughSubject<Int, TestError>(), HubEngine.PassthroughSubject<Int, TestError>())
-        let hubRecorder = RecordingSubscriber<Out, TestError>(
-            initialDemand: Differential.hubDemand(initialDemand), demandPerValue: .max(demandPerValue))
-        hub(hubA, hubB).subscribe(hubRecorder)
-
-        let (ocA, ocB) = (OpenCombine.PassthroughSubject<Int, TestError>(), OpenCombine.PassthroughSubject<Int, TestError>())
-        let ocRecorder = OCRecordingSubscriber<Out, TestError>(
-            initialDemand: Differential.ocDemand(initialDemand), demandPerValue: .max(demandPerValue))
-        oc(ocA, ocB).subscribe(ocRecorder)
-
-        for step in script {
-            switch step {
-            case .sendA(let v): hubA.send(v); ocA.send(v)
-            case .sendB(let v): hubB.send(v); ocB.send(v)
-            case .finishA: hubA.send(completion: .finished); ocA.send(completion: .finished)
-            case .finishB: hubB.send(completion: .finished); ocB.send(completion: .finished)
-            case .failA: hubA.send(completion: .failure(.oops)); ocA.send(completion: .failure(.oops))
-            case .failB: hubB.send(completion: .failure(.other(2))); ocB.send(completion: .failure(.other(2)))
-            case .request(let n):
-                hubRecorder.request(Differential.hubDemand(n))
-                ocRecorder.request(Differential.ocDemand(n))
-            case .cancel: hubRecorder.cancel(); ocRecorder.cancel()
-            }
-        }
-        return (hubRecorder.events, ocRecorder.events)
+        Differential.run(
+            script, initialDemand: initialDemand, demandPerValue: demandPerValue,
+            hubSources: (HubEngine.PassthroughSubject<Int, TestError>(), HubEngine.PassthroughSubject<Int, TestError>()),
+            ocSources: (OpenCombine.PassthroughSubject<Int, TestError>(), OpenCombine.PassthroughSubject<Int, TestError>()),
+            hub: { hub($0.0, $0.1) }, oc: { oc($0.0, $0.1) },
+            play: { step, hub, oc in
+                switch step {
+                case .sendA(let v): hub.0.send(v); oc.0.send(v)
+                case .sendB(let v): hub.1.send(v); oc.1.send(v)
+                case .finishA: hub.0.send(completion: .finished); oc.0.send(completion: .finished)
+                case .finishB: hub.1.send(completion: .finished); oc.1.send(completion: .finished)
+                case .failA: hub.0.send(completion: .failure(.oops)); oc.0.send(completion: .failure(.oops))
+                case .failB: hub.1.send(completion: .failure(.other(2))); oc.1.send(completion: .failure(.other(2)))
+                case .request, .cancel: break
+                }
+            })
     }
 
     /// A random valid script: values 0...9 on either source, requests of 1...3 or unlimited,

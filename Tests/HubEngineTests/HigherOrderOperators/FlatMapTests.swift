@@ -102,9 +102,9 @@ struct FlatMapTests {
     /// While an inner is asked for one more value during the buffer drain, what it sends at once
     /// goes behind the values already buffered (as OpenCombine and Combine do).
     @Test func synchronousInnerValuesDuringDrainQueueBehindBufferedValues() {
-        let hub = RecordingSubscriber<Int, Never>(initialDemand: .none)
+        let run = DifferentialRun<Int, Never>(initialDemand: 0, demandPerValue: 0)
+        let (hub, oc) = (run.hub, run.oc)
         [2, 3].publisher.flatMap { n in (0..<n).map { 10 * n + $0 }.publisher }.subscribe(hub)
-        let oc = OCRecordingSubscriber<Int, Never>(initialDemand: .none)
         OpenCombine.Publishers.Sequence<[Int], Never>(sequence: [2, 3])
             .flatMap { n in OpenCombine.Publishers.Sequence<[Int], Never>(sequence: (0..<n).map { 10 * n + $0 }) }
             .subscribe(oc)

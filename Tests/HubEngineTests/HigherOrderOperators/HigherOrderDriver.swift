@@ -9,7 +9,7 @@ import OpenCombine
 // MARK: - Outer subject plus scripted inner subjects
 
 /// One step of a script for operators whose upstream emits publishers.
-enum NestedStep: Equatable, CustomStringConvertible {
+enum NestedStep: Equatable, DifferentialStep {
     /// The outer subject emits the next inner publisher (inner number = how many were emitted before).
     case outerNext
     case outerFinish
@@ -22,6 +22,14 @@ enum NestedStep: Equatable, CustomStringConvertible {
     /// The downstream requests more (`nil`: unlimited). Never zero.
     case request(Int?)
     case cancel
+
+    var downstream: DownstreamAction? {
+        switch self {
+        case .request(let n): return .request(n)
+        case .cancel: return .cancel
+        default: return nil
+        }
+    }
 
     var description: String {
         switch self {
@@ -59,14 +67,12 @@ enum NestedDifferential {
     where HP.Output == Int, HP.Failure == TestError, OP.Output == Int, OP.Failure == TestError {
         let hubOuter = HubSubject()
         let hubInners = (0..<innerCount).map { _ in HubSubject() }
-        let hubRecorder = RecordingSubscriber<Int, TestError>(
-            initialDemand: Differential.hubDemand(initialDemand), demandPerValue: .max(demandPerValue))
         let hubCounter = Counter()
         let ocOuter = OCSubject()
         let ocInners = (0..<innerCount).map { _ in OCSubject() }
-        let ocRecorder = OCRecordingSubscriber<Int, TestError>(
-            initialDemand: Differential.ocDemand(initialDemand), demandPerValue: .max(demandPerValue))
         let ocCounter = Counter()
+        let run = DifferentialRun<Int, TestError>(initialDemand: initialDemand, demandPerValue: demandPerValue)
+        let (hubRecorder, ocRecorder) = (run.hub, run.oc)
 
         if reentrant {
             // From inside `receive(_:)`, by the value's last digit: 3 emits the next inner,
@@ -94,10 +100,13 @@ enum NestedDifferential {
                 return .max(demandPerValue)
             }
         }
-        hub(hubOuter, hubInners).subscribe(hubRecorder)
-        oc(ocOuter, ocInners).subscribe(ocRecorder)
+        run.attach(hub: hub(hubOuter, hubInners), oc: oc(ocOuter, ocInners))
 
         for step in script {
+            if let action = step.downstream {
+                run.play(action)
+                continue
+            }
             switch step {
             case .outerNext:
                 // Both sides emit the same next inner, whatever their hooks did.
@@ -122,15 +131,11 @@ enum NestedDifferential {
             case .innerFail(let inner):
                 hubInners[inner].send(completion: .failure(.other(inner)))
                 ocInners[inner].send(completion: .failure(.other(inner)))
-            case .request(let n):
-                hubRecorder.request(Differential.hubDemand(n))
-                ocRecorder.request(Differential.ocDemand(n))
-            case .cancel:
-                hubRecorder.cancel()
-                ocRecorder.cancel()
+            case .request, .cancel:
+                break
             }
         }
-        return (hubRecorder.events, ocRecorder.events)
+        return run.histories
     }
 
     /// A random valid script that emits at most `innerCount` inners and drives them. Inner values
@@ -215,20 +220,12 @@ enum FreshDifferential {
     ) -> (hub: History, oc: History, hubSubscriptions: Int, ocSubscriptions: Int)
     where HP.Output == Int, HP.Failure == TestError, OP.Output == Int, OP.Failure == TestError {
         let hubSource = HubFreshSubjects()
-        let hubRecorder = RecordingSubscriber<Int, TestError>(
-            initialDemand: Differential.hubDemand(initialDemand), demandPerValue: .max(demandPerValue))
-        hub(hubSource).subscribe(hubRecorder)
         let ocSource = OCFreshSubjects()
-        let ocRecorder = OCRecordingSubscriber<Int, TestError>(
-            initialDemand: Differential.ocDemand(initialDemand), demandPerValue: .max(demandPerValue))
-        oc(ocSource).subscribe(ocRecorder)
-
-        for step in script {
-            Differential.apply(
-                step, hubSubject: hubSource.newest, ocSubject: ocSource.newest,
-                hubRecorder: hubRecorder, ocRecorder: ocRecorder)
-        }
-        return (hubRecorder.events, ocRecorder.events, hubSource.subjects.count, ocSource.subjects.count)
+        let histories: (hub: History, oc: History) = Differential.run(
+            script, initialDemand: initialDemand, demandPerValue: demandPerValue,
+            hubSources: hubSource, ocSources: ocSource, hub: hub, oc: oc,
+            play: { step, hub, oc in Differential.playSource(step, hubSubject: hub.newest, ocSubject: oc.newest) })
+        return (histories.hub, histories.oc, hubSource.subjects.count, ocSource.subjects.count)
     }
 }
 
@@ -281,30 +278,23 @@ enum SharedDifferential {
     where HP.Output == Int, HP.Failure == TestError, OP.Output == Int, OP.Failure == TestError {
         let hubSource = HubFreshSubjects()
         let hubShared = hub(hubSource)
-        var hubRecorders: [RecordingSubscriber<Int, TestError>] = []
+        var runs: [DifferentialRun<Int, TestError>] = []
         var hubConnections: [any HubEngine.Cancellable] = []
         let ocSource = OCFreshSubjects()
         let ocShared = oc(ocSource)
-        var ocRecorders: [OCRecordingSubscriber<Int, TestError>] = []
         var ocConnections: [any OpenCombine.Cancellable] = []
 
         for step in script {
             switch step {
             case .subscribe(let n):
-                let hubRecorder = RecordingSubscriber<Int, TestError>(
-                    initialDemand: Differential.hubDemand(n), demandPerValue: .max(demandPerValue))
-                hubRecorders.append(hubRecorder)
-                hubShared.subscribe(hubRecorder)
-                let ocRecorder = OCRecordingSubscriber<Int, TestError>(
-                    initialDemand: Differential.ocDemand(n), demandPerValue: .max(demandPerValue))
-                ocRecorders.append(ocRecorder)
-                ocShared.subscribe(ocRecorder)
+                // One more subscriber on each side: one more run of the harness.
+                let run = DifferentialRun<Int, TestError>(initialDemand: n, demandPerValue: demandPerValue)
+                runs.append(run)
+                run.attach(hub: hubShared, oc: ocShared)
             case .request(let subscriber, let n):
-                hubRecorders[subscriber].request(Differential.hubDemand(n))
-                ocRecorders[subscriber].request(Differential.ocDemand(n))
+                runs[subscriber].play(.request(n))
             case .cancel(let subscriber):
-                hubRecorders[subscriber].cancel()
-                ocRecorders[subscriber].cancel()
+                runs[subscriber].play(.cancel)
             case .send(let v):
                 hubSource.newest?.send(v)
                 ocSource.newest?.send(v)
@@ -322,7 +312,7 @@ enum SharedDifferential {
                 ocConnections.popLast()?.cancel()
             }
         }
-        return (hubRecorders.map(\.events), ocRecorders.map(\.events), hubSource.subjects.count, ocSource.subjects.count)
+        return (runs.map(\.hub.events), runs.map(\.oc.events), hubSource.subjects.count, ocSource.subjects.count)
     }
 
     /// A random valid script: each subscriber cancels at most once; `connections` adds connect

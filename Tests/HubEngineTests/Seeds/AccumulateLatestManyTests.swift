@@ -69,10 +69,10 @@ struct AccumulateLatestManyTests {
         #expect(recorder.events == [.subscription, .value(Array(0..<9)), .finished])
     }
 
-    @Test func demandIsRequestedFromEachUpstreamAndValuesCoalesce() {
+    @Test func upstreamsAreReadUnlimitedAndValuesCoalesce() {
         let probes = (0..<3).map { _ in DemandProbe<Int, TestError>() }
         let recorder = Publishers.accumulateLatestMany(probes).record(initialDemand: .max(1))
-        #expect(probes.map(\.requests) == [[.max(1)], [.max(1)], [.max(1)]])
+        #expect(probes.map(\.requests) == [[.unlimited], [.unlimited], [.unlimited]])
         for (index, probe) in probes.enumerated() { probe.send(index) }
         #expect(recorder.values == [[0, 1, 2]])
         probes[0].send(5)
@@ -81,7 +81,20 @@ struct AccumulateLatestManyTests {
         probes[1].send(completion: .finished)
         recorder.request(.max(2))
         #expect(recorder.values == [[0, 1, 2], [5, 1, 7]])
-        #expect(probes.map(\.requests) == [[.max(1), .max(2)], [.max(1)], [.max(1), .max(2)]])
+        #expect(probes.map(\.requests) == [[.unlimited], [.unlimited], [.unlimited]])
+    }
+
+    /// Issue 8: the latest of each, not the first values an upstream buffered. Failed before
+    /// the fix (`[[1, 2, 3]]`: the upstreams were asked for one value each).
+    @Test func withoutDemandOnlyTheLatestOfEachIsDelivered() {
+        let source = subjects(3)
+        let recorder = Publishers.accumulateLatestMany(source.map { $0.buffer(size: 10, prefetch: .byRequest, whenFull: .dropOldest) })
+            .record(initialDemand: .none)
+        source[0].send(1); source[1].send(2); source[2].send(3); source[0].send(4)
+        recorder.request(.max(1))
+        #expect(recorder.values == [[4, 2, 3]])
+        recorder.request(.max(1))
+        #expect(recorder.values == [[4, 2, 3]])
     }
 
     @Test func anUpstreamFinishingWithoutAValueMeansNoOutputButFinishWhenAllFinish() {

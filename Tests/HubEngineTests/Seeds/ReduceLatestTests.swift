@@ -85,32 +85,35 @@ struct ReduceLatestTests {
         #expect(recorder.events == [.subscription, .value(Pair(1, nil)), .value(Pair(1, "a")), .finished])
     }
 
-    @Test func downstreamDemandIsRequestedFromEachUpstream() {
+    @Test func everyUpstreamIsReadWithUnlimitedDemandAsTheArticlesSinksDo() {
         let a = DemandProbe<Int, TestError>()
         let b = DemandProbe<Character, TestError>()
         let c = DemandProbe<Bool, TestError>()
-        let recorder = a.reduceLatest(b, c) { Triple($0, $1, $2) }.record(initialDemand: .max(2))
-        #expect(a.requests == [.max(2)])
-        #expect(b.requests == [.max(2)])
-        #expect(c.requests == [.max(2)])
-        #expect(a.send(1) == .none)
+        let recorder = a.reduceLatest(b, c) { Triple($0, $1, $2) }.record(initialDemand: .none)
+        #expect([a.requests, b.requests, c.requests] == [[.unlimited], [.unlimited], [.unlimited]])
         recorder.request(.max(1))
-        #expect(a.requests == [.max(2), .max(1)])
-        #expect(c.requests == [.max(2), .max(1)])
-        c.send(completion: .finished)
         recorder.request(.max(3))
-        #expect(c.requests == [.max(2), .max(1)], "a finished upstream gets no more demand")
-        #expect(b.requests == [.max(2), .max(1), .max(3)])
+        #expect([a.requests, b.requests, c.requests] == [[.unlimited], [.unlimited], [.unlimited]],
+                "downstream demand only decides when an output is emitted")
     }
 
-    @Test func demandReturnedFromReceiveIsRequestedUpstream() {
-        let a = DemandProbe<Int, TestError>()
-        let b = DemandProbe<String, TestError>()
-        let recorder = a.reduceLatest(b) { Pair($0, $1) }.record(initialDemand: .max(1), demandPerValue: .max(1))
-        a.send(1)
-        #expect(a.requests == [.max(1), .max(1)])
-        #expect(b.requests == [.max(1), .max(1)])
-        #expect(recorder.values == [Pair(1, nil)])
+    /// Issue 8: with demand 0, A=1, B=2, C=3, A=4, then request(1) must give [4,2,3]. The
+    /// upstreams were asked only for what the downstream asked, so upstreams that buffer for
+    /// their subscriber (here `buffer`, on the hub a hot source) handed over their oldest,
+    /// stale values one request at a time. Failed before the fix (`[[1, nil, nil]]`).
+    @Test func withoutDemandOnlyTheLatestOfEachIsDeliveredAndNothingStale() {
+        let subjects = (0..<3).map { _ in PassthroughSubject<Int, TestError>() }
+        let (a, b, c) = (subjects[0], subjects[1], subjects[2])
+        let buffered = subjects.map { $0.buffer(size: 10, prefetch: .byRequest, whenFull: .dropOldest) }
+        let recorder = buffered[0].reduceLatest(buffered[1], buffered[2]) { [$0, $1, $2] }.record(initialDemand: .none)
+        a.send(1); b.send(2); c.send(3); a.send(4)
+        #expect(recorder.values.isEmpty)
+        recorder.request(.max(1))
+        #expect(recorder.values == [[4, 2, 3]])
+        recorder.request(.max(1))
+        #expect(recorder.values == [[4, 2, 3]], "no new value: nothing again")
+        a.send(5)
+        #expect(recorder.values == [[4, 2, 3], [5, 2, 3]])
     }
 
     @Test func valuesWithoutDemandCoalesceIntoOneOutput() {
@@ -128,20 +131,8 @@ struct ReduceLatestTests {
         #expect(recorder.values == [Pair(1, nil), Pair(3, "x"), Pair(3, "y")])
         b.send("z")
         #expect(recorder.values.count == 3)
-    }
-
-    @Test func upstreamsOnlyProduceWhatWasRequested() {
-        let a = PassthroughSubject<Int, TestError>()
-        let b = PassthroughSubject<String, TestError>()
-        let recorder = a.reduceLatest(b) { Pair($0, $1) }.record(initialDemand: .max(1))
-        a.send(1)
-        a.send(2)  // a was asked for one value: the subject drops this one
-        b.send("x")  // b's one value, held until demand arrives
-        #expect(recorder.values == [Pair(1, nil)])
-        recorder.request(.max(2))
-        #expect(recorder.values == [Pair(1, nil), Pair(1, "x")])
-        a.send(3)
-        #expect(recorder.values == [Pair(1, nil), Pair(1, "x"), Pair(3, "x")])
+        recorder.request(.max(1))
+        #expect(recorder.values == [Pair(1, nil), Pair(3, "x"), Pair(3, "y"), Pair(3, "z")])
     }
 
     @Test func nothingIsEmittedBeforeAnyUpstreamHasEmitted() {

@@ -17,42 +17,21 @@ struct SeedsDifferentialTests {
         oc: (OpenCombine.PassthroughSubject<Int, TestError>, OpenCombine.PassthroughSubject<Void, Never>) -> OP
     ) -> (hub: History, oc: History)
     where HP.Output == Int, HP.Failure == TestError, OP.Output == Int, OP.Failure == TestError {
-        let hubSource = HubEngine.PassthroughSubject<Int, TestError>()
-        let hubSignal = HubEngine.PassthroughSubject<Void, Never>()
-        let hubRecorder = RecordingSubscriber<Int, TestError>(
-            initialDemand: Differential.hubDemand(initialDemand), demandPerValue: .max(demandPerValue))
-        hub(hubSource, hubSignal).subscribe(hubRecorder)
-        let ocSource = OpenCombine.PassthroughSubject<Int, TestError>()
-        let ocSignal = OpenCombine.PassthroughSubject<Void, Never>()
-        let ocRecorder = OCRecordingSubscriber<Int, TestError>(
-            initialDemand: Differential.ocDemand(initialDemand), demandPerValue: .max(demandPerValue))
-        oc(ocSource, ocSignal).subscribe(ocRecorder)
-        for step in script {
-            switch step {
-            case .send(let v):
-                hubSource.send(v)
-                ocSource.send(v)
-            case .finish:
-                hubSource.send(completion: .finished)
-                ocSource.send(completion: .finished)
-            case .fail:
-                hubSource.send(completion: .failure(.oops))
-                ocSource.send(completion: .failure(.oops))
-            case .fire:
-                hubSignal.send(())
-                ocSignal.send(())
-            case .finishSignal:
-                hubSignal.send(completion: .finished)
-                ocSignal.send(completion: .finished)
-            case .request(let n):
-                hubRecorder.request(Differential.hubDemand(n))
-                ocRecorder.request(Differential.ocDemand(n))
-            case .cancel:
-                hubRecorder.cancel()
-                ocRecorder.cancel()
-            }
-        }
-        return (hubRecorder.events, ocRecorder.events)
+        Differential.run(
+            script, initialDemand: initialDemand, demandPerValue: demandPerValue,
+            hubSources: (HubEngine.PassthroughSubject<Int, TestError>(), HubEngine.PassthroughSubject<Void, Never>()),
+            ocSources: (OpenCombine.PassthroughSubject<Int, TestError>(), OpenCombine.PassthroughSubject<Void, Never>()),
+            hub: { hub($0.0, $0.1) }, oc: { oc($0.0, $0.1) },
+            play: { step, hub, oc in
+                switch step {
+                case .send(let v): hub.0.send(v); oc.0.send(v)
+                case .finish: hub.0.send(completion: .finished); oc.0.send(completion: .finished)
+                case .fail: hub.0.send(completion: .failure(.oops)); oc.0.send(completion: .failure(.oops))
+                case .fire: hub.1.send(()); oc.1.send(())
+                case .finishSignal: hub.1.send(completion: .finished); oc.1.send(completion: .finished)
+                case .request, .cancel: break
+                }
+            })
     }
 
     private static func parameters(_ seed: Int) -> (script: [SeedScriptStep], initial: Int?, perValue: Int) {

@@ -131,7 +131,7 @@ struct SeedThen<Output, Failure: Error>: Publisher {
 }
 
 /// One step of a two-source script: an upstream subject and a signal subject.
-enum SeedScriptStep: Equatable, CustomStringConvertible {
+enum SeedScriptStep: Equatable, DifferentialStep {
     case send(Int)
     case finish
     case fail
@@ -139,6 +139,14 @@ enum SeedScriptStep: Equatable, CustomStringConvertible {
     case finishSignal
     case request(Int?)
     case cancel
+
+    var downstream: DownstreamAction? {
+        switch self {
+        case .request(let n): return .request(n)
+        case .cancel: return .cancel
+        default: return nil
+        }
+    }
 
     var description: String {
         switch self {

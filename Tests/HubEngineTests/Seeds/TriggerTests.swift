@@ -154,4 +154,29 @@ struct TriggerTests {
         trigger.activate(for: 1000)
         #expect(trigger.keyCount < 17)
     }
+
+    @Test func activationsSeeEveryKeyInOrderAndNilForTheUnkeyedOne() {
+        let trigger = Trigger()
+        let all = trigger.activations.record(initialDemand: .unlimited)
+        let one = ticks(trigger.signal(activatedBy: "a"))
+        #expect(trigger.subscriberCount == 2)
+        trigger.activate(for: "a")
+        trigger.activate(for: 7)
+        trigger.activate()
+        #expect(all.values == [AnyHashable("a"), AnyHashable(7), nil])
+        #expect(one.values.count == 1, "a keyed signal only sees its key")
+        all.cancel()
+        #expect(trigger.subscriberCount == 1)
+    }
+
+    @Test func activationsKeepDemandLikeASubject() {
+        let trigger = Trigger()
+        let all = trigger.activations.record(initialDemand: .max(1))
+        trigger.activate(for: 1)
+        trigger.activate(for: 2)
+        #expect(all.values == [AnyHashable(1)], "without demand, the second activation is missed")
+        all.request(.max(1))
+        trigger.activate(for: 3)
+        #expect(all.values == [AnyHashable(1), AnyHashable(3)])
+    }
 }

@@ -13,8 +13,7 @@ struct SeqOpsPublishersDifferentialTests {
         let hubFuture = HubEngine.Future<Int, TestError> { hubPromise = $0 }
         var ocPromise: OpenCombine.Future<Int, TestError>.Promise?
         let ocFuture = OpenCombine.Future<Int, TestError> { ocPromise = $0 }
-        var hubs: [RecordingSubscriber<Int, TestError>] = []
-        var ocs: [OCRecordingSubscriber<Int, TestError>] = []
+        var runs: [DifferentialRun<Int, TestError>] = []
         var steps: [String] = []
         for _ in 0..<12 {
             let roll = Int.random(in: 0..<100, using: &generator)
@@ -22,22 +21,17 @@ struct SeqOpsPublishersDifferentialTests {
             case 0..<30:
                 let initial = Int.random(in: 0...1, using: &generator)
                 steps.append("subscribe(\(initial))")
-                let hub = RecordingSubscriber<Int, TestError>(initialDemand: .max(initial))
-                hubFuture.subscribe(hub)
-                hubs.append(hub)
-                let oc = OCRecordingSubscriber<Int, TestError>(initialDemand: .max(initial))
-                ocFuture.subscribe(oc)
-                ocs.append(oc)
-            case 30..<60 where !hubs.isEmpty:
-                let index = Int.random(in: 0..<hubs.count, using: &generator)
+                let run = DifferentialRun<Int, TestError>(initialDemand: initial, demandPerValue: 0)
+                run.attach(hub: hubFuture, oc: ocFuture)
+                runs.append(run)
+            case 30..<60 where !runs.isEmpty:
+                let index = Int.random(in: 0..<runs.count, using: &generator)
                 steps.append("request(\(index))")
-                hubs[index].request(.max(1))
-                ocs[index].request(.max(1))
-            case 60..<70 where !hubs.isEmpty:
-                let index = Int.random(in: 0..<hubs.count, using: &generator)
+                runs[index].play(.request(1))
+            case 60..<70 where !runs.isEmpty:
+                let index = Int.random(in: 0..<runs.count, using: &generator)
                 steps.append("cancel(\(index))")
-                hubs[index].cancel()
-                ocs[index].cancel()
+                runs[index].play(.cancel)
             case 70..<88:
                 let value = Int.random(in: 0...9, using: &generator)
                 steps.append("succeed(\(value))")
@@ -51,7 +45,7 @@ struct SeqOpsPublishersDifferentialTests {
                 break
             }
         }
-        #expect(hubs.map(\.events) == ocs.map(\.events), "seed \(seed): \(steps)")
+        #expect(runs.allSatisfy { $0.agree }, "seed \(seed): \(steps)")
     }
 
     @Test(arguments: 0..<100)
@@ -61,9 +55,9 @@ struct SeqOpsPublishersDifferentialTests {
         let fails = Bool.random(using: &generator)
         let initial = Int.random(in: 0...2, using: &generator)
         let perValue = Int.random(in: 0...1, using: &generator)
-        let hub = RecordingSubscriber<Int, TestError>(initialDemand: .max(initial), demandPerValue: .max(perValue))
+        let run = DifferentialRun<Int, TestError>(initialDemand: initial, demandPerValue: perValue)
+        let (hub, oc) = (run.hub, run.oc)
         HubEngine.Record<Int, TestError>(output: output, completion: fails ? .failure(.oops) : .finished).subscribe(hub)
-        let oc = OCRecordingSubscriber<Int, TestError>(initialDemand: .max(initial), demandPerValue: .max(perValue))
         OpenCombine.Record<Int, TestError>(output: output, completion: fails ? .failure(.oops) : .finished).subscribe(oc)
         var steps: [String] = []
         for _ in 0..<4 {

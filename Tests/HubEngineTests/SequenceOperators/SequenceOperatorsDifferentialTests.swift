@@ -134,11 +134,11 @@ struct SequenceOperatorsDifferentialTests {
 
         let hubPrefix = HubEngine.PassthroughSubject<Int, TestError>()
         let hubSuffix = HubEngine.PassthroughSubject<Int, TestError>()
-        let hub = RecordingSubscriber<Int, TestError>(initialDemand: .max(initial), demandPerValue: .max(perValue))
+        let run = DifferentialRun<Int, TestError>(initialDemand: initial, demandPerValue: perValue)
+        let (hub, oc) = (run.hub, run.oc)
         hubPrefix.append(hubSuffix).subscribe(hub)
         let ocPrefix = OpenCombine.PassthroughSubject<Int, TestError>()
         let ocSuffix = OpenCombine.PassthroughSubject<Int, TestError>()
-        let oc = OCRecordingSubscriber<Int, TestError>(initialDemand: .max(initial), demandPerValue: .max(perValue))
         ocPrefix.append(ocSuffix).subscribe(oc)
 
         var cancelled = false
@@ -186,9 +186,9 @@ struct SeqOpsSynchronousSourceTests {
         let initial = Int.random(in: 1...3, using: &generator)
         let perValue = Int.random(in: 0...2, using: &generator)
         let later = Int.random(in: 1...4, using: &generator)
-        let hubRecorder = RecordingSubscriber<Int, Never>(initialDemand: .max(initial), demandPerValue: .max(perValue))
+        let run = DifferentialRun<Int, Never>(initialDemand: initial, demandPerValue: perValue)
+        let (hubRecorder, ocRecorder) = (run.hub, run.oc)
         hub(HubEngine.Publishers.Sequence(sequence: 0..<count)).subscribe(hubRecorder)
-        let ocRecorder = OCRecordingSubscriber<Int, Never>(initialDemand: .max(initial), demandPerValue: .max(perValue))
         oc(OpenCombine.Publishers.Sequence(sequence: 0..<count)).subscribe(ocRecorder)
         hubRecorder.request(.max(later))
         ocRecorder.request(.max(later))

@@ -4,7 +4,7 @@ import HubValue
 import OpenCombine
 
 /// One step of a scripted exchange: what the source sends and what the downstream does.
-enum ScriptStep<Value: Equatable>: Equatable, CustomStringConvertible {
+enum ScriptStep<Value: Equatable>: Equatable, DifferentialStep {
     /// The source subject sends a value.
     case send(Value)
     /// The source subject finishes.
@@ -15,6 +15,14 @@ enum ScriptStep<Value: Equatable>: Equatable, CustomStringConvertible {
     case request(Int?)
     /// The downstream cancels.
     case cancel
+
+    var downstream: DownstreamAction? {
+        switch self {
+        case .request(let n): return .request(n)
+        case .cancel: return .cancel
+        case .send, .finish, .fail: return nil
+        }
+    }
 
     var description: String {
         switch self {
@@ -27,15 +35,96 @@ enum ScriptStep<Value: Equatable>: Equatable, CustomStringConvertible {
     }
 }
 
-/// Runs the same scripted exchange on a HubEngine chain and on an OpenCombine chain, each fed by a
-/// `PassthroughSubject<Int, TestError>` of its own library, and returns both histories.
-///
-/// `hub` and `oc` build the chain under test from the source subject. The
-/// downstream starts with `initialDemand` and returns `demandPerValue` from
-/// each value.
+/// What the downstream does in a script step: the part every differential script shares.
+enum DownstreamAction: Equatable {
+    /// Requests more values (`nil` for unlimited). Never zero.
+    case request(Int?)
+    /// Cancels.
+    case cancel
+}
+
+/// A step of a differential script. Each shape of script (one source, two sources, a source
+/// and a signal, an outer and scripted inners) has its own step type for its sources; the
+/// harness plays the downstream's steps itself.
+protocol DifferentialStep: CustomStringConvertible {
+    /// The downstream's action, or `nil` for a step of the sources.
+    var downstream: DownstreamAction? { get }
+}
+
+/// The one differential harness: the same script played on a HubEngine chain and on its
+/// OpenCombine twin, each ending in a recorder of its own library, with the same initial
+/// demand and demand per value. Every differential test runs through it, either with
+/// ``Differential/run(_:initialDemand:demandPerValue:hubSources:ocSources:hub:oc:play:)``
+/// or, for drivers that hook the recorders (re-entrant scripts, step-by-step comparisons),
+/// with a ``DifferentialRun`` directly.
+final class DifferentialRun<Out: Equatable, Failure: Error & Equatable> {
+    typealias History = [RecordedEvent<Out, Failure>]
+
+    /// The HubEngine side's recorder.
+    let hub: RecordingSubscriber<Out, Failure>
+    /// The OpenCombine side's recorder.
+    let oc: OCRecordingSubscriber<Out, Failure>
+
+    init(initialDemand: Int?, demandPerValue: Int) {
+        hub = RecordingSubscriber(
+            initialDemand: Differential.hubDemand(initialDemand), demandPerValue: .max(demandPerValue))
+        oc = OCRecordingSubscriber(
+            initialDemand: Differential.ocDemand(initialDemand), demandPerValue: .max(demandPerValue))
+    }
+
+    /// Subscribes each recorder to its side's chain.
+    func attach<HP: HubEngine.Publisher, OP: OpenCombine.Publisher>(hub hubChain: HP, oc ocChain: OP)
+    where HP.Output == Out, HP.Failure == Failure, OP.Output == Out, OP.Failure == Failure {
+        hubChain.subscribe(hub)
+        ocChain.subscribe(oc)
+    }
+
+    /// Plays the downstream's action on both recorders.
+    func play(_ action: DownstreamAction) {
+        switch action {
+        case .request(let n):
+            hub.request(Differential.hubDemand(n))
+            oc.request(Differential.ocDemand(n))
+        case .cancel:
+            hub.cancel()
+            oc.cancel()
+        }
+    }
+
+    /// Both histories.
+    var histories: (hub: History, oc: History) { (hub.events, oc.events) }
+
+    /// Whether both sides recorded the same history.
+    var agree: Bool { hub.events == oc.events }
+}
+
+/// Runs scripts through ``DifferentialRun``.
 enum Differential {
     typealias History<Out: Equatable> = [RecordedEvent<Out, TestError>]
 
+    /// Runs `script`: the downstream's steps on the recorders, the others with `play` on
+    /// both sides' sources (`hubSources`/`ocSources`, which `hub`/`oc` build the chains from).
+    static func run<Step: DifferentialStep, HS, OS, Out: Equatable, HP: HubEngine.Publisher, OP: OpenCombine.Publisher>(
+        _ script: [Step],
+        initialDemand: Int? = 0,
+        demandPerValue: Int = 0,
+        hubSources: HS,
+        ocSources: OS,
+        hub: (HS) -> HP,
+        oc: (OS) -> OP,
+        play: (Step, HS, OS) -> Void
+    ) -> (hub: History<Out>, oc: History<Out>)
+    where HP.Output == Out, HP.Failure == TestError, OP.Output == Out, OP.Failure == TestError {
+        let run = DifferentialRun<Out, TestError>(initialDemand: initialDemand, demandPerValue: demandPerValue)
+        run.attach(hub: hub(hubSources), oc: oc(ocSources))
+        for step in script {
+            if let action = step.downstream { run.play(action) } else { play(step, hubSources, ocSources) }
+        }
+        return run.histories
+    }
+
+    /// One source: each side's chain is built on a `PassthroughSubject<Int, TestError>` of
+    /// its own library.
     static func run<Out: Equatable, HP: HubEngine.Publisher, OP: OpenCombine.Publisher>(
         _ script: [ScriptStep<Int>],
         initialDemand: Int? = 0,
@@ -44,33 +133,21 @@ enum Differential {
         oc: (OpenCombine.PassthroughSubject<Int, TestError>) -> OP
     ) -> (hub: History<Out>, oc: History<Out>)
     where HP.Output == Out, HP.Failure == TestError, OP.Output == Out, OP.Failure == TestError {
-        // HubEngine side.
-        let hubSubject = HubEngine.PassthroughSubject<Int, TestError>()
-        let hubRecorder = RecordingSubscriber<Out, TestError>(
-            initialDemand: hubDemand(initialDemand), demandPerValue: .max(demandPerValue))
-        hub(hubSubject).subscribe(hubRecorder)
-        // OpenCombine side.
-        let ocSubject = OpenCombine.PassthroughSubject<Int, TestError>()
-        let ocRecorder = OCRecordingSubscriber<Out, TestError>(
-            initialDemand: ocDemand(initialDemand), demandPerValue: .max(demandPerValue))
-        oc(ocSubject).subscribe(ocRecorder)
-
-        for step in script {
-            apply(step, hubSubject: hubSubject, ocSubject: ocSubject, hubRecorder: hubRecorder, ocRecorder: ocRecorder)
-        }
-        return (hubRecorder.events, ocRecorder.events)
+        run(
+            script, initialDemand: initialDemand, demandPerValue: demandPerValue,
+            hubSources: HubEngine.PassthroughSubject<Int, TestError>(),
+            ocSources: OpenCombine.PassthroughSubject<Int, TestError>(),
+            hub: hub, oc: oc, play: { step, hubSubject, ocSubject in
+                playSource(step, hubSubject: hubSubject, ocSubject: ocSubject)
+            })
     }
 
-    /// Plays one step on both sides: the source subjects send or complete, or the recorders
-    /// request or cancel. Shared by ``run(_:initialDemand:demandPerValue:hub:oc:)``, the
-    /// step-by-step comparisons and the higher-order drivers (whose source subject may not
-    /// exist yet: a `nil` subject ignores the step).
-    static func apply<Out: Equatable>(
+    /// Plays a source step of a one-source script on both subjects (a `nil` subject, a source
+    /// not made yet, ignores it).
+    static func playSource(
         _ step: ScriptStep<Int>,
         hubSubject: HubEngine.PassthroughSubject<Int, TestError>?,
-        ocSubject: OpenCombine.PassthroughSubject<Int, TestError>?,
-        hubRecorder: RecordingSubscriber<Out, TestError>,
-        ocRecorder: OCRecordingSubscriber<Out, TestError>
+        ocSubject: OpenCombine.PassthroughSubject<Int, TestError>?
     ) {
         switch step {
         case .send(let v):
@@ -82,12 +159,8 @@ enum Differential {
         case .fail:
             hubSubject?.send(completion: .failure(.oops))
             ocSubject?.send(completion: .failure(.oops))
-        case .request(let n):
-            hubRecorder.request(hubDemand(n))
-            ocRecorder.request(ocDemand(n))
-        case .cancel:
-            hubRecorder.cancel()
-            ocRecorder.cancel()
+        case .request, .cancel:
+            break
         }
     }
 

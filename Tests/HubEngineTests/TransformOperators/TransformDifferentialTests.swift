@@ -61,11 +61,9 @@ private func stepwise<Out: Equatable, HP: HubEngine.Publisher, OP: OpenCombine.P
     oc: (OpenCombine.PassthroughSubject<Int, TestError>) -> OP
 ) -> String? where HP.Output == Out, HP.Failure == TestError, OP.Output == Out, OP.Failure == TestError {
     let hubSubject = HubEngine.PassthroughSubject<Int, TestError>()
-    let hubRecorder = RecordingSubscriber<Out, TestError>(
-        initialDemand: Differential.hubDemand(initialDemand), demandPerValue: .max(demandPerValue))
     let ocSubject = OpenCombine.PassthroughSubject<Int, TestError>()
-    let ocRecorder = OCRecordingSubscriber<Out, TestError>(
-        initialDemand: Differential.ocDemand(initialDemand), demandPerValue: .max(demandPerValue))
+    let run = DifferentialRun<Out, TestError>(initialDemand: initialDemand, demandPerValue: demandPerValue)
+    let (hubRecorder, ocRecorder) = (run.hub, run.oc)
 
     func difference(after step: String) -> String? {
         var expected = ocRecorder.events
@@ -76,11 +74,14 @@ private func stepwise<Out: Equatable, HP: HubEngine.Publisher, OP: OpenCombine.P
         return "after \(step): HubEngine \(hubRecorder.events), OpenCombine \(expected)"
     }
 
-    hub(hubSubject).subscribe(hubRecorder)
-    oc(ocSubject).subscribe(ocRecorder)
+    run.attach(hub: hub(hubSubject), oc: oc(ocSubject))
     if let difference = difference(after: "subscribe") { return difference }
     for (index, step) in script.enumerated() {
-        Differential.apply(step, hubSubject: hubSubject, ocSubject: ocSubject, hubRecorder: hubRecorder, ocRecorder: ocRecorder)
+        if let action = step.downstream {
+            run.play(action)
+        } else {
+            Differential.playSource(step, hubSubject: hubSubject, ocSubject: ocSubject)
+        }
         if let difference = difference(after: "step \(index) \(step)") { return difference }
     }
     return nil
@@ -271,15 +272,15 @@ struct TransformDifferentialTests {
         let initial = Int.random(in: 1...3, using: &generator)
         let perValue = Int.random(in: 0...2, using: &generator)
 
-        let hub = RecordingSubscriber<[Int], Never>(initialDemand: .max(initial), demandPerValue: .max(perValue))
+        let run = DifferentialRun<[Int], Never>(initialDemand: initial, demandPerValue: perValue)
+        let (hub, oc) = (run.hub, run.oc)
         (0..<count).publisher.collect(size).subscribe(hub)
-        let oc = OCRecordingSubscriber<[Int], Never>(initialDemand: .max(initial), demandPerValue: .max(perValue))
         OpenCombine.Publishers.Sequence<Range<Int>, Never>(sequence: 0..<count).collect(size).subscribe(oc)
         #expect(hub.events == oc.events, "seed \(seed)")
 
-        let hubContains = RecordingSubscriber<Bool, Never>(initialDemand: .max(initial))
+        let containsRun = DifferentialRun<Bool, Never>(initialDemand: initial, demandPerValue: 0)
+        let (hubContains, ocContains) = (containsRun.hub, containsRun.oc)
         (0..<count).publisher.contains(size).subscribe(hubContains)
-        let ocContains = OCRecordingSubscriber<Bool, Never>(initialDemand: .max(initial))
         OpenCombine.Publishers.Sequence<Range<Int>, Never>(sequence: 0..<count).contains(size).subscribe(ocContains)
         #expect(hubContains.events == ocContains.events, "seed \(seed)")
     }

@@ -1,3 +1,4 @@
+import Synchronization
 import NetworkTestSupport
 import HubRegistry
 import HubValue
@@ -219,12 +220,32 @@ final class TestClient: @unchecked Sendable {
         return result
     }
 
-    /// Checks that no event arrives within `window` (a bounded poll for silence).
-    func expectNothing(for window: Duration = .milliseconds(150), sourceLocation: SourceLocation = #_sourceLocation) async {
+    /// Acks of the marker `list`s ``expectNothing(sourceLocation:)`` sends (negative, so
+    /// that they never meet a test's own acks).
+    private let markers = Mutex<Int64>(-1_000_000)
+
+    /// Checks that nothing is queued for this client, deterministically: sends a `list`
+    /// with a marker ack and expects its `catalog` as the very next message. The server
+    /// handles a connection's messages in order, and everything that the earlier ones
+    /// (or the hub operations the test awaited) queued for this connection is written
+    /// before that answer, so anything else arriving first is a failure; no window of
+    /// silence is waited out.
+    func expectNothing(sourceLocation: SourceLocation = #_sourceLocation) async {
+        let ack = markers.withLock { value -> Int64 in
+            value -= 1
+            return value
+        }
         do {
-            let event = try await events.next(timeout: window, "silence")
-            Issue.record("expected nothing, got \(describe(event))", sourceLocation: sourceLocation)
-        } catch {}
+            try await send(json(["op": "list", "ack": .int(ack)]))
+            let event = try await events.next(timeout: quick, "the marker's catalog")
+            if case .message(.text, let bytes) = event, let answer = try? Value.parse(bytes),
+               answer["op"] == "catalog", answer["ack"] == .int(ack) {
+                return
+            }
+            Issue.record("expected nothing before the marker's catalog, got \(describe(event))", sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("the marker's catalog did not come: \(error)", sourceLocation: sourceLocation)
+        }
     }
 
     /// Skips messages until the close event; returns its code.

@@ -1,0 +1,74 @@
+import HubTransport
+
+/// The plain HTTP endpoints of a ``HubService``, served beside WebSocket on its port
+/// (and on the admin listener when one is configured):
+///
+/// | path | answer |
+/// |---|---|
+/// | `GET /health` | `200 ok`: the process is alive and its loop answers |
+/// | `GET /ready` | `200 ready` while serving; `503` with the reason while starting, draining or stopping, or while a readiness check fails |
+/// | anything else | `404` |
+///
+/// With an admin listener, the main port keeps only `/health` and `/ready` (load
+/// balancers probe the port they send traffic to); everything else is on the admin one.
+struct ServiceRoutes {
+    /// Which listener a request came in on.
+    enum Listener {
+        /// The WebSocket port (everything when no admin listener is configured).
+        case main
+        /// The separate admin listener.
+        case admin
+    }
+
+    /// Answers `exchange`, which arrived on `listener`; `adminSplit` says whether an admin
+    /// listener is configured.
+    static func handle(_ exchange: HTTPExchange, on listener: Listener, adminSplit: Bool, core: ServiceCore) {
+        let request = exchange.request
+        switch request.path {
+        case "/health":
+            exchange.respond(plain(200, "ok"))
+        case "/ready":
+            if let reason = core.notReadyReason {
+                exchange.respond(plain(503, "not ready: \(reason)"))
+            } else {
+                exchange.respond(plain(200, "ready"))
+            }
+        default:
+            if listener == .main && adminSplit {
+                exchange.respond(.notFound(request.path))
+                return
+            }
+            operatorRoute(exchange, core: core)
+        }
+    }
+
+    /// The paths for operators (the admin listener's, or the main port's without one).
+    private static func operatorRoute(_ exchange: HTTPExchange, core: ServiceCore) {
+        let request = exchange.request
+        switch request.path {
+        case "/metrics":
+            guard core.mayAdminister(request) else {
+                exchange.respond(unauthorized())
+                return
+            }
+            let body = core.exporter.render(core.snapshot(for: .metrics))
+            exchange.respond(HTTPResponse(
+                status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
+                headers: [.init("cache-control", "no-store")], body: body))
+        default:
+            exchange.respond(.notFound(request.path))
+        }
+    }
+
+    /// `401` asking for a bearer token.
+    static func unauthorized() -> HTTPResponse {
+        HTTPResponse(
+            status: 401, headers: [.init("www-authenticate", "Bearer realm=\"hub\""), .init("cache-control", "no-store")],
+            text: "unauthorized: send an accepted token as Authorization: Bearer TOKEN\n")
+    }
+
+    /// A `text/plain` response of one line that is never cached.
+    static func plain(_ status: Int, _ line: String) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [.init("cache-control", "no-store")], text: line + "\n")
+    }
+}

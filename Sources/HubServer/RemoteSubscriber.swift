@@ -1,0 +1,119 @@
+import HubEngine
+import HubRegistry
+import HubValue
+import HubWire
+
+/// The end of one remote subscription's pipeline on the server: the engine subscriber
+/// whose demand is what the client granted (`subscribe`'s `demand`, then `request`)
+/// and whose values go out as that subscription's `next`.
+///
+/// It never asks upstream for more than the client granted (PROTOCOL.md §5.1); a
+/// running total of 2^53−1 or more becomes `.unlimited` (§5.2). Values, `complete`
+/// and `error` go straight to the session's ``SessionOutbound``; a subscription that
+/// ends removes itself from the session's table. Confined to the hub's event loop.
+final class RemoteSubscriber: Subscriber {
+    typealias Input = Value
+    typealias Failure = HubError
+
+    /// The client's id for it.
+    let id: UInt64
+    /// Whether values go out as the batch form of `next`.
+    let batch: Bool
+    /// Its `next` envelope.
+    let envelope: NextEnvelope
+    // Strong, so that a delivery costs no reference counting (an unowned reference is
+    // retained on every use): the cycle through the session's table is broken when the
+    // subscription leaves the table (cancel, completion, or the session's end).
+    private let outbound: SessionOutbound
+    private let subscriptions: SessionSubscriptions
+    /// Where its deliveries are counted (the name's, or the ad-hoc pipelines').
+    private let counters: NameCounters
+    /// The pipeline it subscribes to (its name, or "ad-hoc"), for failures; `nil` otherwise.
+    private let pipeline: String?
+    // Confined to the loop, and never re-entered while one of these accesses is open:
+    // the dynamic exclusivity check would only cost.
+    @exclusivity(unchecked) private var upstream: (any Subscription)?
+    @exclusivity(unchecked) private var pendingDemand = Subscribers.Demand.none
+    @exclusivity(unchecked) private var granted: UInt64 = 0
+    @exclusivity(unchecked) private var unlimited = false
+    @exclusivity(unchecked) private(set) var isFinished = false
+
+    /// The largest exact total; at or beyond it demand is unlimited.
+    static let unlimitedThreshold: UInt64 = (1 << 53) - 1
+
+    init(
+        id: UInt64, batch: Bool, outbound: SessionOutbound, subscriptions: SessionSubscriptions,
+        counters: NameCounters, pipeline: String? = nil
+    ) {
+        self.id = id
+        self.batch = batch
+        self.envelope = NextEnvelope(id: id)
+        self.outbound = outbound
+        self.subscriptions = subscriptions
+        self.counters = counters
+        self.pipeline = pipeline
+    }
+
+    /// Adds the client's demand, as `request` or the initial `demand` of `subscribe`.
+    func grant(_ demand: Subscribers.Demand) {
+        guard !isFinished, !unlimited, demand > 0 else { return }
+        let effective: Subscribers.Demand
+        if let n = demand.max, granted + UInt64(n) < RemoteSubscriber.unlimitedThreshold {
+            granted += UInt64(n)
+            effective = demand
+        } else {
+            unlimited = true
+            effective = .unlimited
+        }
+        if let upstream {
+            upstream.request(effective)
+        } else {
+            pendingDemand += effective
+        }
+    }
+
+    /// Stops the subscription upstream; nothing more is delivered.
+    func cancel() {
+        guard !isFinished else { return }
+        isFinished = true
+        upstream.take()?.cancel()
+    }
+
+    func receive(subscription: any Subscription) {
+        guard upstream == nil, !isFinished else {
+            subscription.cancel()
+            return
+        }
+        upstream = subscription
+        if pendingDemand > 0 {
+            let demand = pendingDemand
+            pendingDemand = .none
+            subscription.request(demand)
+        }
+    }
+
+    func receive(_ input: Value) -> Subscribers.Demand {
+        guard !isFinished else { return .none }
+        counters.delivered &+= 1
+        outbound.sendNext(input, envelope: envelope, batch: batch)
+        return .none
+    }
+
+    /// Writes the end of the subscription, `complete` or `error` with its id, unless the
+    /// client or the session ended it first.
+    func receive(completion: Subscribers.Completion<HubError>) {
+        guard !isFinished else { return }
+        isFinished = true
+        upstream = nil
+        guard subscriptions.remove(self) else { return }
+        switch completion {
+        case .finished:
+            outbound.send(.complete(id: id))
+        case .failure(let error):
+            if let pipeline, error.code == .failed {
+                outbound.pipelineFailed(pipeline, subscription: id, error: error)
+            }
+            outbound.sendError(error, id: id, ack: nil)
+        }
+    }
+}

@@ -1,0 +1,118 @@
+import HubRegistry
+import HubTransport
+import HubWire
+import Logging
+
+/// What every session of a service is made with: the hub, the sessions'
+/// configuration, the loop's encoding cache and the service's logger.
+struct SessionFactory {
+    let hub: Hub
+    let configuration: SessionConfiguration
+    let encodingCache: ValueEncodingCache
+    let logger: Logger
+    let counters: ServiceCounters
+
+    /// A session with a fresh id on `connection`, whose client is at `peer`.
+    func makeSession(on connection: any SessionConnection, authorization: String?, peer: String?) -> Session {
+        let id = String(UInt64.random(in: 1...UInt64.max), radix: 16)
+        var sessionLogger = logger
+        sessionLogger[metadataKey: "session"] = "\(id)"
+        if let peer { sessionLogger[metadataKey: "peer"] = "\(peer)" }
+        return Session(
+            id: id, hub: hub, connection: connection, configuration: configuration,
+            authorization: authorization, encodingCache: encodingCache, logger: sessionLogger, counters: counters)
+    }
+}
+
+/// Connects one WebSocket connection to its ``Session``: frames in, the session's
+/// messages out, and the close reported to the service.
+final class SessionHandler: WebSocketConnectionHandler, SessionConnection {
+    private let connection: WebSocketConnection
+    private let sessions: SessionFactory
+    private let onClose: (SessionHandler) -> Void
+    private(set) var session: Session?
+    /// When the connection opened (nanoseconds since the Unix epoch).
+    let openedAt: Int64
+    /// The session's logger (with its id and the peer), once open.
+    private var logger: Logger?
+
+    init(connection: WebSocketConnection, sessions: SessionFactory, onClose: @escaping (SessionHandler) -> Void) {
+        self.connection = connection
+        self.sessions = sessions
+        self.onClose = onClose
+        openedAt = Hub.systemWallClock().nanoseconds
+    }
+
+    /// The client's address.
+    var peer: String? { connection.peer }
+    /// Payload bytes received so far.
+    var bytesReceived: Int { connection.bytesReceived }
+    /// Bytes written so far.
+    var bytesSent: Int { connection.bytesWritten }
+
+    func connectionDidOpen(_ connection: WebSocketConnection) {
+        sessions.counters.connectionsOpened += 1
+        let session = sessions.makeSession(on: self, authorization: connection.authorization, peer: connection.peer)
+        self.session = session
+        var logger = sessions.logger
+        logger[metadataKey: "session"] = "\(session.id)"
+        if let peer = connection.peer { logger[metadataKey: "peer"] = "\(peer)" }
+        logger.info("connection opened", metadata: ["path": "\(connection.requestPath)"])
+        self.logger = logger
+        session.start()
+    }
+
+    func connection(_ connection: WebSocketConnection, didReceive payload: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {
+        switch kind {
+        case .text: session?.receive(text: payload)
+        case .binary: session?.receiveBinary()
+        }
+    }
+
+    func connection(_ connection: WebSocketConnection, didCloseWith code: WebSocketCloseCode?, reason: String) {
+        if var logger, let session {
+            if let client = session.clientName { logger[metadataKey: "client"] = "\(client)" }
+            let seconds = Double(Hub.systemWallClock().nanoseconds - openedAt) / 1e9
+            logger.info(
+                "connection closed",
+                metadata: [
+                    "code": "\(code.map { String($0.rawValue) } ?? "none")", "reason": "\(reason)",
+                    "authenticated": "\(session.isAuthenticated)",
+                    "seconds": "\((seconds * 1000).rounded() / 1000)",
+                    "bytes_in": "\(connection.bytesReceived)", "bytes_out": "\(connection.bytesWritten)",
+                ])
+        }
+        session?.connectionClosed()
+        session = nil
+        onClose(self)
+    }
+
+    /// The connection's raw writes so far.
+    var writeCalls: Int { connection.writeCalls }
+    /// The connection's messages written so far.
+    var messagesWritten: Int { connection.messagesWritten }
+
+    // MARK: SessionConnection
+
+    func sendMessage(_ build: (inout [UInt8]) -> Void) -> Bool {
+        connection.sendFrame(kind: .text, build)
+    }
+
+    func sendMessage(prefix: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, suffix: UnsafeRawBufferPointer) -> Bool {
+        connection.send(prefix: prefix, body: body, suffix: suffix, kind: .text)
+    }
+
+    func sendBatched(key: UInt64, closing: [UInt8], _ append: (inout [UInt8], Bool) -> Void) -> Bool {
+        connection.sendCoalescing(key: key, kind: .text, closing: closing, append)
+    }
+
+    var queuedBytes: Int { connection.queuedBytes }
+
+    func close(code: HubCloseCode, reason: String, discardingQueued: Bool) {
+        connection.close(code: WebSocketCloseCode(code.rawValue), reason: reason, discardingQueued: discardingQueued)
+    }
+
+    func abort() {
+        connection.abort()
+    }
+}

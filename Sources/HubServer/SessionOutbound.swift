@@ -1,0 +1,133 @@
+import HubEngine
+import HubValue
+import HubWire
+import Logging
+
+/// The way out of one session: every server message it writes, the `next` of each
+/// value a remote subscriber delivers (its JSON encoded once for all subscribers
+/// through the loop's ``ValueEncodingCache``), the bound on what a client may leave
+/// unread, and the close of the connection.
+///
+/// A session and its remote subscribers write through it; it reaches the network
+/// only through ``SessionConnection``. Confined to the hub's event loop.
+final class SessionOutbound {
+    private let connection: any SessionConnection
+    private let subscriptions: SessionSubscriptions
+    private let encodingCache: ValueEncodingCache
+    private let scheduler: any Scheduler
+    private let maxQueuedBytes: Int
+    private let closeTimeout: Duration
+    /// The service loop's counters (slow consumers, pipeline failures).
+    let counters: ServiceCounters
+    /// The session's logger (a `hello` adds the client's name to its metadata).
+    var logger: Logger
+    /// Whether the session has ended (connection closed, slow consumer, refusal, shutdown).
+    // Confined to the loop, and never re-entered while an access is open.
+    @exclusivity(unchecked) private(set) var isClosed = false
+    /// Drops a connection this side closed once its close frame has had `closeTimeout`.
+    private var closeTimer: (any Cancellable)?
+
+    init(
+        connection: any SessionConnection, subscriptions: SessionSubscriptions, encodingCache: ValueEncodingCache,
+        scheduler: any Scheduler, maxQueuedBytes: Int, closeTimeout: Duration, logger: Logger,
+        counters: ServiceCounters
+    ) {
+        self.counters = counters
+        self.connection = connection
+        self.subscriptions = subscriptions
+        self.encodingCache = encodingCache
+        self.scheduler = scheduler
+        self.maxQueuedBytes = maxQueuedBytes
+        self.closeTimeout = closeTimeout
+        self.logger = logger
+    }
+
+    // MARK: Messages
+
+    /// Writes `message` (nothing once closed).
+    func send(_ message: ServerMessage) {
+        guard !isClosed else { return }
+        connection.sendMessage { buffer in message.encode(into: &buffer) }
+        checkQueue()
+    }
+
+    /// Writes an `error`, for subscription `id` or a request's `ack` when given.
+    func sendError(_ error: HubError, id: UInt64?, ack: Int64?) {
+        send(.error(error, id: id, ack: ack))
+    }
+
+    /// Writes one value of a subscription: `next` around the value's cached JSON, or
+    /// one more element of the subscription's open batch `next`.
+    func sendNext(_ value: Value, envelope: NextEnvelope, batch: Bool) {
+        guard !isClosed else { return }
+        if batch {
+            let encodingCache = self.encodingCache
+            connection.sendBatched(key: envelope.id, closing: NextEnvelope.batchTail) { buffer, opensMessage in
+                if opensMessage {
+                    envelope.appendBatchHead(to: &buffer)
+                } else {
+                    buffer.append(NextEnvelope.batchSeparator)
+                }
+                encodingCache.append(value, to: &buffer)
+            }
+        } else {
+            // Straight into the connection's queue: head, the value encoded once, tail.
+            let connection = self.connection
+            encodingCache.withEncoded(value) { body in
+                envelope.head.withUnsafeBytes { head in
+                    NextEnvelope.tail.withUnsafeBytes { tail in
+                        _ = connection.sendMessage(prefix: head, body: body, suffix: tail)
+                    }
+                }
+            }
+        }
+        checkQueue()
+    }
+
+    /// A pipeline subscription ended with `failed`: counted and logged with the pipeline's name.
+    func pipelineFailed(_ pipeline: String, subscription id: UInt64, error: HubError) {
+        counters.pipelineFailures += 1
+        logger.notice(
+            "pipeline failed",
+            metadata: ["pipeline": "\(pipeline)", "subscription": "\(id)", "error": "\(error.message)"])
+    }
+
+    // MARK: Ending
+
+    /// Ends the session from this side: every subscription is cancelled upstream and
+    /// the connection closed with `code`. If the close frame has not gone out within
+    /// `closeTimeout`, the connection is dropped: a client that stopped reading cannot
+    /// hold it (and what lws buffered for it) forever, and one that resumes in time
+    /// still gets the close frame (PROTOCOL.md §5.8).
+    func end(closing code: HubCloseCode, reason: String, discardingQueued: Bool) {
+        guard !isClosed else { return }
+        isClosed = true
+        subscriptions.cancelAll()
+        connection.close(code: code, reason: reason, discardingQueued: discardingQueued)
+        let deadline = scheduler.now.advanced(by: closeTimeout)
+        closeTimer = scheduler.schedule(after: deadline) { [weak self] in
+            guard let self, self.closeTimer != nil else { return }
+            self.closeTimer = nil
+            self.logger.info("dropping a connection that did not take its close frame")
+            self.connection.abort()
+        }
+    }
+
+    /// The connection closed (whichever side began): subscriptions are cancelled, the
+    /// close deadline forgotten.
+    func connectionClosed() {
+        closeTimer.take()?.cancel()
+        guard !isClosed else { return }
+        isClosed = true
+        subscriptions.cancelAll()
+    }
+
+    /// Closes a connection whose client stopped reading (PROTOCOL.md §5.8).
+    private func checkQueue() {
+        guard connection.queuedBytes > maxQueuedBytes, !isClosed else { return }
+        counters.slowConsumerCloses += 1
+        logger.warning(
+            "closing slow consumer", metadata: ["queued": "\(connection.queuedBytes)", "limit": "\(maxQueuedBytes)"])
+        end(closing: .slowConsumer, reason: "slow consumer", discardingQueued: true)
+    }
+}

@@ -1,0 +1,57 @@
+import NetworkTestSupport
+import HubServer
+import HubTransport
+import Synchronization
+import Testing
+
+/// The broker's plain HTTP endpoints beside WebSocket on its port, and on the admin
+/// listener when one is configured: real services, real sockets.
+@Suite("Server HTTP endpoints", .serialized)
+struct ServerHTTPTests {
+    @Test func healthAndReadyAnswerOnTheWebSocketPortWhileItServes() async throws {
+        let harness = try await HubServerHarness()
+        defer { Task { await harness.stop() } }
+        let health = try await HTTPTestClient.request(port: harness.port, path: "/health")
+        #expect(health.status == 200)
+        #expect(health.text == "ok\n")
+        #expect(health.headers["cache-control"] == "no-store")
+        let ready = try await HTTPTestClient.request(port: harness.port, path: "/ready")
+        #expect(ready.status == 200)
+        #expect(ready.text == "ready\n")
+        #expect(try await HTTPTestClient.request(port: harness.port, path: "/nope").status == 404)
+        // WebSocket on the same port.
+        let client = try await harness.connect()
+        #expect(client.welcome["op"] == "welcome")
+    }
+
+    @Test func aReadinessCheckThatFailsMakesReady503WithItsReason() async throws {
+        let harness = try await HubServerHarness()
+        defer { Task { await harness.stop() } }
+        let reachable = Atomic<Bool>(false)
+        try await harness.service.addReadinessCheck(named: "nats") {
+            reachable.load(ordering: .relaxed) ? nil : "unreachable"
+        }
+        let down = try await HTTPTestClient.request(port: harness.port, path: "/ready")
+        #expect(down.status == 503)
+        #expect(down.text == "not ready: nats: unreachable\n")
+        #expect(try await HTTPTestClient.request(port: harness.port, path: "/health").status == 200)
+        reachable.store(true, ordering: .relaxed)
+        #expect(try await HTTPTestClient.request(port: harness.port, path: "/ready").status == 200)
+    }
+
+    @Test func anAdminListenerServesTheOperatorsAndTheMainPortKeepsProbes() async throws {
+        var configuration = HubService.Configuration()
+        configuration.admin = .init(host: "127.0.0.1", port: 0)
+        let harness = try await HubServerHarness(configuration)
+        defer { Task { await harness.stop() } }
+        let adminPort = await harness.service.adminPort
+        #expect(adminPort > 0)
+        #expect(adminPort != harness.port)
+        for port in [harness.port, adminPort] {
+            #expect(try await HTTPTestClient.request(port: port, path: "/health").status == 200)
+            #expect(try await HTTPTestClient.request(port: port, path: "/ready").status == 200)
+        }
+        let statistics = await harness.service.statistics
+        #expect(statistics.connections == 0)
+    }
+}

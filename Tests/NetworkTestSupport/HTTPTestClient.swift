@@ -1,0 +1,136 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A minimal HTTP/1.1 client over a real TCP socket, for tests of the servers' plain
+/// HTTP endpoints: it sends requests and reads each response by its `content-length`,
+/// so that several requests can share one keep-alive connection.
+///
+/// Blocking calls run on a detached task; every read has a generous timeout.
+public final class HTTPTestClient: @unchecked Sendable {
+    /// One response.
+    public struct Response: Sendable {
+        /// The status code.
+        public var status: Int
+        /// The headers, names lower-cased.
+        public var headers: [String: String]
+        /// The body.
+        public var body: [UInt8]
+        /// The body as UTF-8 text.
+        public var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    /// Why a request failed.
+    public struct Failure: Error, CustomStringConvertible {
+        /// What went wrong.
+        public var description: String
+    }
+
+    private let socket: Int32
+    private var pending: [UInt8] = []
+
+    /// Connects to `host:port` (IPv4).
+    public init(host: String = "127.0.0.1", port: Int, timeoutSeconds: Int = 30) throws {
+        socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw Failure(description: "socket: errno \(errno)") }
+        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        inet_pton(AF_INET, host, &address.sin_addr)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        // A throwing initializer of a fully initialised class still runs deinit, which
+        // closes the socket (closing it here too would close a descriptor twice).
+        guard connected == 0 else {
+            throw Failure(description: "connect to \(host):\(port): errno \(errno)")
+        }
+    }
+
+    deinit { close(socket) }
+
+    /// Sends one request and reads its response (blocking).
+    public func send(method: String = "GET", path: String, headers: [String: String] = [:], body: [UInt8] = [])
+        throws -> Response
+    {
+        var request = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        for (name, value) in headers { request += "\(name): \(value)\r\n" }
+        if !body.isEmpty || method == "POST" { request += "Content-Length: \(body.count)\r\n" }
+        request += "\r\n"
+        let bytes = Array(request.utf8) + body
+        var sent = 0
+        while sent < bytes.count {
+            let count = bytes[sent...].withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard count > 0 else { throw Failure(description: "send: errno \(errno)") }
+            sent += count
+        }
+        return try readResponse(method: method)
+    }
+
+    private func readResponse(method: String) throws -> Response {
+        let separator: [UInt8] = Array("\r\n\r\n".utf8)
+        var headerEnd: Int?
+        while headerEnd == nil {
+            if let range = pending.firstRange(of: separator) { headerEnd = range.upperBound; break }
+            try fill()
+        }
+        let head = String(decoding: pending[..<headerEnd!], as: UTF8.self)
+        pending.removeFirst(headerEnd!)
+        var lines = head.components(separatedBy: "\r\n").filter { !$0.isEmpty }
+        let statusLine = lines.removeFirst().split(separator: " ")
+        guard statusLine.count >= 2, let status = Int(statusLine[1]) else {
+            throw Failure(description: "bad status line in \(head)")
+        }
+        var headers: [String: String] = [:]
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        let length = method == "HEAD" ? 0 : Int(headers["content-length"] ?? "0") ?? 0
+        while pending.count < length { try fill() }
+        let body = Array(pending.prefix(length))
+        pending.removeFirst(length)
+        return Response(status: status, headers: headers, body: body)
+    }
+
+    /// Whether the server has closed the connection (reads until EOF or the timeout).
+    public func readsEndOfStream() -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            if count == 0 { return true }
+            if count < 0 { return false }
+        }
+    }
+
+    private func fill() throws {
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else {
+            throw Failure(description: count == 0 ? "the server closed the connection" : "recv: errno \(errno)")
+        }
+        pending.append(contentsOf: buffer[..<count])
+    }
+
+    /// One request on a new connection, run off the caller's thread.
+    public static func request(
+        port: Int, method: String = "GET", path: String, headers: [String: String] = [:]
+    ) async throws -> Response {
+        try await Task.detached {
+            let client = try HTTPTestClient(port: port)
+            return try client.send(method: method, path: path, headers: headers)
+        }.value
+    }
+}
+
+extension HTTPTestClient {
+    /// Shuts the connection down both ways (the server sees it close; a blocked read ends).
+    public func shutdownConnection() {
+        shutdown(socket, Int32(SHUT_RDWR))
+    }
+}
