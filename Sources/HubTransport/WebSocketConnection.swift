@@ -91,6 +91,9 @@ public final class WebSocketConnection {
     @exclusivity(unchecked) private var inbound: InboundAssembler
     @exclusivity(unchecked) private var masking = WebSocketMasking()
     @exclusivity(unchecked) private var writableRequested = false
+    /// Whether the rest of the queue waits for a writable callback (the socket did not
+    /// take everything, or a close is due).
+    var isAwaitingWritable: Bool { writableRequested }
     @exclusivity(unchecked) private var flushScheduled = false
 
     init(
@@ -315,10 +318,15 @@ public final class WebSocketConnection {
             sendCloseFrame(wsi, action)
             return -1
         }
-        // Callbacks may come unrequested.
-        if outbound.isEmpty { return 0 }
+        // Callbacks may come unrequested (or after lws sent the rest of our last write).
+        if outbound.isEmpty {
+            handler?.connectionDidDrainOutbound(self)
+            return 0
+        }
         guard writeNextStep(wsi) else { return -1 }
-        if !outbound.isEmpty || handshake.pending != nil {
+        // lws asks for a writable callback itself when it kept part of the write: say so,
+        // so that nothing newer is written before that part.
+        if !outbound.isEmpty || handshake.pending != nil || lws_partial_buffered(wsi) != 0 {
             requestWritable()
         } else {
             handler?.connectionDidDrainOutbound(self)
@@ -335,6 +343,11 @@ public final class WebSocketConnection {
     func flush() {
         flushScheduled = false
         guard let wsi, !writableRequested, handshake.isEstablished else { return }
+        // lws still holds part of an earlier write: it must go first, from a writable callback.
+        if lws_partial_buffered(wsi) != 0 {
+            requestWritable()
+            return
+        }
         var steps = 0
         while handshake.writesQueued(queueIsEmpty: outbound.isEmpty) {
             guard writeNextStep(wsi) else {
@@ -345,7 +358,7 @@ public final class WebSocketConnection {
             steps += 1
             if lws_partial_buffered(wsi) != 0 || steps == WebSocketConnection.stepsPerFlush { break }
         }
-        if !outbound.isEmpty || handshake.pending != nil {
+        if !outbound.isEmpty || handshake.pending != nil || lws_partial_buffered(wsi) != 0 {
             requestWritable()
         } else {
             handler?.connectionDidDrainOutbound(self)
