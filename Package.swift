@@ -15,13 +15,14 @@ let package = Package(
         .library(name: "HubPipeline", targets: ["HubPipeline"]),
         .library(name: "HubRegistry", targets: ["HubRegistry"]),
         .library(name: "HubTesting", targets: ["HubTesting"]),
+        .library(name: "HubSQLite", targets: ["HubSQLite"]),
         .library(name: "HubTransport", targets: ["HubTransport"]),
         .library(name: "HubServer", targets: ["HubServer"]),
         .library(name: "HubClient", targets: ["HubClient"]),
         .executable(name: "hubcli", targets: ["hubcli"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.0"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
         .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
@@ -77,6 +78,26 @@ let package = Package(
             name: "HubTesting",
             dependencies: ["HubEngine", "HubValue"]
         ),
+        // Durable subjects: SQLite from the system, as libwebsockets is. The store lives in
+        // its own module so that a hub without durable subjects (and HubRegistry's users)
+        // does not link libsqlite3, and a cluster store can sit beside it.
+        .systemLibrary(
+            name: "CSQLite",
+            path: "Sources/CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .target(
+            name: "HubSQLite",
+            dependencies: [
+                "CSQLite",
+                "HubEngine",
+                "HubValue",
+                "HubWire",
+                "HubRegistry",
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]
+        ),
         .systemLibrary(
             name: "CWebsockets",
             path: "Sources/CWebsockets",
@@ -130,6 +151,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         .executableTarget(
@@ -176,6 +198,10 @@ let package = Package(
         .testTarget(
             name: "HubRegistryTests",
             dependencies: ["HubRegistry", "HubPipeline", "HubEngine", "HubValue", "HubWire", "HubTesting"]
+        ),
+        .testTarget(
+            name: "HubStoreTests",
+            dependencies: ["HubRegistry", "HubSQLite", "CSQLite", "HubEngine", "HubValue", "HubWire"]
         ),
         .testTarget(
             name: "HubTransportTests",

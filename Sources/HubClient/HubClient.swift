@@ -161,6 +161,19 @@ public final class HubClient: Sendable {
         try await acked { .trigger(name: name, key: key, ack: $0) }
     }
 
+    /// Deletes the subject `name` (its subscribers complete; a completed or failed subject
+    /// can be used again; a declared one starts over with its initial value).
+    public func delete(_ name: String) async throws(HubClientError) {
+        try await acked { .delete(name: name, ack: $0) }
+    }
+
+    /// Asks the server to drain (needs the `admin` permission): it refuses new
+    /// connections and closes the open ones, this one included, with 1012 over `grace`
+    /// (its configured default when `nil`), then stops. Returns at the server's ack.
+    public func drain(grace: Duration? = nil) async throws(HubClientError) {
+        try await acked { .drain(grace: grace, ack: $0) }
+    }
+
     /// The server's catalog: subjects, named pipelines and triggers with subscriber counts.
     public func list() async throws(HubClientError) -> Catalog {
         let answer = try await call { .list(ack: $0) }

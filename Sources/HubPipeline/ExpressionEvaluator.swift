@@ -100,6 +100,21 @@ public struct ExpressionEvaluator {
         }
     }
 
+    /// Takes `steps` more from this evaluation's budget: work in proportion to the data a
+    /// step handles (joining, writing or searching strings and arrays) is counted at one
+    /// step per ``bytesPerStep`` bytes of text or ``elementsPerStep`` elements.
+    func spend(_ steps: Int, at position: SourcePosition) throws(Failure) {
+        budget.remaining -= steps
+        if budget.remaining < 0 {
+            throw Failure("the expression took too many steps", at: position)
+        }
+    }
+
+    /// The bytes of text copied, written or searched per evaluation step.
+    static let bytesPerStep = 256
+    /// The array elements or object members copied or searched per evaluation step.
+    static let elementsPerStep = 16
+
     // MARK: - Evaluation
 
     /// The value of `expression` in this scope.
@@ -146,7 +161,10 @@ public struct ExpressionEvaluator {
             if Self.isTruthy(try evaluate(left)) { return .bool(true) }
             return .bool(Self.isTruthy(try evaluate(right)))
         case let .binary(op, left, right):
-            return try Self.apply(op, try evaluate(left), try evaluate(right), at: at)
+            let a = try evaluate(left), b = try evaluate(right)
+            let result = try Self.apply(op, a, b, at: at)
+            try spend(Self.dataSteps(op, a, b), at: at)
+            return result
         case let .conditional(condition, then, otherwise):
             return Self.isTruthy(try evaluate(condition)) ? try evaluate(then) : try evaluate(otherwise)
         case let .array(elements):
@@ -162,6 +180,25 @@ public struct ExpressionEvaluator {
             return try call(name, arguments, at: at)
         case .lambda:
             throw Failure("a lambda can only be an argument of map, filter or sort", at: at)
+        }
+    }
+
+    /// The extra steps of a binary operator over large operands: joining copies both,
+    /// comparing for equality may walk both.
+    static func dataSteps(_ op: ExpressionSyntax.BinaryOperator, _ a: Value, _ b: Value) -> Int {
+        switch (op, a, b) {
+        case let (.add, .string(x), .string(y)):
+            return (x.utf8.count + y.utf8.count) / bytesPerStep
+        case let (.add, .array(x), .array(y)):
+            return (x.count + y.count) / elementsPerStep
+        case (.equal, .array, _), (.equal, .object, _), (.notEqual, .array, _), (.notEqual, .object, _):
+            return a.measure(maxBytes: maximumStringBytes).nodes / elementsPerStep
+        case let (.equal, .string(x), _), let (.notEqual, .string(x), _),
+             let (.less, .string(x), _), let (.lessOrEqual, .string(x), _),
+             let (.greater, .string(x), _), let (.greaterOrEqual, .string(x), _):
+            return x.utf8.count / bytesPerStep
+        default:
+            return 0
         }
     }
 

@@ -55,6 +55,7 @@ extension ExpressionEvaluator {
         }
         var args: [Value] = []
         for e in expressions { args.append(try evaluate(e)) }
+        try spend(Self.dataSteps(of: name, args), at: at)
         return try apply(name, args, at: at)
     }
 
@@ -62,6 +63,27 @@ extension ExpressionEvaluator {
         if range.lowerBound == range.upperBound { return "\(range.lowerBound)" }
         if range.upperBound >= 64 { return "at least \(range.lowerBound)" }
         return "\(range.lowerBound) to \(range.upperBound)"
+    }
+
+    /// The steps a function call takes beyond its own: in proportion to the strings it
+    /// reads or writes and the arrays and objects it copies or searches.
+    static func dataSteps(of name: String, _ args: [Value]) -> Int {
+        var bytes = 0, elements = 0
+        for arg in args {
+            switch arg {
+            case let .string(s): bytes += s.utf8.count
+            case let .array(a): elements += a.count
+            case let .object(o): elements += o.count
+            default: break
+            }
+        }
+        if name == "string", let first = args.first {
+            switch first {
+            case .array, .object: bytes += first.measure(maxBytes: maximumStringBytes).bytes
+            default: break
+            }
+        }
+        return bytes / bytesPerStep + elements / elementsPerStep
     }
 
     private func mapOrFilter(_ name: String, _ source: ExpressionSyntax, _ body: ExpressionSyntax, at: SourcePosition) throws(Failure) -> Value {
@@ -182,7 +204,11 @@ extension ExpressionEvaluator {
             return .string(joined)
         case "string":
             if case let .string(s) = a { return .string(s) }
-            return .string(a.jsonString())
+            // Written with a cap: a value whose parts are shared can write out far larger than it is.
+            guard let text = a.jsonString(limit: Self.maximumStringBytes) else {
+                throw Failure("string would make a string longer than \(Self.maximumStringBytes) bytes", at: at)
+            }
+            return .string(text)
         case "number":
             switch a {
             case .int, .double: return a

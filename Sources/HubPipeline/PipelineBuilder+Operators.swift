@@ -219,7 +219,9 @@ extension PipelineBuilder {
     private func makeCollect(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
         let scheduler = environment.scheduler
                 guard let argument = arguments.first else {
-            return { up, _ in up.collect().map { Value.array($0) }.eraseToAnyPublisher() }
+            return { up, _ in
+                self.holdingInputs([up], stage, release: .everything) { $0[0].collect().map { Value.array($0) }.eraseToAnyPublisher() }
+            }
         }
         if case .duration = argument.kind {
             let d = try duration(argument, of: stage)
@@ -227,7 +229,7 @@ extension PipelineBuilder {
             return { up, outer throws(HubError) in
                 let size = try n?(outer)
                 if let size, size < 1 { throw Self.error("collect needs a count of at least 1", at: arguments[1].position) }
-                return Self.collect(up, every: d, count: size, scheduler)
+                return self.holdingInputs([up], stage, release: .everything) { Self.collect($0[0], every: d, count: size, scheduler) }
             }
         }
         guard arguments.count == 1 else {
@@ -237,7 +239,9 @@ extension PipelineBuilder {
         return { up, outer throws(HubError) in
             let size = try n(outer)
             guard size > 0 else { throw Self.error("collect needs a count of at least 1", at: argument.position) }
-            return up.collect(size).map { Value.array($0) }.eraseToAnyPublisher()
+            return self.holdingInputs([up], stage, release: .everything) {
+                $0[0].collect(size).map { Value.array($0) }.eraseToAnyPublisher()
+            }
         }
     }
 
@@ -250,7 +254,7 @@ extension PipelineBuilder {
     private func makeDelay(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
         let scheduler = environment.scheduler
         let d = try duration(arguments[0], of: stage)
-        return { up, _ in Self.delay(up, d, scheduler) }
+        return { up, _ in self.holdingValues(up, stage) { Self.delayed($0, d, scheduler) } }
     }
 
     private func makeThrottle(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
@@ -287,7 +291,17 @@ extension PipelineBuilder {
     private func makeRetry(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
         if let argument = arguments.first, argument.label == nil {
             let n = try count(argument, of: stage)
-            return { up, outer throws(HubError) in up.retry(try n(outer)).eraseToAnyPublisher() }
+            return { up, outer throws(HubError) in
+                let times = try n(outer)
+                // Resubscriptions run synchronously: the count is bounded so that a source that
+                // fails at once cannot hold the loop (each attempt is also charged to the budget).
+                guard times <= Self.maximumRetries else {
+                    throw Self.error(
+                        "retry: at most \(Self.maximumRetries) retries, got \(times) (use retry() to retry after a delay)",
+                        at: argument.position)
+                }
+                return self.retrying(up, times, stage)
+            }
         }
         // retry() / retry(backoff: d): forever, on the hub's scheduler, waiting between attempts
         // (at least the minimum interval of the limits), so that a failing upstream cannot spin.
@@ -353,7 +367,9 @@ extension PipelineBuilder {
     private func makeSort(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
         let order = try ordering(stage, arguments.first)
         return { up, _ in
-            Self.typed(up.collect().tryMap { values -> Value in
+            // Every value is held until the upstream finishes: counted in the budget's memory.
+            self.holdingInputs([up], stage, release: .everything) { inputs in
+            Self.typed(inputs[0].collect().tryMap { values -> Value in
                 var failure: (any Error)?
                 let sorted = values.indices.sorted { i, j in
                     guard failure == nil else { return false }
@@ -369,6 +385,7 @@ extension PipelineBuilder {
                 if let failure { throw failure }
                 return .array(sorted.map { values[$0] })
             })
+            }
         }
     }
 
@@ -377,14 +394,9 @@ extension PipelineBuilder {
     private func ordering(_ stage: StageSyntax, _ argument: ArgumentSyntax?) throws(HubError) -> (Value, Value) throws -> Bool {
         if let argument {
             let e = try expression(argument, of: stage, variables: ["a", "b"])
-            let now = environment.wallClock
+            let evaluate = evaluation(e, of: stage)
             return { a, b in
-                do throws(ExpressionEvaluator.Failure) {
-                    let evaluator = ExpressionEvaluator(current: .null, variables: ["$a": a, "$b": b], now: now)
-                    return ExpressionEvaluator.isTruthy(try evaluator.evaluate(e))
-                } catch {
-                    throw Self.failure(error, in: stage)
-                }
+                ExpressionEvaluator.isTruthy(try evaluate(.null, ["$a": a, "$b": b]))
             }
         }
         let text = stage.text
@@ -464,7 +476,9 @@ extension PipelineBuilder {
             case "error": whenFull = .customError { HubError(.overflow, "buffer(\(size)) overflowed") }
             default: whenFull = .dropOldest
             }
-            return up.buffer(size: size, prefetch: .byRequest, whenFull: whenFull).eraseToAnyPublisher()
+            return self.holdingValues(up, stage) {
+                $0.buffer(size: size, prefetch: .byRequest, whenFull: whenFull).eraseToAnyPublisher()
+            }
         }
     }
 
@@ -504,7 +518,7 @@ extension PipelineBuilder {
     private func makeMerge(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
         let others = try pipelines(stage, atLeast: 1)
         let name = stage.name
-        return { up, outer throws(HubError) in Self.combining(name, [up] + (try Self.buildAll(others, outer))) }
+        return { up, outer throws(HubError) in self.combined(name, [up] + (try Self.buildAll(others, outer)), stage) }
     }
 
     /// The publisher `build` makes for `value`, or a failing one when building fails.

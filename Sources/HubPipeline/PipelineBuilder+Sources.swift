@@ -10,6 +10,7 @@ extension PipelineBuilder {
             // A bare name: a subject, a named pipeline or a trigger.
             let environment = self.environment
             let name = stage.name
+            try authorize(.subscribe, name, at: stage.position)
             return { _ throws(HubError) in try environment.source(named: name) }
         }
         switch stage.name {
@@ -26,7 +27,7 @@ extension PipelineBuilder {
                 guard case let .array(elements) = list else {
                     throw Self.error("sequence needs an array, got \(ExpressionEvaluator.typeName(list))", at: argument.position)
                 }
-                return Publishers.Sequence<[Value], HubError>(sequence: elements).eraseToAnyPublisher()
+                return try self.sequencePublisher(elements, stage)
             }
         case "empty":
             _ = try arguments(stage, 0...0)
@@ -41,11 +42,12 @@ extension PipelineBuilder {
             try noLabels(stage)
             let every = try duration(try arguments(stage, 1...1)[0], of: stage)
             let scheduler = environment.scheduler
-            return { _ throws(HubError) in Self.timer(every: every, scheduler) }
+            return { _ throws(HubError) in self.countedTimer(Self.timer(every: every, scheduler), stage) }
         case "trigger":
             try noLabels(stage)
             let arguments = try arguments(stage, 1...2)
             let name = try self.name(arguments[0], of: stage)
+            if let word = Self.word(arguments[0]) { try authorize(.subscribe, word, at: arguments[0].position) }
             let key = arguments.count > 1 ? try constant(arguments[1], of: stage) : nil
             let environment = self.environment
             return { outer throws(HubError) in
@@ -53,16 +55,18 @@ extension PipelineBuilder {
             }
         case "subject":
             try noLabels(stage)
-            let name = try self.name(try arguments(stage, 1...1)[0], of: stage)
+            let argument = try arguments(stage, 1...1)[0]
+            let name = try self.name(argument, of: stage)
+            if let word = Self.word(argument) { try authorize(.subscribe, word, at: argument.position) }
             let environment = self.environment
             return { outer throws(HubError) in try environment.source(named: try name(outer)) }
         case "merge", "combineLatest", "zip", "accumulateLatest":
             let builds = try pipelines(stage, atLeast: 1)
             let name = stage.name
-            return { outer throws(HubError) in Self.combining(name, try Self.buildAll(builds, outer)) }
+            return { outer throws(HubError) in self.combined(name, try Self.buildAll(builds, outer), stage) }
         case "reduceLatest":
             let builds = try pipelines(stage, atLeast: 2)
-            return { outer throws(HubError) in Self.combining("reduceLatest", try Self.buildAll(builds, outer)) }
+            return { outer throws(HubError) in self.combined("reduceLatest", try Self.buildAll(builds, outer), stage) }
         case "publish", "publishAndRepeat":
             _ = try arguments(stage, 2...2)
             let builds = try pipelines(stage, atLeast: 2)

@@ -54,6 +54,23 @@ final class PipelineBuilder {
         (error as? HubError) ?? HubError(.internal, "\(error)")
     }
 
+    /// Asks the environment whether the pipeline may use `name` for `access` (a name
+    /// written in the text, checked before anything runs); a refusal keeps its code
+    /// (`forbidden`) and gains the position.
+    func authorize(_ access: PipelineAccess, _ name: String, at position: SourcePosition) throws(HubError) {
+        do {
+            try environment.authorize(access, name: name)
+        } catch {
+            var refusal = error
+            var data = error.data?.objectValue ?? [:]
+            data["line"] = .int(Int64(position.line))
+            data["column"] = .int(Int64(position.column))
+            refusal.data = .object(data)
+            refusal.message = "\(position.line):\(position.column): \(error.message)"
+            throw refusal
+        }
+    }
+
     func countStage(_ stage: StageSyntax) throws(HubError) {
         stageCount += 1
         if stageCount > limits.maxStages {
@@ -73,10 +90,16 @@ final class PipelineBuilder {
             }
             operators.append(try self.operator(stage))
         }
+        // Every build (the top level once, a nested pipeline once per value of its flatMap…)
+        // is charged to the budget, so that nested builds cannot multiply without bound.
+        let budget = environment.budget
+        let text = syntax.stages[0].text
         return { outer throws(HubError) in
-            var publisher = try source(outer)
-            for apply in operators { publisher = try apply(publisher, outer) }
-            return publisher
+            try Self.charged(budget, text) { () throws(HubError) -> Pub in
+                var publisher = try source(outer)
+                for apply in operators { publisher = try apply(publisher, outer) }
+                return publisher
+            }
         }
     }
 
@@ -237,17 +260,12 @@ final class PipelineBuilder {
     /// value of the function is bound to `$variable` (`$acc` in scan and reduce).
     func element(_ argument: ArgumentSyntax, of stage: StageSyntax, variable: String? = nil) throws(HubError) -> ElementFunction {
         let e = try expression(argument, of: stage, variables: variable.map { [$0] } ?? [])
-        let now = environment.wallClock
         let key = "$" + (variable ?? "acc")
-        let cache = EvaluationCache()
+        let evaluate = evaluation(e, of: stage)
         return { value, second throws(HubError) in
-            do throws(ExpressionEvaluator.Failure) {
-                var variables: [String: Value] = [:]
-                if let second { variables[key] = second }
-                return try ExpressionEvaluator(current: value, variables: variables, now: now, cache: cache).evaluate(e)
-            } catch {
-                throw Self.failure(error, in: stage)
-            }
+            var variables: [String: Value] = [:]
+            if let second { variables[key] = second }
+            return try evaluate(value, variables)
         }
     }
 

@@ -15,6 +15,10 @@ import HubWire
 /// At run time, a type error, a division by zero or an integer overflow in an
 /// expression fails the subscription with `failed` (see Protocol/PIPELINES.md).
 public enum PipelineCompiler {
+    /// The bytes a compiled pipeline (its syntax tree, constants and closures) is counted
+    /// for in a ``ResourceBudget``, per byte of its text.
+    public static let compiledBytesPerSourceByte = 12
+
     /// The syntax tree of `source`, checked for syntax and for the length, stage
     /// and depth `limits` only (no names are resolved): for validating configuration.
     public static func parse(_ source: String, limits: PipelineLimits = PipelineLimits()) throws(HubError) -> PipelineSyntax {

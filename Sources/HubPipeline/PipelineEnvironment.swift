@@ -29,6 +29,18 @@ public protocol PipelineEnvironment: AnyObject {
     /// (a calendar time, unlike ``scheduler``'s monotonic one). The default is
     /// the scheduler's clock, which keeps tests in virtual time.
     var wallClock: () -> SchedulerTime { get }
+
+    /// What the pipelines compiled here may spend (evaluation steps per second, memory
+    /// held, timers), on behalf of their subscription, connection and identity; `nil`: only
+    /// the per-evaluation step limit and the ``limits`` apply.
+    var budget: ResourceBudget? { get }
+
+    /// Throws `forbidden` unless the pipeline's identity may use `name` for `access`.
+    /// The compiler calls it for every name written in the text before anything runs, and
+    /// the sources call it again when they open a name computed at run time
+    /// (`subject(expr)`, `trigger(expr)`). A stage that writes into a subject (`into`)
+    /// asks for ``PipelineAccess/publish``.
+    func authorize(_ access: PipelineAccess, name: String) throws(HubError)
 }
 
 extension PipelineEnvironment {
@@ -37,6 +49,22 @@ extension PipelineEnvironment {
         let scheduler = self.scheduler
         return { scheduler.now }
     }
+
+    /// No budget.
+    public var budget: ResourceBudget? { nil }
+
+    /// Everything is allowed.
+    public func authorize(_ access: PipelineAccess, name: String) throws(HubError) {}
+}
+
+/// What a pipeline does with a name, for ``PipelineEnvironment/authorize(_:name:)``.
+public enum PipelineAccess: String, Hashable, Sendable, CaseIterable {
+    /// Reads it: a subject, a named pipeline or a trigger used as a source.
+    case subscribe
+    /// Writes values, completion or failure into it (a subject).
+    case publish
+    /// Activates it (a trigger).
+    case trigger
 }
 
 /// Bounds on what one pipeline may contain, so that a shared broker stays safe.
@@ -49,17 +77,29 @@ public struct PipelineLimits: Hashable, Sendable {
     public var maxExpressionDepth: Int
     /// The shortest interval of `timer`, `debounce`, `throttle`, `delay`.
     public var minimumInterval: Duration
+    /// The deepest nesting of a value built inside a pipeline (an expression's result, an
+    /// accumulator, a collected array): the JSON reader's limit by default, so that every
+    /// value a pipeline delivers can be read back, and every recursive walk over a value
+    /// (writing, comparing, hashing, freeing) stays far from the end of the stack.
+    public var maxValueDepth: Int
+    /// The largest value built inside a pipeline, in estimated bytes
+    /// (``HubValue/Value/estimatedBytes``, counting shared parts each time they appear).
+    public var maxValueBytes: Int
 
     /// Limits with the defaults of a shared broker.
     public init(
         maxSourceLength: Int = 16 * 1024,
         maxStages: Int = 64,
         maxExpressionDepth: Int = 32,
-        minimumInterval: Duration = .milliseconds(10)
+        minimumInterval: Duration = .milliseconds(10),
+        maxValueDepth: Int = Value.defaultMaxDepth,
+        maxValueBytes: Int = 16 << 20
     ) {
         self.maxSourceLength = maxSourceLength
         self.maxStages = maxStages
         self.maxExpressionDepth = maxExpressionDepth
         self.minimumInterval = minimumInterval
+        self.maxValueDepth = maxValueDepth
+        self.maxValueBytes = maxValueBytes
     }
 }

@@ -1,5 +1,7 @@
 import DequeModule
 import HubEngine
+import HubPipeline
+import HubValue
 import HubWire
 
 extension Publishers {
@@ -13,6 +15,10 @@ extension Publishers {
     /// fails with code `overflow`, the others discard a value and count it in
     /// `metrics`. The source's completion is delivered after the buffered
     /// values, without needing demand.
+    ///
+    /// With a ``memory`` budget, the buffered values' estimated bytes (``weigh``) are
+    /// held in it too: a value that would pass the budget's bytes is an overflow like one
+    /// beyond the capacity, so that buffers are bounded in bytes, not only in count.
     public struct HotBuffer<Upstream: Publisher>: Publisher where Upstream.Failure == HubError {
         public typealias Output = Upstream.Output
         public typealias Failure = HubError
@@ -27,21 +33,31 @@ extension Publishers {
         public let metrics: HubMetrics?
         /// Where they are counted for the buffered name, too.
         public let counters: NameCounters?
+        /// The budget buffered values are held in, if any.
+        public let memory: ResourceBudget?
+        /// The estimated bytes of one value (used with ``memory``).
+        public let weigh: ((Output) -> Int)?
 
-        /// A buffer of `capacity` values with `policy` in front of `upstream`.
+        /// A buffer of `capacity` values with `policy` in front of `upstream`; with
+        /// `memory`, also bounded by that budget's bytes (each value weighed by `weigh`).
         public init(
-            upstream: Upstream, capacity: Int, policy: OverflowPolicy, metrics: HubMetrics?, counters: NameCounters? = nil
+            upstream: Upstream, capacity: Int, policy: OverflowPolicy, metrics: HubMetrics?, counters: NameCounters? = nil,
+            memory: ResourceBudget? = nil, weigh: ((Output) -> Int)? = nil
         ) {
             self.upstream = upstream
             self.capacity = Swift.max(1, capacity)
             self.policy = policy
             self.metrics = metrics
             self.counters = counters
+            self.memory = weigh == nil ? nil : memory
+            self.weigh = weigh
         }
 
         /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == HubError {
-            let inner = Inner(downstream: subscriber, capacity: capacity, policy: policy, metrics: metrics, counters: counters)
+            let inner = Inner(
+                downstream: subscriber, capacity: capacity, policy: policy, metrics: metrics, counters: counters,
+                lease: memory.map { ResourceLease(on: $0) }, weigh: weigh)
             upstream.receive(subscriber: inner)
         }
 
@@ -75,8 +91,16 @@ extension Publishers {
             @exclusivity(unchecked) private var demand = Subscribers.Demand.none
             @exclusivity(unchecked) private var pendingCompletion: Subscribers.Completion<HubError>?
             @exclusivity(unchecked) private var draining = false
+            /// Holds the buffered values' bytes; `nil` when the buffer is bounded by count only.
+            private let lease: ResourceLease?
+            private let weigh: ((Input) -> Int)?
+            /// The bytes of each buffered value, in buffer order (with a ``lease`` only).
+            @exclusivity(unchecked) private var sizes = Deque<Int>()
 
-            init(downstream: Downstream, capacity: Int, policy: OverflowPolicy, metrics: HubMetrics?, counters: NameCounters?) {
+            init(
+                downstream: Downstream, capacity: Int, policy: OverflowPolicy, metrics: HubMetrics?, counters: NameCounters?,
+                lease: ResourceLease?, weigh: ((Input) -> Int)?
+            ) {
                 let box = Box(downstream)
                 self.box = box
                 self.target = Unmanaged.passUnretained(box)
@@ -84,6 +108,82 @@ extension Publishers {
                 self.policy = policy
                 self.metrics = metrics
                 self.counters = counters
+                self.lease = lease
+                self.weigh = weigh
+            }
+
+            // MARK: The buffer and its bytes
+
+            /// Appends `input` if its bytes fit the budget; returns whether it did.
+            private func append(_ input: Input) -> Bool {
+                if let lease, let weigh {
+                    let bytes = weigh(input)
+                    do throws(HubError) {
+                        try lease.hold(bytes, for: "buffer")
+                    } catch {
+                        return false
+                    }
+                    sizes.append(bytes)
+                }
+                buffer.append(input)
+                return true
+            }
+
+            private func removeFirst() -> Input {
+                if let lease { lease.release(sizes.removeFirst()) }
+                return buffer.removeFirst()
+            }
+
+            private func removeAll() {
+                buffer.removeAll()
+                if let lease {
+                    sizes.removeAll()
+                    lease.release()
+                }
+            }
+
+            private func recordDropped(_ count: Int) {
+                metrics?.recordDropped(count)
+                counters?.dropped += count
+            }
+
+            /// What the policy does when `input` does not fit (the count, or with a budget the bytes).
+            private func overflow(_ input: Input, byBytes: Bool) {
+                switch policy {
+                case .error:
+                    metrics?.recordOverflow()
+                    counters?.overflows += 1
+                    let buffered = buffer.count
+                    removeAll()
+                    upstream.take()?.cancel()
+                    let last = detach()
+                    let limit = byBytes ? "its share of \(lease?.budgetDescription ?? "memory")" : "\(capacity) values"
+                    last?.downstream.receive(completion: .failure(HubError(
+                        .overflow, "the subscription's buffer of \(limit) overflowed",
+                        data: ["buffered": .int(Int64(buffered))])))
+                case .dropOldest:
+                    // Make room: drop the oldest until the arriving value fits (or nothing is left).
+                    var dropped = 0
+                    if !byBytes {
+                        _ = removeFirst()
+                        dropped += 1
+                    }
+                    while !append(input) {
+                        guard !buffer.isEmpty else {
+                            dropped += 1  // the arriving value alone is more than the budget allows
+                            break
+                        }
+                        _ = removeFirst()
+                        dropped += 1
+                    }
+                    recordDropped(dropped)
+                case .dropNewest:
+                    recordDropped(1)
+                case .latest:
+                    recordDropped(buffer.count)
+                    removeAll()
+                    if !append(input) { recordDropped(1) }
+                }
             }
 
             /// Hands `value` to the downstream through the unretained box.
@@ -126,35 +226,14 @@ extension Publishers {
                     return .none
                 }
                 if buffer.count < capacity {
-                    buffer.append(input)
-                    drain()
+                    if append(input) {
+                        drain()
+                    } else {
+                        overflow(input, byBytes: true)
+                    }
                     return .none
                 }
-                switch policy {
-                case .error:
-                    metrics?.recordOverflow()
-                    counters?.overflows += 1
-                    let dropped = buffer.count + 1
-                    buffer.removeAll()
-                    upstream.take()?.cancel()
-                    let last = detach()
-                    last?.downstream.receive(completion: .failure(HubError(
-                        .overflow, "the subscription's buffer of \(capacity) values overflowed",
-                        data: ["buffered": .int(Int64(dropped - 1))])))
-                case .dropOldest:
-                    buffer.removeFirst()
-                    buffer.append(input)
-                    metrics?.recordDropped(1)
-                    counters?.dropped += 1
-                case .dropNewest:
-                    metrics?.recordDropped(1)
-                    counters?.dropped += 1
-                case .latest:
-                    metrics?.recordDropped(buffer.count)
-                    counters?.dropped += buffer.count
-                    buffer.removeAll(keepingCapacity: true)
-                    buffer.append(input)
-                }
+                overflow(input, byBytes: false)
                 return .none
             }
 
@@ -174,7 +253,7 @@ extension Publishers {
             func cancel() {
                 guard target != nil else { return }
                 _ = detach()
-                buffer.removeAll()
+                removeAll()
                 pendingCompletion = nil
                 upstream.take()?.cancel()
             }
@@ -186,8 +265,8 @@ extension Publishers {
                 draining = true
                 defer { draining = false }
                 while let target {
-                    if let value = buffer.first, demand > 0 {
-                        buffer.removeFirst()
+                    if !buffer.isEmpty, demand > 0 {
+                        let value = removeFirst()
                         demand -= 1
                         demand += deliver(value, to: target)
                         continue
@@ -210,5 +289,16 @@ extension Publisher where Failure == HubError {
         capacity: Int, policy: OverflowPolicy, metrics: HubMetrics? = nil, counters: NameCounters? = nil
     ) -> Publishers.HotBuffer<Self> {
         Publishers.HotBuffer(upstream: self, capacity: capacity, policy: policy, metrics: metrics, counters: counters)
+    }
+
+    /// Buffers a hot source of values for one subscription, bounded by `capacity` values
+    /// and by the bytes `memory` still allows; see ``Publishers/HotBuffer``.
+    public func hotBuffer(
+        capacity: Int, policy: OverflowPolicy, metrics: HubMetrics? = nil, counters: NameCounters? = nil,
+        memory: ResourceBudget?
+    ) -> Publishers.HotBuffer<Self> where Output == Value {
+        Publishers.HotBuffer(
+            upstream: self, capacity: capacity, policy: policy, metrics: metrics, counters: counters, memory: memory,
+            weigh: memory == nil ? nil : { $0.estimatedBytes })
     }
 }

@@ -87,8 +87,8 @@ public final class Hub: PipelineEnvironment {
         }
     }
 
-    /// The hub's configuration.
-    public let configuration: Configuration
+    /// The hub's configuration (``reconfigure(_:)`` changes it while running).
+    public private(set) var configuration: Configuration
     /// Counters of published, delivered, dropped and overflowed values, in total and per name.
     public let metrics: HubMetrics
     /// The scheduler of timing operators: the event loop's, or a test scheduler.
@@ -122,6 +122,26 @@ public final class Hub: PipelineEnvironment {
     /// The limits pipelines are compiled under.
     public var limits: PipelineLimits { configuration.limits }
 
+    /// Applies a new configuration (a reload): auto-creation, buffer defaults and bounds,
+    /// and pipeline limits apply to what is created, subscribed or compiled from now on;
+    /// live subscriptions keep what they were made with. The metrics' name capacity is
+    /// fixed at start.
+    public func reconfigure(_ configuration: Configuration) {
+        var configuration = configuration
+        configuration.metricsNameCapacity = self.configuration.metricsNameCapacity
+        self.configuration = configuration
+    }
+
+    /// Removes the named pipeline `name` from the registry (a reload that drops or
+    /// changes it): live subscriptions keep their pipeline; new ones get `not_found`, or
+    /// the pipeline declared in its place. Returns whether there was one.
+    @discardableResult
+    public func removePipeline(named name: String) -> Bool {
+        guard case .pipeline = entries[name] else { return false }
+        entries[name] = nil
+        return true
+    }
+
     /// What `name` stands for, if anything.
     public func entry(named name: String) -> Entry? { entries[name] }
 
@@ -137,6 +157,15 @@ public final class Hub: PipelineEnvironment {
     public func declareSubject(
         _ name: String, initialValue: Value? = nil, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
     ) throws(HubError) -> HubSubject {
+        let subject = try createSubject(name, initialValue: initialValue, bufferSize: bufferSize, overflow: overflow)
+        subject.isDeclared = true
+        return subject
+    }
+
+    /// Makes and registers a subject (declared, or created on first use).
+    private func createSubject(
+        _ name: String, initialValue: Value? = nil, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
+    ) throws(HubError) -> HubSubject {
         try Hub.check(name)
         guard entries[name] == nil else {
             throw HubError(.badMessage, "'\(name)' is already declared as a \(entries[name]!.kindName)")
@@ -145,7 +174,8 @@ public final class Hub: PipelineEnvironment {
             name: name, initialValue: initialValue,
             bufferSize: bufferSize ?? configuration.defaultBufferSize,
             overflow: overflow ?? configuration.defaultOverflow)
-        subject.counters = metrics.counters(for: name)
+        // System subjects count apart: they are the broker's, not the clients'.
+        if !HubName.isSystem(name) { subject.counters = metrics.counters(for: name) }
         entries[name] = .subject(subject)
         return subject
     }
@@ -201,8 +231,10 @@ public final class Hub: PipelineEnvironment {
         case .some(let other):
             throw HubError(.notFound, "'\(name)' is a \(other.kindName), not a subject")
         case nil:
-            guard configuration.autoCreate else { throw HubError(.notFound, "no subject named '\(name)'") }
-            return try declareSubject(name)
+            guard configuration.autoCreate, !HubName.isSystem(name) else {
+                throw HubError(.notFound, "no subject named '\(name)'")
+            }
+            return try createSubject(name)
         }
     }
 
@@ -215,7 +247,9 @@ public final class Hub: PipelineEnvironment {
         case .some(let other):
             throw HubError(.notFound, "'\(name)' is a \(other.kindName), not a trigger")
         case nil:
-            guard configuration.autoCreate else { throw HubError(.notFound, "no trigger named '\(name)'") }
+            guard configuration.autoCreate, !HubName.isSystem(name) else {
+                throw HubError(.notFound, "no trigger named '\(name)'")
+            }
             return try declareTrigger(name)
         }
     }
@@ -239,6 +273,31 @@ public final class Hub: PipelineEnvironment {
         metrics.published += 1
         subject.counters.published &+= 1
         subject.send(value)
+    }
+
+    /// Deletes the subject `name` so that it can start over (a completed or failed subject
+    /// takes no more values until then): its live subscribers get `complete` (after their
+    /// buffered values), and a declared subject is replaced by a fresh one with the same
+    /// settings (its initial value again); one created on first use is removed (the next
+    /// use creates it anew). A trigger's or pipeline's name is `not_found`; a system
+    /// subject is `forbidden`.
+    public func delete(_ name: String) throws(HubError) {
+        try Hub.check(name)
+        if HubName.isSystem(name) { throw HubError(.forbidden, "the system subject '\(name)' cannot be deleted") }
+        switch entries[name] {
+        case .subject(let subject):
+            entries[name] = nil
+            if !subject.isCompleted { subject.send(completion: .finished) }
+            if subject.isDeclared {
+                let fresh = try createSubject(
+                    name, initialValue: subject.initialValue, bufferSize: subject.bufferSize, overflow: subject.overflow)
+                fresh.isDeclared = true
+            }
+        case .some(let other):
+            throw HubError(.notFound, "'\(name)' is a \(other.kindName), not a subject")
+        case nil:
+            throw HubError(.notFound, "no subject named '\(name)'")
+        }
     }
 
     /// Finishes the subject `name`: its subscribers get `complete` after their buffered values.
@@ -265,19 +324,29 @@ public final class Hub: PipelineEnvironment {
 
     /// The publisher a subscription `to: name` receives, buffered per the
     /// subscription's settings (or the subject's), and what kind of entry it is.
+    ///
+    /// With a `memory` budget, the subscription's buffer is also bounded by the bytes
+    /// that budget allows (the subscriber's connection's).
     public func publisher(
-        for name: String, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
+        for name: String, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil, memory: ResourceBudget? = nil
     ) throws(HubError) -> (entry: Entry, publisher: AnyPublisher<Value, HubError>) {
         let entry = try resolve(name)
         let size = try bufferCapacity(bufferSize ?? defaultBufferSize(of: entry))
-        return (entry, try bufferedPublisher(entry, bufferSize: size, overflow: overflow))
+        return (entry, try bufferedPublisher(entry, bufferSize: size, overflow: overflow, memory: memory))
     }
 
     /// Compiles `source` for one subscription whose hot sources get `bufferSize` and `overflow`.
     /// A source longer than ``PipelineLimits/maxSourceLength`` is `limit_exceeded`
     /// (PROTOCOL.md §6: pipeline size is a server limit, not a compile error).
+    ///
+    /// `budget` is what the pipeline spends (steps, memory, timers: its connection's);
+    /// `permissions`, those of the client's identity: every name the text reads must be
+    /// allowed for `subscribe` and `pipelines` (checked before anything runs, and again
+    /// when a name computed at run time is opened), else `forbidden`. The compiled
+    /// pipeline is counted in `budget`'s memory while it lives.
     public func compile(
-        pipeline source: String, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
+        pipeline source: String, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
+        budget: ResourceBudget? = nil, permissions: Permissions? = nil
     ) throws(HubError) -> AnyPublisher<Value, HubError> {
         let length = source.utf8.count
         guard length <= limits.maxSourceLength else {
@@ -289,8 +358,15 @@ public final class Hub: PipelineEnvironment {
         let size = try bufferCapacity(bufferSize ?? configuration.defaultBufferSize)
         // The subscription's buffer settings travel with the environment the pipeline is
         // compiled against (and that its nested pipelines compile against later).
-        return try PipelineCompiler.compile(
-            source, environment: SubscriptionEnvironment(hub: self, bufferSize: size, overflow: overflow))
+        let environment = SubscriptionEnvironment(
+            hub: self, bufferSize: size, overflow: overflow, budget: budget, permissions: permissions)
+        guard let budget else { return try PipelineCompiler.compile(source, environment: environment) }
+        // The compiled text (its syntax, constants and closures) is held while the pipeline lives.
+        let lease = try budget.lease(bytes: length * PipelineCompiler.compiledBytesPerSourceByte, for: "pipeline")
+        let compiled = try PipelineCompiler.compile(source, environment: environment)
+        return compiled
+            .handleEvents(receiveCompletion: { _ in lease.release() }, receiveCancel: { lease.release() })
+            .eraseToAnyPublisher()
     }
 
     // MARK: PipelineEnvironment
@@ -305,19 +381,21 @@ public final class Hub: PipelineEnvironment {
     /// `trigger(name[, key])` in a pipeline: the trigger's activations (those with an equal
     /// key when `key` is given), hot-buffered with the default settings.
     public func trigger(named name: String, key: Value?) throws(HubError) -> AnyPublisher<Value, HubError> {
-        try trigger(named: name, key: key, bufferSize: nil, overflow: nil)
+        try trigger(named: name, key: key, bufferSize: nil, overflow: nil, memory: nil)
     }
 
     /// A bare name's publisher, hot-buffered with `bufferSize` and `overflow` (or the entry's defaults).
-    func source(named name: String, bufferSize: Int?, overflow: OverflowPolicy?) throws(HubError) -> AnyPublisher<Value, HubError> {
-        try bufferedPublisher(try resolve(name), bufferSize: bufferSize, overflow: overflow)
+    func source(
+        named name: String, bufferSize: Int?, overflow: OverflowPolicy?, memory: ResourceBudget? = nil
+    ) throws(HubError) -> AnyPublisher<Value, HubError> {
+        try bufferedPublisher(try resolve(name), bufferSize: bufferSize, overflow: overflow, memory: memory)
     }
 
     /// A trigger's publisher, hot-buffered with `bufferSize` and `overflow` (or the defaults).
     func trigger(
-        named name: String, key: Value?, bufferSize: Int?, overflow: OverflowPolicy?
+        named name: String, key: Value?, bufferSize: Int?, overflow: OverflowPolicy?, memory: ResourceBudget? = nil
     ) throws(HubError) -> AnyPublisher<Value, HubError> {
-        triggerPublisher(try trigger(named: name), key: key, bufferSize: bufferSize, overflow: overflow)
+        triggerPublisher(try trigger(named: name), key: key, bufferSize: bufferSize, overflow: overflow, memory: memory)
     }
 
     /// What `name` stands for; an unknown name becomes a subject when the hub auto-creates names.
@@ -339,29 +417,33 @@ public final class Hub: PipelineEnvironment {
     /// `entry`'s publisher for one subscription, hot-buffered with `bufferSize` and
     /// `overflow`, or with the entry's own settings (then the hub's) where they are `nil`.
     private func bufferedPublisher(
-        _ entry: Entry, bufferSize: Int?, overflow: OverflowPolicy?
+        _ entry: Entry, bufferSize: Int?, overflow: OverflowPolicy?, memory: ResourceBudget?
     ) throws(HubError) -> AnyPublisher<Value, HubError> {
         let size = bufferSize ?? defaultBufferSize(of: entry)
         switch entry {
         case .subject(let subject):
             return subject.publisher
-                .hotBuffer(capacity: size, policy: overflow ?? subject.overflow, metrics: metrics, counters: subject.counters)
+                .hotBuffer(
+                    capacity: size, policy: overflow ?? subject.overflow, metrics: metrics, counters: subject.counters,
+                    memory: memory)
                 .eraseToAnyPublisher()
         case .trigger(let trigger):
-            return triggerPublisher(trigger, key: nil, bufferSize: size, overflow: overflow)
+            return triggerPublisher(trigger, key: nil, bufferSize: size, overflow: overflow, memory: memory)
         case .pipeline(let pipeline):
             return try pipeline.publisher(
-                in: self, bufferSize: size, overflow: overflow ?? pipeline.overflow ?? configuration.defaultOverflow)
+                in: self, bufferSize: size, overflow: overflow ?? pipeline.overflow ?? configuration.defaultOverflow,
+                memory: memory)
         }
     }
 
     private func triggerPublisher(
-        _ trigger: HubTrigger, key: Value?, bufferSize: Int?, overflow: OverflowPolicy?
+        _ trigger: HubTrigger, key: Value?, bufferSize: Int?, overflow: OverflowPolicy?, memory: ResourceBudget?
     ) -> AnyPublisher<Value, HubError> {
         trigger.publisher(key: key)
             .hotBuffer(
                 capacity: bufferSize ?? configuration.defaultBufferSize,
-                policy: overflow ?? configuration.defaultOverflow, metrics: metrics, counters: trigger.counters)
+                policy: overflow ?? configuration.defaultOverflow, metrics: metrics, counters: trigger.counters,
+                memory: memory)
             .eraseToAnyPublisher()
     }
 
@@ -383,17 +465,20 @@ public final class Hub: PipelineEnvironment {
 }
 
 extension Hub {
-    /// The catalog `list` answers: every subject, pipeline and trigger with its subscriber count.
+    /// The catalog `list` answers: every subject, pipeline and trigger with its subscriber
+    /// count (the system subjects are left out: PROTOCOL.md documents them).
     public func catalog() -> Catalog {
         var catalog = Catalog()
-        for (name, entry) in entries {
+        for (name, entry) in entries where !HubName.isSystem(name) {
             switch entry {
             case .subject(let subject):
+                let state: Catalog.SubjectEntry.State =
+                    subject.failure != nil ? .failed : subject.isCompleted ? .completed : .open
                 catalog.subjects.append(Catalog.SubjectEntry(
                     name: name, kind: subject.kind == .passthrough ? .passthrough : .currentValue,
-                    value: subject.currentValue, subscribers: subject.subscriberCount))
-            case .trigger:
-                catalog.triggers.append(name)
+                    value: subject.currentValue, subscribers: subject.subscriberCount, state: state))
+            case .trigger(let trigger):
+                catalog.triggers.append(Catalog.TriggerEntry(name: name, subscribers: trigger.subscriberCount))
             case .pipeline(let pipeline):
                 catalog.pipelines.append(Catalog.PipelineEntry(name: name, subscribers: pipeline.subscriberCount))
             }

@@ -23,6 +23,13 @@ public final class HubSubject {
     public let overflow: OverflowPolicy
     /// Its counters for the metrics (the hub's bounded table hands them out).
     public internal(set) var counters: NameCounters
+    /// The value it started with (current-value subjects), for a reset by `delete`.
+    public let initialValue: Value?
+    /// Whether it was declared (configuration, or the hub's own), not created on first use:
+    /// `delete` then puts a fresh one with the same settings in its place.
+    public internal(set) var isDeclared = false
+    /// The failure it ended with, if it failed (its `error` value).
+    public private(set) var failure: Value?
 
     private let passthrough: PassthroughSubject<Value, HubError>?
     private let current: CurrentValueSubject<Value, HubError>?
@@ -32,6 +39,7 @@ public final class HubSubject {
         self.name = name
         self.bufferSize = bufferSize
         self.overflow = overflow
+        self.initialValue = initialValue
         counters = NameCounters(name: name)
         if let initialValue {
             kind = .currentValue
@@ -60,6 +68,7 @@ public final class HubSubject {
 
     /// Finishes or fails the subject.
     public func send(completion: Subscribers.Completion<HubError>) {
+        if case .failure(let error) = completion, !isCompleted { failure = error.data ?? .null }
         if let passthrough { passthrough.send(completion: completion) } else { current!.send(completion: completion) }
     }
 

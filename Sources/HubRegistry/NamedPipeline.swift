@@ -1,4 +1,5 @@
 import HubEngine
+import HubPipeline
 import HubValue
 import HubWire
 
@@ -88,11 +89,16 @@ public final class NamedPipeline {
     /// The publisher one subscriber of the pipeline receives, with a buffer of
     /// `bufferSize` values and `overflow` (after the fan-out for a shared
     /// pipeline; in front of the hot sources for a per-subscriber one).
-    public func publisher(in hub: Hub, bufferSize: Int, overflow: OverflowPolicy) throws(HubError) -> AnyPublisher<Value, HubError> {
+    /// `memory`: the budget the subscriber's buffer (after a shared pipeline's fan-out)
+    /// holds its values in, if any.
+    public func publisher(
+        in hub: Hub, bufferSize: Int, overflow: OverflowPolicy, memory: ResourceBudget? = nil
+    ) throws(HubError) -> AnyPublisher<Value, HubError> {
         if isShared {
             let connection = try openConnection(in: hub)
             guard keepsCurrentValue else {
-                return Counted(upstream: connection.shared.hotBuffer(capacity: bufferSize, policy: overflow, metrics: hub.metrics, counters: counters),
+                return Counted(upstream: connection.shared.hotBuffer(
+                                   capacity: bufferSize, policy: overflow, metrics: hub.metrics, counters: counters, memory: memory),
                                pipeline: self)
                     .eraseToAnyPublisher()
             }
@@ -103,7 +109,8 @@ public final class NamedPipeline {
                 Publishers.Concatenate(prefix: Publishers.Sequence(sequence: connection.latest.map { [$0] } ?? []),
                                        suffix: connection.shared)
             }
-            return Counted(upstream: replaying.hotBuffer(capacity: bufferSize, policy: overflow, metrics: hub.metrics, counters: counters),
+            return Counted(upstream: replaying.hotBuffer(
+                               capacity: bufferSize, policy: overflow, metrics: hub.metrics, counters: counters, memory: memory),
                            pipeline: self)
                 .eraseToAnyPublisher()
         }

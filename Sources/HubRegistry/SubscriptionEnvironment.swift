@@ -4,31 +4,55 @@ import HubValue
 import HubWire
 
 /// What one subscription's pipeline is compiled against: the hub, with the
-/// subscription's buffer settings for every hot source it names.
+/// subscription's buffer settings for every hot source it names, the budget its
+/// connection spends, and the permissions of the client's identity.
 ///
-/// ``Hub/compile(pipeline:bufferSize:overflow:)`` makes one per compilation and
-/// hands it to ``PipelineCompiler``; the pipeline keeps it for the nested
-/// pipelines it builds later (`flatMap`, `switchToLatest`), so they get the same
-/// settings. Confined to the hub's event loop.
+/// ``Hub/compile(pipeline:bufferSize:overflow:budget:permissions:)`` makes one per
+/// compilation and hands it to ``PipelineCompiler``; the pipeline keeps it for the
+/// nested pipelines it builds later (`flatMap`, `switchToLatest`), so they get the same
+/// settings, budget and permissions. Confined to the hub's event loop.
 final class SubscriptionEnvironment: PipelineEnvironment {
     private let hub: Hub
     /// The buffer of each hot source.
     let bufferSize: Int
     /// The overflow policy of each hot source, or `nil` for each entry's own.
     let overflow: OverflowPolicy?
+    /// What the pipeline spends (its connection's budget), if bounded.
+    let budget: ResourceBudget?
+    /// The client's permissions; `nil`: everything is allowed.
+    let permissions: Permissions?
 
-    init(hub: Hub, bufferSize: Int, overflow: OverflowPolicy?) {
+    init(hub: Hub, bufferSize: Int, overflow: OverflowPolicy?, budget: ResourceBudget?, permissions: Permissions?) {
         self.hub = hub
         self.bufferSize = bufferSize
         self.overflow = overflow
+        self.budget = budget
+        self.permissions = permissions
     }
 
     func source(named name: String) throws(HubError) -> AnyPublisher<Value, HubError> {
-        try hub.source(named: name, bufferSize: bufferSize, overflow: overflow)
+        try authorize(.subscribe, name: name)
+        return try hub.source(named: name, bufferSize: bufferSize, overflow: overflow, memory: budget)
     }
 
     func trigger(named name: String, key: Value?) throws(HubError) -> AnyPublisher<Value, HubError> {
-        try hub.trigger(named: name, key: key, bufferSize: bufferSize, overflow: overflow)
+        try authorize(.subscribe, name: name)
+        return try hub.trigger(named: name, key: key, bufferSize: bufferSize, overflow: overflow, memory: budget)
+    }
+
+    /// Ad-hoc pipeline text may read a name its identity may both subscribe to and read
+    /// in pipelines; writing needs `publish`, activating `trigger`.
+    func authorize(_ access: PipelineAccess, name: String) throws(HubError) {
+        guard let permissions else { return }
+        switch access {
+        case .subscribe:
+            try permissions.check(.subscribe, name, doing: "read")
+            try permissions.check(.pipelines, name, doing: "read in a pipeline")
+        case .publish:
+            try permissions.check(.publish, name, doing: "publish into")
+        case .trigger:
+            try permissions.check(.trigger, name, doing: "activate")
+        }
     }
 
     var scheduler: any Scheduler { hub.scheduler }

@@ -38,6 +38,11 @@ public final class HubService: Sendable {
         public var idleTimeout: UInt16
         /// The certificate and private key to serve `wss://` with; `nil` serves `ws://`.
         public var tls: TLSConfiguration?
+        /// How long a lame-duck drain (SIGUSR2, `hubcli drain`) takes to close every
+        /// connection (spread over it) when the request names no grace period.
+        public var drainGrace: Duration = .seconds(30)
+        /// How often `$sys.stats` and `$sys.connections` are published.
+        public var statsInterval: Duration = .seconds(1)
         /// A separate plain-HTTP (and WebSocket) listener for operators: `/metrics`, the
         /// dashboard and its connection; `nil` serves them on the main port. With one, the
         /// main port keeps only WebSocket, `/health` and `/ready`.
@@ -140,6 +145,11 @@ public final class HubService: Sendable {
         public var writeCalls: Int
         /// Messages completely handed to the sockets since the service started.
         public var messagesWritten: Int
+        /// Bytes the connections' buffers and pipelines hold now, as their budgets count
+        /// them (``ResourceBudget``).
+        public var heldBytes: Int = 0
+        /// Timers the connections' pipelines run now.
+        public var liveTimers: Int = 0
     }
 
     /// The current ``Statistics`` (all zero once the loop has stopped).
@@ -155,6 +165,59 @@ public final class HubService: Sendable {
     /// Runs `body` on the event loop with the hub and returns its result.
     public func withHub<T: Sendable>(_ body: @Sendable @escaping (Hub) throws -> T) async throws -> T {
         try await eventLoop.submit { [core] in try body(core.value.hub) }
+    }
+
+    /// Starts a lame-duck drain (the same as SIGUSR2 or `hubcli drain`): new connections
+    /// are refused, `/ready` answers 503, and the open connections are closed with 1012
+    /// (each live subscription first gets `shutting_down`) spread over `grace` (the
+    /// configured ``Configuration/drainGrace`` when `nil`), so that their clients
+    /// reconnect elsewhere a few at a time. Returns once every connection has closed (or
+    /// the grace period and the close timeout have passed); ``run()`` then returns too.
+    public func drain(grace: Duration? = nil, requestedBy: String = "the application") async {
+        let core = self.core
+        let (drained, whenDrained) = AsyncStream<Never>.makeStream()
+        do {
+            try await eventLoop.submit {
+                _ = core.value.drain(grace: grace, requestedBy: requestedBy)
+                core.value.whenDrained { whenDrained.finish() }
+            }
+            for await _ in drained {}
+        } catch {
+            // The loop had already stopped.
+        }
+    }
+
+    /// Applies a re-read configuration file without dropping a connection (what SIGHUP
+    /// does in `hubcli serve`): auth, limits and hub settings for what comes from now on;
+    /// new subjects and triggers declared; named pipelines added, replaced (live
+    /// subscriptions keep the old one) or removed. Subjects and triggers the file no
+    /// longer names are kept (a subject's state is the clients'; `delete` removes it);
+    /// a subject whose settings changed keeps the old ones until it is deleted. The
+    /// listen address, TLS and admin listener need a restart (logged).
+    ///
+    /// - Throws: the ``ConfigurationError`` of a file that does not check (its line and
+    ///   column); nothing is changed then.
+    public func reload(_ broker: BrokerConfiguration) async throws {
+        try broker.check()
+        let core = self.core
+        try await eventLoop.submit { try core.value.reload(broker) }
+    }
+
+    /// Returns once a drain (however it was asked for) has closed every connection.
+    public func waitForDrain() async {
+        await waitUntilDrained()
+    }
+
+    /// Returns once a drain (however it was asked for) has closed every connection.
+    func waitUntilDrained() async {
+        let core = self.core
+        let (drained, whenDrained) = AsyncStream<Never>.makeStream()
+        do {
+            try await eventLoop.submit { core.value.whenDrained { whenDrained.finish() } }
+            for await _ in drained {}
+        } catch {
+            // The loop had already stopped.
+        }
     }
 
     /// Stops the service: every session is ended (each live subscription gets
@@ -178,19 +241,25 @@ public final class HubService: Sendable {
 
 extension HubService: Service {
     /// Serves until a graceful shutdown of the task (a `ServiceGroup`'s signal or
-    /// another service ending) or its cancellation, then shuts down with
+    /// another service ending), its cancellation, or the end of a drain (``drain(grace:requestedBy:)``,
+    /// SIGUSR2 in `hubcli serve`, a client's `drain`), then shuts down with
     /// ``shutdown(grace:)``. Starts the service first if ``start(setUp:)`` has not.
     public func run() async throws {
         _ = try await start()
-        try? await gracefulShutdown()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await gracefulShutdown() }
+            group.addTask { await self.waitUntilDrained() }
+            _ = await group.next()
+            group.cancelAll()
+        }
         await shutdown()
     }
 }
 
 /// The loop-confined part of a ``HubService``: the hub, the server and the sessions.
-final class ServiceCore: WebSocketServerDelegate {
+final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     let hub: Hub
-    let configuration: HubService.Configuration
+    private(set) var configuration: HubService.Configuration
     let eventLoop: EventLoop
     let logger: Logger
     let encodingCache = ValueEncodingCache()
@@ -207,6 +276,13 @@ final class ServiceCore: WebSocketServerDelegate {
     private(set) var port = 0
     private(set) var adminPort = 0
     private var stopped = false
+    /// Whether a drain has begun.
+    private(set) var isDraining = false
+    /// Whether the drain has closed every connection.
+    private var drainFinished = false
+    private var drainedWaiters: [() -> Void] = []
+    /// The system subjects, once started.
+    private(set) var system: SystemSubjects?
     /// Conditions `/ready` checks (name, and a reason while not ready).
     var readinessChecks: [(name: String, check: @Sendable () -> String?)] = []
     /// Called when the last connection has closed after ``stop(grace:whenDrained:)``.
@@ -245,7 +321,9 @@ final class ServiceCore: WebSocketServerDelegate {
             queuedBytes: allOpenConnections.reduce(0) { $0 + $1.queuedBytes },
             encodingCacheHits: encodingCache.hits,
             encodingCacheMisses: encodingCache.misses,
-            writeCalls: writeCalls, messagesWritten: messagesWritten)
+            writeCalls: writeCalls, messagesWritten: messagesWritten,
+            heldBytes: sessions.reduce(0) { $0 + $1.budget.heldBytes },
+            liveTimers: sessions.reduce(0) { $0 + $1.budget.liveTimers })
     }
 
     func start() throws -> Int {
@@ -264,6 +342,12 @@ final class ServiceCore: WebSocketServerDelegate {
         self.server = server
         port = server.port
         lagMonitor.start()
+        let system = try SystemSubjects(hub: hub, interval: configuration.statsInterval)
+        self.system = system
+        counters.eventSink = { [unowned system] type, fields in system.event(type, fields) }
+        system.start { [unowned self] in
+            (self.snapshot(for: .stats), self.connectionFigures, self.isDraining)
+        }
         if let admin = configuration.admin {
             let adminServer = WebSocketServer(
                 eventLoop: eventLoop,
@@ -305,7 +389,9 @@ final class ServiceCore: WebSocketServerDelegate {
         snapshot.activations = metrics.activations
         snapshot.dropped = metrics.dropped
         snapshot.overflows = metrics.overflows
-        for (_, entry) in hub.allEntries { snapshot.namesByKind[entry.kindName, default: 0] += 1 }
+        for (name, entry) in hub.allEntries where !HubName.isSystem(name) {
+            snapshot.namesByKind[entry.kindName, default: 0] += 1
+        }
         for counters in metrics.allCounters {
             snapshot.delivered += counters.delivered
             var figures = MetricsSnapshot.NameFigures(
@@ -330,10 +416,175 @@ final class ServiceCore: WebSocketServerDelegate {
         return tokens.contains(token)
     }
 
+    /// The open connections, for `$sys.connections`.
+    var connectionFigures: [SystemSubjects.ConnectionFigures] {
+        handlers.values.compactMap { handler in
+            guard let session = handler.session, !session.isClosed else { return nil }
+            return SystemSubjects.ConnectionFigures(
+                session: session.id, peer: handler.peer, client: session.clientName,
+                authenticated: session.isAuthenticated, since: handler.openedAt,
+                subscriptions: session.subscriptionCount, queuedBytes: handler.queuedBytes,
+                bytesIn: handler.bytesReceived, bytesOut: handler.bytesSent)
+        }
+    }
+
+    // MARK: ServiceControl
+
+    var connectionCount: Int { openConnections }
+
+    func refreshSystemSubjects() {
+        system?.refresh()
+    }
+
+    /// Starts a lame-duck drain: upgrades refused, `/ready` 503, and the sessions ended
+    /// with 1012 in up to 20 batches spread over `grace`. Once every connection has
+    /// closed (or at `grace` plus the sessions' close timeout), the drain is finished:
+    /// ``whenDrained(_:)`` callers run (``HubService/run()`` returns and stops the service).
+    func drain(grace: Duration?, requestedBy: String) -> Bool {
+        guard !stopped, !isDraining, server != nil else { return false }
+        isDraining = true
+        let grace = grace ?? configuration.drainGrace
+        server?.stopAccepting()
+        adminServer?.stopAccepting()
+        let live = handlers.values.filter { $0.session.map { !$0.isClosed } ?? false }
+        logger.notice(
+            "draining", metadata: ["grace": "\(grace)", "connections": "\(live.count)", "requested_by": "\(requestedBy)"])
+        counters.emit("drain", ["connections": .int(Int64(live.count)), "requestedBy": .string(requestedBy)])
+        let batches = max(1, min(live.count, 20))
+        let step = grace / batches
+        let scheduler = hub.scheduler
+        for batch in 0..<batches {
+            let members = stride(from: batch, to: live.count, by: batches).map { live[$0] }
+            let close = { for handler in members { handler.session?.drain() } }
+            if batch == 0 {
+                close()
+            } else {
+                _ = scheduler.schedule(after: scheduler.now.advanced(by: step * batch), close)
+            }
+        }
+        if handlers.isEmpty {
+            finishDrain()
+        } else {
+            let deadline = scheduler.now.advanced(by: grace + configuration.session.closeTimeout)
+            _ = scheduler.schedule(after: deadline) { [weak self] in self?.finishDrain() }
+        }
+        return true
+    }
+
+    /// Applies `broker` (checked already): see ``HubService/reload(_:)``.
+    func reload(_ broker: BrokerConfiguration) throws {
+        // Every pipeline name must be free or a pipeline in the running hub.
+        for pipeline in broker.pipelines {
+            if let entry = hub.entry(named: pipeline.name), case .pipeline = entry {} else if let entry = hub.entry(named: pipeline.name) {
+                throw ConfigurationError(
+                    file: broker.file, at: pipeline.location, path: "pipelines.\(pipeline.name)",
+                    message: "'\(pipeline.name)' is a \(entry.kindName) in the running broker")
+            }
+        }
+        for subject in broker.subjects {
+            if let entry = hub.entry(named: subject.name), case .subject = entry {} else if let entry = hub.entry(named: subject.name) {
+                throw ConfigurationError(
+                    file: broker.file, at: subject.location, path: "subjects.\(subject.name)",
+                    message: "'\(subject.name)' is a \(entry.kindName) in the running broker")
+            }
+        }
+        var restartNeeded: [String] = []
+        let new = broker.service
+        if new.host != configuration.host || new.port != configuration.port { restartNeeded.append("listen") }
+        if new.tls != configuration.tls { restartNeeded.append("listen.tls") }
+        if new.admin != configuration.admin { restartNeeded.append("admin") }
+        if !restartNeeded.isEmpty {
+            logger.warning("reload: these settings need a restart", metadata: ["keys": "\(restartNeeded.joined(separator: ", "))"])
+        }
+        configuration.session = new.session
+        configuration.hub = new.hub
+        configuration.maxConnections = new.maxConnections
+        configuration.maxMessageSize = new.maxMessageSize
+        configuration.drainGrace = new.drainGrace
+        hub.reconfigure(new.hub)
+        for server in [server, adminServer].compactMap({ $0 }) {
+            server.updateLimits(
+                maximumConnections: new.maxConnections, limits: .init(maximumMessageSize: new.maxMessageSize))
+        }
+        var added = 0, replaced = 0, removed = 0, kept: [String] = []
+        for subject in broker.subjects {
+            if case .subject(let existing)? = hub.entry(named: subject.name) {
+                let initial = subject.kind == .currentValue ? (subject.initial ?? .null) : nil
+                if existing.kind != subject.kind || existing.initialValue != initial
+                    || (subject.buffer.map { $0 != existing.bufferSize } ?? false)
+                    || (subject.overflow.map { $0 != existing.overflow } ?? false) {
+                    kept.append(subject.name)
+                }
+                continue
+            }
+            _ = try? hub.declareSubject(
+                subject.name, initialValue: subject.kind == .currentValue ? (subject.initial ?? .null) : nil,
+                bufferSize: subject.buffer, overflow: subject.overflow)
+            added += 1
+        }
+        for trigger in broker.triggers where hub.entry(named: trigger.name) == nil {
+            _ = try? hub.declareTrigger(trigger.name)
+            added += 1
+        }
+        let wanted = Set(broker.pipelines.map(\.name))
+        for (name, entry) in hub.allEntries {
+            if case .pipeline = entry, !wanted.contains(name) {
+                hub.removePipeline(named: name)
+                removed += 1
+            }
+        }
+        for pipeline in broker.pipelines {
+            if case .pipeline(let existing)? = hub.entry(named: pipeline.name) {
+                if existing.source == pipeline.source, existing.isShared == pipeline.shared,
+                    existing.bufferSize == pipeline.buffer, existing.overflow == pipeline.overflow,
+                    existing.keepsCurrentValue == (pipeline.shared && pipeline.currentValue) {
+                    continue
+                }
+                hub.removePipeline(named: pipeline.name)
+                replaced += 1
+            } else {
+                added += 1
+            }
+            do {
+                try hub.declarePipeline(
+                    pipeline.name, source: pipeline.source, shared: pipeline.shared, bufferSize: pipeline.buffer,
+                    overflow: pipeline.overflow, currentValue: pipeline.currentValue)
+            } catch {
+                throw broker.pipelineError(error, pipeline)
+            }
+        }
+        if !kept.isEmpty {
+            logger.notice(
+                "reload: subjects keep their old settings until deleted", metadata: ["subjects": "\(kept.joined(separator: ", "))"])
+        }
+        logger.notice(
+            "configuration reloaded",
+            metadata: ["file": "\(broker.file)", "added": "\(added)", "replaced": "\(replaced)", "removed": "\(removed)"])
+        counters.emit("reload", [
+            "file": .string(broker.file), "added": .int(Int64(added)), "replaced": .int(Int64(replaced)),
+            "removed": .int(Int64(removed)),
+        ])
+    }
+
+    /// Runs `action` once the drain has finished (at once if it has).
+    func whenDrained(_ action: @escaping () -> Void) {
+        if drainFinished { action() } else { drainedWaiters.append(action) }
+    }
+
+    private func finishDrain() {
+        guard isDraining, !drainFinished else { return }
+        drainFinished = true
+        logger.notice("drained", metadata: ["connections": "\(handlers.count)"])
+        let waiters = drainedWaiters
+        drainedWaiters = []
+        for waiter in waiters { waiter() }
+    }
+
     /// Why `/ready` answers 503, or `nil` when the service is serving.
     var notReadyReason: String? {
         guard server != nil else { return "starting" }
         if stopped { return "shutting down" }
+        if isDraining { return "draining" }
         for (name, check) in readinessChecks {
             if let reason = check() { return "\(name): \(reason)" }
         }
@@ -352,6 +603,8 @@ final class ServiceCore: WebSocketServerDelegate {
         if !stopped {
             stopped = true
             lagMonitor.stop()
+            system?.stop()
+            counters.eventSink = nil
             let live = handlers.values
             for handler in live { handler.session?.shutDown() }
             server?.close(code: WebSocketCloseCode(HubCloseCode.goingAway.rawValue), reason: "server shutting down", discardingQueued: false)
@@ -384,7 +637,7 @@ final class ServiceCore: WebSocketServerDelegate {
     private var sessionFactory: SessionFactory {
         SessionFactory(
             hub: hub, configuration: configuration.session, encodingCache: encodingCache, logger: logger,
-            counters: counters)
+            counters: counters, service: self)
     }
 
     private func forget(_ handler: SessionHandler) {
@@ -394,5 +647,6 @@ final class ServiceCore: WebSocketServerDelegate {
         closedMessagesWritten += handler.messagesWritten
         handlers.removeValue(forKey: ObjectIdentifier(handler))
         if stopped, handlers.isEmpty { drained() }
+        if isDraining, handlers.isEmpty { finishDrain() }
     }
 }

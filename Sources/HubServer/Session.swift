@@ -1,6 +1,7 @@
 import HubEngine
 import HubValue
 import HubWire
+import HubPipeline
 import HubRegistry
 import Logging
 
@@ -32,10 +33,14 @@ public final class Session {
     private var refusedBearer = false
     /// The token the client authenticated with, if any.
     private var token: String?
+    /// What this connection's pipelines and buffers spend.
+    let budget: ResourceBudget
     /// Whether the session has ended (connection closed, slow consumer, refusal, shutdown).
     public var isClosed: Bool { outbound.isClosed }
     /// The service loop's counters this session adds to.
     private let counters: ServiceCounters
+    /// The service, for `list`'s connection count and the admin operations.
+    weak var service: (any ServiceControl)?
     /// The client's name from `hello`, if it gave one (for logs and `$sys.connections`).
     public private(set) var clientName: String?
     /// Whether the client is authenticated (always, on a server without auth).
@@ -53,6 +58,9 @@ public final class Session {
         self.configuration = configuration
         self.logger = logger
         self.counters = counters
+        let scheduler = hub.scheduler
+        budget = ResourceBudget(
+            owner: "this connection", limits: configuration.connectionBudget, clock: { scheduler.now })
         outbound = SessionOutbound(
             connection: connection, subscriptions: subscriptions, encodingCache: encodingCache,
             scheduler: hub.scheduler, maxQueuedBytes: configuration.maxQueuedBytes,
@@ -133,12 +141,22 @@ public final class Session {
     /// Each live subscription first ends with `error` code `shutting_down` (in id
     /// order), so a client knows which streams the shutdown cut.
     public func shutDown() {
+        end(closing: .goingAway, reason: "server shutting down")
+    }
+
+    /// The server is draining (lame duck): as ``shutDown()``, but the close is 1012
+    /// (service restart), so that the client reconnects, to another server.
+    public func drain() {
+        end(closing: .serviceRestart, reason: "server draining")
+    }
+
+    private func end(closing code: HubCloseCode, reason: String) {
         guard !isClosed else { return }
         authenticationTimer.take()?.cancel()
         for id in subscriptions.sortedIDs {
-            outbound.sendError(HubError(.shuttingDown, "the server is shutting down"), id: id, ack: nil)
+            outbound.sendError(HubError(.shuttingDown, "the server is \(code == .serviceRestart ? "draining" : "shutting down")"), id: id, ack: nil)
         }
-        outbound.end(closing: .goingAway, reason: "server shutting down", discardingQueued: false)
+        outbound.end(closing: code, reason: reason, discardingQueued: false)
     }
 
     private func isHello(_ message: ClientMessage) -> Bool {
@@ -158,16 +176,19 @@ public final class Session {
             subscriptions.remove(id: id)?.cancel()
         case .send(let name, let value, let ack):
             perform(ack: ack) { () throws(HubError) in
+                try checkWritable(name)
                 let subject = try hub.openSubject(named: name)
                 return { [hub] in hub.publish(value, to: subject) }
             }
         case .complete(let name, let ack):
             perform(ack: ack) { () throws(HubError) in
+                try checkWritable(name)
                 let subject = try hub.openSubject(named: name)
                 return { subject.send(completion: .finished) }
             }
         case .fail(let name, let error, let ack):
             perform(ack: ack) { () throws(HubError) in
+                try checkWritable(name)
                 let subject = try hub.openSubject(named: name)
                 return { subject.fail(with: error) }
             }
@@ -177,7 +198,50 @@ public final class Session {
                 return { [hub] in hub.activate(trigger, key: key) }
             }
         case .list(let ack):
-            outbound.send(.catalog(ack: ack, hub.catalog()))
+            var catalog = hub.catalog()
+            catalog.connections = service?.connectionCount
+            outbound.send(.catalog(ack: ack, catalog))
+        case .delete(let name, let ack):
+            perform(ack: ack) { () throws(HubError) in
+                try checkWritable(name)
+                guard case .subject = hub.entry(named: name) else {
+                    _ = try hub.subject(named: name)  // the not_found that names what it is
+                    throw HubError(.notFound, "no subject named '\(name)'")
+                }
+                return { [hub, logger] in
+                    try? hub.delete(name)
+                    logger.info("subject deleted", metadata: ["subject": "\(name)"])
+                }
+            }
+        case .drain(let grace, let ack):
+            perform(ack: ack) { () throws(HubError) in
+                try checkAdmin("drain")
+                guard let service else { throw HubError(.forbidden, "this server cannot be drained from a client") }
+                return { [clientName, id] in
+                    _ = service.drain(grace: grace, requestedBy: "client \(clientName ?? "?") (session \(id))")
+                }
+            }
+        }
+    }
+
+    // MARK: Permissions
+    //
+    // The seam for issue 12's identities and permissions: until they land, an authenticated
+    // client (every client, on a server without auth) may publish and administer.
+
+    /// Whether this client has the `admin` permission (system subjects, drain).
+    var mayAdminister: Bool { authenticated }
+
+    /// Refuses an admin operation to a client without the `admin` permission.
+    private func checkAdmin(_ what: String) throws(HubError) {
+        guard mayAdminister else { throw HubError(.forbidden, "\(what) needs the admin permission") }
+    }
+
+    /// Refuses `send`, `complete`, `fail` and `delete` on a system subject (only the
+    /// broker writes them).
+    private func checkWritable(_ name: String) throws(HubError) {
+        if HubName.isSystem(name) {
+            throw HubError(.forbidden, "'\(name)' is a system subject: only the broker writes it")
         }
     }
 
@@ -236,7 +300,12 @@ public final class Session {
         do throws(HubError) {
             switch request.target {
             case .name(let name):
-                let resolved = try hub.publisher(for: name, bufferSize: request.buffer, overflow: request.overflow)
+                if HubName.isSystem(name) {
+                    try checkAdmin("subscribing to '\(name)'")
+                    service?.refreshSystemSubjects()
+                }
+                let resolved = try hub.publisher(
+                    for: name, bufferSize: request.buffer, overflow: request.overflow, memory: budget)
                 switch resolved.entry {
                 case .subject: kind = .subject
                 case .trigger: kind = .trigger
@@ -253,7 +322,8 @@ public final class Session {
                 if let allowed = configuration.pipelineTokens, !(token.map(allowed.contains) ?? false) {
                     throw HubError(.forbidden, "this client's token may not subscribe to ad-hoc pipelines")
                 }
-                publisher = try hub.compile(pipeline: source, bufferSize: request.buffer, overflow: request.overflow)
+                publisher = try hub.compile(
+                    pipeline: source, bufferSize: request.buffer, overflow: request.overflow, budget: budget)
                 kind = .pipeline
                 pipeline = "ad-hoc"
                 counters = hub.metrics.adHoc
@@ -289,6 +359,9 @@ public final class Session {
         switch error.code {
         case .badMessage, .unknownOp, .duplicateId, .invalidDemand:
             counters.protocolErrors += 1
+            counters.emit("protocol_error", [
+                "session": .string(self.id), "code": .string(error.code.rawValue), "message": .string(error.message),
+            ])
             outbound.logger.notice(
                 "protocol error", metadata: ["code": "\(error.code)", "error": "\(error.message)"])
         default:
@@ -301,6 +374,7 @@ public final class Session {
         guard !isClosed else { return }
         authenticationTimer.take()?.cancel()
         counters.authFailures += 1
+        counters.emit("auth_failure", ["session": .string(id), "reason": .string(reason)])
         outbound.logger.warning("authentication failed", metadata: ["reason": "\(reason)"])
         outbound.sendError(HubError(.unauthorized, reason), id: nil, ack: nil)
         outbound.end(closing: .unauthorized, reason: "unauthorized", discardingQueued: false)

@@ -1,4 +1,6 @@
 
+import HubPipeline
+
 /// How sessions of a hub server behave where the protocol leaves a choice.
 public struct SessionConfiguration: Sendable {
     /// The `server` field of `welcome`.
@@ -20,6 +22,9 @@ public struct SessionConfiguration: Sendable {
     /// The tokens whose clients may subscribe to ad-hoc pipelines when
     /// ``allowsPipelines`` is on; `nil`: every client.
     public var pipelineTokens: Set<String>? = nil
+    /// What one connection's pipelines and buffers may spend: evaluation steps per second,
+    /// bytes held (buffers, `collect`, `zip`, compiled pipelines), live timers.
+    public var connectionBudget: ResourceBudget.Limits = .connection
 
     /// The defaults of PROTOCOL.md.
     public init(

@@ -1,4 +1,5 @@
 import HubRegistry
+import HubValue
 import HubTransport
 import HubWire
 import Logging
@@ -11,6 +12,8 @@ struct SessionFactory {
     let encodingCache: ValueEncodingCache
     let logger: Logger
     let counters: ServiceCounters
+    /// The service, for `list` and the admin operations.
+    weak var service: (any ServiceControl)?
 
     /// A session with a fresh id on `connection`, whose client is at `peer`.
     func makeSession(on connection: any SessionConnection, authorization: String?, peer: String?) -> Session {
@@ -18,9 +21,11 @@ struct SessionFactory {
         var sessionLogger = logger
         sessionLogger[metadataKey: "session"] = "\(id)"
         if let peer { sessionLogger[metadataKey: "peer"] = "\(peer)" }
-        return Session(
+        let session = Session(
             id: id, hub: hub, connection: connection, configuration: configuration,
             authorization: authorization, encodingCache: encodingCache, logger: sessionLogger, counters: counters)
+        session.service = service
+        return session
     }
 }
 
@@ -50,6 +55,7 @@ final class SessionHandler: WebSocketConnectionHandler, SessionConnection {
     /// Bytes written so far.
     var bytesSent: Int { connection.bytesWritten }
 
+
     func connectionDidOpen(_ connection: WebSocketConnection) {
         sessions.counters.connectionsOpened += 1
         let session = sessions.makeSession(on: self, authorization: connection.authorization, peer: connection.peer)
@@ -58,6 +64,10 @@ final class SessionHandler: WebSocketConnectionHandler, SessionConnection {
         logger[metadataKey: "session"] = "\(session.id)"
         if let peer = connection.peer { logger[metadataKey: "peer"] = "\(peer)" }
         logger.info("connection opened", metadata: ["path": "\(connection.requestPath)"])
+        sessions.counters.emit("connect", [
+            "session": .string(session.id), "peer": connection.peer.map(Value.string) ?? .null,
+            "path": .string(connection.requestPath),
+        ])
         self.logger = logger
         session.start()
     }
@@ -81,6 +91,11 @@ final class SessionHandler: WebSocketConnectionHandler, SessionConnection {
                     "seconds": "\((seconds * 1000).rounded() / 1000)",
                     "bytes_in": "\(connection.bytesReceived)", "bytes_out": "\(connection.bytesWritten)",
                 ])
+            sessions.counters.emit("disconnect", [
+                "session": .string(session.id), "peer": connection.peer.map(Value.string) ?? .null,
+                "client": session.clientName.map(Value.string) ?? .null,
+                "code": code.map { .int(Int64($0.rawValue)) } ?? .null, "reason": .string(reason),
+            ])
         }
         session?.connectionClosed()
         session = nil

@@ -83,6 +83,10 @@ final class SessionOutbound {
     /// A pipeline subscription ended with `failed`: counted and logged with the pipeline's name.
     func pipelineFailed(_ pipeline: String, subscription id: UInt64, error: HubError) {
         counters.pipelineFailures += 1
+        counters.emit("pipeline_failure", [
+            "session": sessionField, "pipeline": .string(pipeline), "subscription": .int(Int64(id)),
+            "error": .string(error.message),
+        ])
         logger.notice(
             "pipeline failed",
             metadata: ["pipeline": "\(pipeline)", "subscription": "\(id)", "error": "\(error.message)"])
@@ -90,8 +94,14 @@ final class SessionOutbound {
 
     /// ``NextEnvelope/tail`` where it costs no reference counting to read.
     private static let nextTailString: StaticString = "}"
-    private static var nextTail: UnsafeRawBufferPointer {
+    static var nextTail: UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(start: nextTailString.utf8Start, count: nextTailString.utf8CodeUnitCount)
+    }
+
+    /// The session's id (from the logger's metadata), for events.
+    private var sessionField: Value {
+        if case .string(let id)? = logger[metadataKey: "session"] { return .string(id) }
+        return .null
     }
 
     // MARK: Ending
@@ -128,6 +138,7 @@ final class SessionOutbound {
     private func checkQueue() {
         guard connection.queuedBytes > maxQueuedBytes, !isClosed else { return }
         counters.slowConsumerCloses += 1
+        counters.emit("slow_consumer", ["session": sessionField, "queued": .int(Int64(connection.queuedBytes))])
         logger.warning(
             "closing slow consumer", metadata: ["queued": "\(connection.queuedBytes)", "limit": "\(maxQueuedBytes)"])
         end(closing: .slowConsumer, reason: "slow consumer", discardingQueued: true)

@@ -8,8 +8,9 @@ import Logging
 public final class WebSocketServer: WebSocketEndpoint {
     /// The loop the server runs on.
     public let eventLoop: EventLoop
-    /// The configuration it was created with.
-    public let configuration: Configuration
+    /// The configuration it was created with (``updateLimits(maximumConnections:limits:)``
+    /// changes its limits).
+    public private(set) var configuration: Configuration
     /// Receives the connections. Held strongly.
     public let delegate: any WebSocketServerDelegate
     /// The bound port (the real one when ``Configuration/port`` was 0); 0 before start.
@@ -130,6 +131,14 @@ public final class WebSocketServer: WebSocketEndpoint {
     public func stopAccepting() {
         eventLoop.preconditionInEventLoop()
         isRefusingUpgrades = true
+    }
+
+    /// Changes the connection limit and the per-connection limits for the connections
+    /// accepted from now on (a reload); open connections keep theirs.
+    public func updateLimits(maximumConnections: Int, limits: WebSocketConnection.Limits) {
+        eventLoop.preconditionInEventLoop()
+        configuration.maximumConnections = maximumConnections
+        configuration.limits = limits
     }
 
     /// Plain HTTP requests in progress (for tests).

@@ -28,17 +28,40 @@ extension Value {
     public func jsonString() -> String {
         String(decoding: jsonBytes(), as: UTF8.self)
     }
+
+    /// Compact JSON (see ``jsonBytes()``), or `nil` as soon as it grows past `limit` bytes:
+    /// the writer stops there, so the work and memory are bounded by `limit` whatever the
+    /// value (one whose parts are shared many times over writes out far larger than it is).
+    public func jsonBytes(limit: Int) -> [UInt8]? {
+        var writer = JSONWriter(output: [], limit: limit)
+        writer.write(self)
+        return writer.exceeded || writer.output.count > limit ? nil : writer.output
+    }
+
+    /// ``jsonBytes(limit:)`` as a `String`.
+    public func jsonString(limit: Int) -> String? {
+        jsonBytes(limit: limit).map { String(decoding: $0, as: UTF8.self) }
+    }
 }
 
 /// The JSON writer behind ``Value/jsonBytes()``: appends to a byte array.
 struct JSONWriter {
     var output: [UInt8]
+    /// The most bytes to write (checked before each value): past it, writing stops and
+    /// ``exceeded`` is set.
+    let limit: Int
+    private(set) var exceeded = false
 
-    init(output: [UInt8]) {
+    init(output: [UInt8], limit: Int = .max) {
         self.output = output
+        self.limit = limit
     }
 
     mutating func write(_ value: Value) {
+        guard output.count <= limit else {
+            exceeded = true
+            return
+        }
         switch value {
         case .null:
             appendASCII("null")
@@ -57,6 +80,7 @@ struct JSONWriter {
                 if !first { output.append(UInt8(ascii: ",")) }
                 first = false
                 write(element)
+                if exceeded { return }
             }
             output.append(UInt8(ascii: "]"))
         case let .object(members):
@@ -68,6 +92,7 @@ struct JSONWriter {
                 writeString(key)
                 output.append(UInt8(ascii: ":"))
                 write(member)
+                if exceeded { return }
             }
             output.append(UInt8(ascii: "}"))
         }

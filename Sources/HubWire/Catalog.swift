@@ -1,7 +1,8 @@
 import HubValue
 
-/// The answer to `list` (PROTOCOL.md §4): every subject, named pipeline and
-/// trigger of the hub, with their subscriber counts.
+/// The answer to `list` (PROTOCOL.md §4): every subject (with its state), named
+/// pipeline and trigger of the hub, with their subscriber counts, and the server's
+/// open connections.
 ///
 /// The hub may build it in any order: ``ServerMessage/encode(into:)`` writes
 /// each list sorted by name, as the protocol requires. Decoding keeps the wire
@@ -17,6 +18,16 @@ public struct Catalog: Hashable, Sendable {
             case currentValue = "currentValue"
         }
 
+        /// Whether a subject still takes values.
+        public enum State: String, Hashable, Sendable, CaseIterable {
+            /// It takes values.
+            case open = "open"
+            /// It has completed: `send` is `completed` until it is deleted.
+            case completed = "completed"
+            /// It has failed: likewise.
+            case failed = "failed"
+        }
+
         /// The subject's name.
         public var name: String
         /// Passthrough or current-value.
@@ -25,13 +36,35 @@ public struct Catalog: Hashable, Sendable {
         public var value: Value?
         /// How many subscriptions it has.
         public var subscribers: Int
+        /// Open, completed or failed (`open` when a server does not say).
+        public var state: State
 
         /// An entry.
-        public init(name: String, kind: Kind, value: Value? = nil, subscribers: Int) {
+        public init(name: String, kind: Kind, value: Value? = nil, subscribers: Int, state: State = .open) {
             self.name = name
             self.kind = kind
             self.value = value
             self.subscribers = subscribers
+            self.state = state
+        }
+    }
+
+    /// A trigger in the catalog.
+    public struct TriggerEntry: Hashable, Sendable, ExpressibleByStringLiteral {
+        /// The trigger's name.
+        public var name: String
+        /// How many subscriptions it has (0 when a server does not say).
+        public var subscribers: Int
+
+        /// An entry.
+        public init(name: String, subscribers: Int = 0) {
+            self.name = name
+            self.subscribers = subscribers
+        }
+
+        /// An entry with no subscribers.
+        public init(stringLiteral name: String) {
+            self.init(name: name)
         }
     }
 
@@ -53,14 +86,20 @@ public struct Catalog: Hashable, Sendable {
     public var subjects: [SubjectEntry]
     /// The named pipelines.
     public var pipelines: [PipelineEntry]
-    /// The trigger names (on the wire: `[{"name": ...}]`).
-    public var triggers: [String]
+    /// The triggers.
+    public var triggers: [TriggerEntry]
+    /// The server's open connections (`nil` when a server does not say).
+    public var connections: Int?
 
     /// A catalog, in any order.
-    public init(subjects: [SubjectEntry] = [], pipelines: [PipelineEntry] = [], triggers: [String] = []) {
+    public init(
+        subjects: [SubjectEntry] = [], pipelines: [PipelineEntry] = [], triggers: [TriggerEntry] = [],
+        connections: Int? = nil
+    ) {
         self.subjects = subjects
         self.pipelines = pipelines
         self.triggers = triggers
+        self.connections = connections
     }
 
     /// The same catalog with every list sorted by name (the order on the wire).
@@ -68,7 +107,8 @@ public struct Catalog: Hashable, Sendable {
         Catalog(
             subjects: subjects.sorted { Catalog.precedes($0.name, $1.name) },
             pipelines: pipelines.sorted { Catalog.precedes($0.name, $1.name) },
-            triggers: triggers.sorted { Catalog.precedes($0, $1) }
+            triggers: triggers.sorted { Catalog.precedes($0.name, $1.name) },
+            connections: connections
         )
     }
 
@@ -77,7 +117,8 @@ public struct Catalog: Hashable, Sendable {
         a.utf8.lexicographicallyPrecedes(b.utf8)
     }
 
-    /// Appends `"subjects":[...],"pipelines":[...],"triggers":[...]`, each sorted by name.
+    /// Appends `"subjects":[...],"pipelines":[...],"triggers":[...]`, each sorted by name,
+    /// then `"connections":N` when known.
     func encodeMembers(into buffer: inout [UInt8]) {
         let sorted = self.sorted()
         WireBytes.append(#""subjects":["#, to: &buffer)
@@ -93,6 +134,8 @@ public struct Catalog: Hashable, Sendable {
             }
             WireBytes.append(#","subscribers":"#, to: &buffer)
             WireBytes.append(subject.subscribers, to: &buffer)
+            WireBytes.append(#","state":"#, to: &buffer)
+            WireBytes.appendString(subject.state.rawValue, to: &buffer)
             buffer.append(UInt8(ascii: "}"))
         }
         WireBytes.append(#"],"pipelines":["#, to: &buffer)
@@ -108,10 +151,16 @@ public struct Catalog: Hashable, Sendable {
         for (index, trigger) in sorted.triggers.enumerated() {
             if index > 0 { buffer.append(UInt8(ascii: ",")) }
             WireBytes.append(#"{"name":"#, to: &buffer)
-            WireBytes.appendString(trigger, to: &buffer)
+            WireBytes.appendString(trigger.name, to: &buffer)
+            WireBytes.append(#","subscribers":"#, to: &buffer)
+            WireBytes.append(trigger.subscribers, to: &buffer)
             buffer.append(UInt8(ascii: "}"))
         }
         buffer.append(UInt8(ascii: "]"))
+        if let connections {
+            WireBytes.append(#","connections":"#, to: &buffer)
+            WireBytes.append(connections, to: &buffer)
+        }
     }
 
     /// Decodes the catalog members of a `catalog` message, strictly.
@@ -122,11 +171,19 @@ public struct Catalog: Hashable, Sendable {
             guard case let .string(kindText)? = object["kind"], let kind = SubjectEntry.Kind(rawValue: kindText) else {
                 throw WireError(WireFields.bad("catalog: a subject's 'kind' must be \"passthrough\" or \"currentValue\""))
             }
+            var state = SubjectEntry.State.open
+            if let raw = object["state"] {
+                guard case let .string(text) = raw, let known = SubjectEntry.State(rawValue: text) else {
+                    throw WireError(WireFields.bad("catalog: a subject's 'state' must be \"open\", \"completed\" or \"failed\""))
+                }
+                state = known
+            }
             catalog.subjects.append(SubjectEntry(
                 name: try name(object, "subjects"),
                 kind: kind,
                 value: object["value"],
-                subscribers: try subscribers(object, "subjects")
+                subscribers: try subscribers(object, "subjects"),
+                state: state
             ))
         }
         for entry in try array(fields, "pipelines") {
@@ -134,7 +191,16 @@ public struct Catalog: Hashable, Sendable {
             catalog.pipelines.append(PipelineEntry(name: try name(object, "pipelines"), subscribers: try subscribers(object, "pipelines")))
         }
         for entry in try array(fields, "triggers") {
-            catalog.triggers.append(try name(try entryObject(entry, "triggers"), "triggers"))
+            let object = try entryObject(entry, "triggers")
+            catalog.triggers.append(TriggerEntry(
+                name: try name(object, "triggers"),
+                subscribers: object["subscribers"] == nil ? 0 : try subscribers(object, "triggers")))
+        }
+        if let raw = fields["connections"] {
+            guard let count = WireFields.integer(raw), count >= 0 else {
+                throw WireError(WireFields.bad("catalog: 'connections' must be an integer ≥ 0"))
+            }
+            catalog.connections = Int(count)
         }
         return catalog
     }

@@ -8,8 +8,8 @@ import HubEngine
 /// ``WireError`` for what cannot be attached to a subscription id; what can is
 /// returned inside the message (``SubscribeCheck``, ``DemandCheck``) so that the
 /// session answers on that id. Unknown fields are ignored. `ack` is only read
-/// by the ops that define it (`send`, `complete`, `fail`, `trigger`, `list`,
-/// and an unknown op, which echoes a valid one).
+/// by the ops that define it (`send`, `complete`, `fail`, `trigger`, `list`, `delete`,
+/// `drain`, and an unknown op, which echoes a valid one).
 public enum ClientMessage: Hashable, Sendable {
     /// `hello`: optional token and client name; `batch: true` allows batched `next`.
     case hello(token: String?, client: String?, batch: Bool)
@@ -29,6 +29,11 @@ public enum ClientMessage: Hashable, Sendable {
     case trigger(name: String, key: Value?, ack: Int64?)
     /// `list`: ask for the catalog.
     case list(ack: Int64)
+    /// `delete` the subject `name` (its subscribers complete; the name is free again).
+    case delete(name: String, ack: Int64?)
+    /// `drain` (admin): the server stops accepting connections and closes the open ones
+    /// with 1012 over `grace` (the server's default when `nil`), then stops.
+    case drain(grace: Duration?, ack: Int64)
 }
 
 // MARK: - Decoding
@@ -96,6 +101,24 @@ extension ClientMessage {
                 throw WireError(WireFields.bad("list: 'ack' must be \(WireFields.ackRange)"))
             }
             return .list(ack: ack)
+        case "delete":
+            let ack = try optionalAck(fields, op: op)
+            return .delete(name: try name(fields, "name", op: op, ack: ack), ack: ack)
+        case "drain":
+            guard let raw = fields["ack"] else {
+                throw WireError(WireFields.bad("drain: 'ack' is missing"))
+            }
+            guard let ack = WireFields.ack(raw) else {
+                throw WireError(WireFields.bad("drain: 'ack' must be \(WireFields.ackRange)"))
+            }
+            var grace: Duration?
+            if let raw = fields["grace"] {
+                guard let seconds = raw.doubleValue, seconds >= 0, seconds <= 3600 else {
+                    throw WireError(WireFields.bad("drain: 'grace' must be a number of seconds from 0 to 3600"), ack: ack)
+                }
+                grace = .milliseconds(Int64((seconds * 1000).rounded()))
+            }
+            return .drain(grace: grace, ack: ack)
         case "hello":
             let token = try optionalString(fields, "token", op: op)
             let client = try optionalString(fields, "client", op: op)
@@ -311,6 +334,18 @@ extension ClientMessage {
         case let .list(ack):
             WireBytes.append(#"{"op":"list","ack":"#, to: &buffer)
             WireBytes.append(ack, to: &buffer)
+        case let .delete(name, ack):
+            WireBytes.append(#"{"op":"delete","name":"#, to: &buffer)
+            WireBytes.appendString(name, to: &buffer)
+            ClientMessage.appendAck(ack, to: &buffer)
+        case let .drain(grace, ack):
+            WireBytes.append(#"{"op":"drain","ack":"#, to: &buffer)
+            WireBytes.append(ack, to: &buffer)
+            if let grace {
+                WireBytes.append(#","grace":"#, to: &buffer)
+                let milliseconds = grace.components.seconds * 1000 + grace.components.attoseconds / 1_000_000_000_000_000
+                Value.double(Double(milliseconds) / 1000).writeJSON(into: &buffer)
+            }
         }
         buffer.append(UInt8(ascii: "}"))
     }

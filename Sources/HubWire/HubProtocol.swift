@@ -25,6 +25,9 @@ public struct HubCloseCode: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let policyViolation = HubCloseCode(rawValue: 1008)
     /// 1009: an inbound message larger than the server's limit.
     public static let messageTooBig = HubCloseCode(rawValue: 1009)
+    /// 1012: service restart, a draining server closes its connections so that they
+    /// reconnect elsewhere (after each live subscription got `shutting_down`).
+    public static let serviceRestart = HubCloseCode(rawValue: 1012)
     /// 4008: slow consumer, the connection's queue passed its bound (PROTOCOL.md §5.8).
     public static let slowConsumer = HubCloseCode(rawValue: 4008)
     /// 4401: unauthorized, a missing or wrong token (PROTOCOL.md §2).

@@ -25,6 +25,9 @@ struct HubCLI: AsyncParsableCommand {
               hubcli send prices 101.5 '{"bid": 102}'
               hubcli trigger refresh --key '{"user": 7}'
               hubcli list --json
+              hubcli delete orders        (a completed subject starts over)
+              hubcli stats; hubcli top    (the broker's figures, once or live)
+              hubcli drain --grace 60     (lame duck: clients move elsewhere)
 
             Exit status: 0 on success (also when standard output's reader goes
             away, as with '| head'); 1 for bad input (an invalid URL, bad JSON, a
@@ -34,7 +37,10 @@ struct HubCLI: AsyncParsableCommand {
             option, a missing or invalid argument).
             """,
         version: "hubcli \(version) (protocol v1)",
-        subcommands: [Serve.self, Subscribe.self, Send.self, Complete.self, Fail.self, Trigger.self, List.self, Bench.self]
+        subcommands: [
+            Serve.self, Subscribe.self, Send.self, Complete.self, Fail.self, Delete.self, Trigger.self, List.self,
+            Stats.self, Top.self, Drain.self, Bench.self,
+        ]
     )
 
     /// The entry point: ignores SIGPIPE (a closed standard output is an error

@@ -10,11 +10,14 @@ struct List: AsyncParsableCommand {
         abstract: "List the hub's subjects, pipelines and triggers.",
         discussion: """
             Prints an aligned table, one row per name: its TYPE (subject, pipeline
-            or trigger), its KIND (passthrough or currentValue for subjects), and
-            how many SUBSCRIBERS it has (triggers: -). Rows are grouped by type and
-            sorted by name. With --json, prints the catalog as one line of JSON:
-            {"subjects":[{"name","kind","value"?,"subscribers"}],
-             "pipelines":[{"name","subscribers"}],"triggers":[{"name"}]}.
+            or trigger), its KIND (passthrough or currentValue for subjects), its
+            STATE (open, completed or failed for subjects: a finished subject takes
+            no values until 'hubcli delete NAME'), and how many SUBSCRIBERS it has.
+            Rows are grouped by type and sorted by name; a last line gives the hub's
+            open connections. With --json, prints the catalog as one line of JSON:
+            {"subjects":[{"name","kind","value"?,"subscribers","state"}],
+             "pipelines":[{"name","subscribers"}],"triggers":[{"name","subscribers"}],
+             "connections"}.
 
             \(ClientExit.help)
             """
@@ -49,23 +52,25 @@ struct List: AsyncParsableCommand {
     /// The aligned table's lines (a header, then one row per name).
     static func table(_ catalog: Catalog) -> [String] {
         let sorted = catalog.sorted()
-        var rows: [[String]] = [["TYPE", "NAME", "KIND", "SUBSCRIBERS"]]
+        var rows: [[String]] = [["TYPE", "NAME", "KIND", "STATE", "SUBSCRIBERS"]]
         for subject in sorted.subjects {
-            rows.append(["subject", subject.name, subject.kind.rawValue, String(subject.subscribers)])
+            rows.append(["subject", subject.name, subject.kind.rawValue, subject.state.rawValue, String(subject.subscribers)])
         }
         for pipeline in sorted.pipelines {
-            rows.append(["pipeline", pipeline.name, "-", String(pipeline.subscribers)])
+            rows.append(["pipeline", pipeline.name, "-", "-", String(pipeline.subscribers)])
         }
         for trigger in sorted.triggers {
-            rows.append(["trigger", trigger, "-", "-"])
+            rows.append(["trigger", trigger.name, "-", "-", String(trigger.subscribers)])
         }
-        if rows.count == 1 { return ["(no subjects, pipelines or triggers)"] }
-        let widths = (0..<4).map { column in rows.map { $0[column].count }.max() ?? 0 }
-        return rows.map { row in
+        let connections = catalog.connections.map { "connections: \($0)" }
+        if rows.count == 1 { return ["(no subjects, pipelines or triggers)"] + (connections.map { [$0] } ?? []) }
+        let widths = (0..<5).map { column in rows.map { $0[column].count }.max() ?? 0 }
+        let lines = rows.map { row in
             let padded = row.enumerated().map { column, cell in
                 column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
             }
             return padded.joined(separator: "  ")
         }
+        return lines + (connections.map { [$0] } ?? [])
     }
 }

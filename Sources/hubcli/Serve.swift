@@ -4,6 +4,7 @@ import HubServer
 import HubTransport
 import Logging
 import ServiceLifecycle
+import UnixSignals
 
 /// `hubcli serve`: runs the broker until SIGINT or SIGTERM.
 struct Serve: AsyncParsableCommand {
@@ -22,6 +23,21 @@ struct Serve: AsyncParsableCommand {
             the error, and exits 0 or 1 without serving. Logs go to standard error.
             SIGINT or SIGTERM stops the broker cleanly: every live subscription ends
             with error shutting_down, then every connection gets close 1001.
+
+            Operating it: the WebSocket port also answers plain HTTP: /health (200
+            while alive), /ready (200 while serving, 503 while starting, draining or
+            stopping), /metrics (Prometheus text; with auth, send an accepted token as
+            Authorization: Bearer) and the dashboard at /dashboard/; the file's
+            'admin' key moves all but /health and /ready to a separate listener.
+            SIGHUP re-reads --config without dropping a connection (auth, limits,
+            new subjects and triggers, named pipelines); a file with a mistake is
+            logged with its line and the running configuration is kept. SIGUSR2
+            (or 'hubcli drain') drains: /ready turns 503, new connections are
+            refused, clients are closed with 1012 a few at a time over the grace
+            period (the file's drainGrace, 30 s) and the broker then exits 0.
+            Logs go to standard error at --log-level (info: connections opened
+            and closed, reloads, drains; warning: slow consumers, auth failures),
+            as text or, with --log-format json, one JSON object per line.
             """
     )
 
@@ -45,6 +61,14 @@ struct Serve: AsyncParsableCommand {
 
     @Option(help: "The log level: trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
+
+    @Option(help: "The log format: text (one line per message) or json (one JSON object per line).")
+    var logFormat: LogFormat = .text
+
+    /// How logs are written.
+    enum LogFormat: String, ExpressibleByArgument, CaseIterable {
+        case text, json
+    }
 
     func validate() throws {
         if let port, !(0...65535).contains(port) {
@@ -73,10 +97,16 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let level = logLevel
+        let format = logFormat
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
+            switch format {
+            case .json:
+                return JSONLogHandler(label: label, level: level)
+            case .text:
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
         }
         let broker: BrokerConfiguration
         do {
@@ -116,9 +146,37 @@ struct Serve: AsyncParsableCommand {
         Output.message("hubcli: listening on \(scheme)://\(host):\(bound)/")
         // SIGINT/SIGTERM start the group's graceful shutdown: the service ends every
         // live subscription with shutting_down, closes with 1001, and run() returns.
-        let group = ServiceGroup(
-            services: [service], gracefulShutdownSignals: [.sigint, .sigterm], logger: logger)
+        // SIGHUP reloads the file; SIGUSR2 drains (run() returns when the drain is done).
+        let signals = Task {
+            for await signal in await UnixSignalsSequence(trapping: .sighup, .sigusr2) {
+                if signal == .sigusr2 {
+                    Task { await service.drain(requestedBy: "SIGUSR2") }
+                } else {
+                    await reload(service, logger: logger)
+                }
+            }
+        }
+        defer { signals.cancel() }
+        // The service returns from run() by itself after a drain: that ends the group.
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
+            gracefulShutdownSignals: [.sigint, .sigterm], logger: logger))
         try await group.run()
+    }
+
+    /// Re-reads the configuration file (SIGHUP) and applies it; a file with a mistake is
+    /// logged (with its line and column) and the running configuration kept.
+    private func reload(_ service: HubService, logger: Logger) async {
+        guard configPath != nil else {
+            logger.notice("SIGHUP: no --config file to reload")
+            return
+        }
+        do {
+            let broker = try loadConfiguration()
+            try await service.reload(broker)
+        } catch {
+            logger.error("reload failed, keeping the running configuration", metadata: ["error": "\(error)"])
+        }
     }
 }
 

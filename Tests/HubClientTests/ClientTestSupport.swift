@@ -82,6 +82,8 @@ func startService(port: Int = 0) async throws -> (HubService, Int) {
 /// The subscriber count of the subject `name` in `catalog` (nil when absent).
 func subscribers(of name: String, in catalog: Catalog) -> Int? {
     catalog.subjects.first { $0.name == name }?.subscribers
+        ?? catalog.pipelines.first { $0.name == name }?.subscribers
+        ?? catalog.triggers.first { $0.name == name }?.subscribers
 }
 
 /// A service and a connected client; both are stopped after `body`.

@@ -50,13 +50,26 @@ struct HubCLIProcessTests {
         let table = try await run(hubcli, ["list", "--url", url])
         #expect(table.status == 0)
         let rows = table.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
-        #expect(rows.first == ["TYPE", "NAME", "KIND", "SUBSCRIBERS"])
-        #expect(rows.contains(["subject", "prices", "passthrough", "0"]))
-        #expect(rows.contains(["trigger", "refresh", "-", "-"]))
+        #expect(rows.first == ["TYPE", "NAME", "KIND", "STATE", "SUBSCRIBERS"])
+        #expect(rows.contains(["subject", "prices", "passthrough", "open", "0"]))
+        #expect(rows.contains(["subject", "lines", "passthrough", "completed", "0"]))
+        #expect(rows.contains(["subject", "doomed", "passthrough", "failed", "0"]))
+        #expect(rows.contains(["trigger", "refresh", "-", "-", "0"]))
+        #expect(rows.last?.first == "connections:")
         let json = try await run(hubcli, ["list", "--json", "--url", url])
         #expect(json.status == 0)
         let catalog = try Value.parse(json.stdout)
-        #expect(catalog["triggers"] == [["name": "refresh"]])
+        #expect(catalog["triggers"] == [["name": "refresh", "subscribers": 0]])
+        #expect(catalog["connections"]?.intValue ?? 0 >= 1)
+
+        // delete: a completed subject takes values again; a trigger is not a subject.
+        #expect(try await run(hubcli, ["delete", "lines", "--url", url]).status == 0)
+        #expect(try await run(hubcli, ["send", "lines", "10", "--url", url]).status == 0)
+        let deleteTrigger = try await run(hubcli, ["delete", "refresh", "--url", url])
+        #expect(deleteTrigger.status == 3)
+        #expect(deleteTrigger.stderr.contains("not_found"))
+        let afterDelete = try Value.parse(try await run(hubcli, ["list", "--json", "--url", url]).stdout)
+        #expect(afterDelete["subjects"]?.arrayValue?.first { $0["name"] == "lines" }?["state"] == "open")
         #expect(catalog["subjects"]?.arrayValue?.compactMap { $0["name"]?.stringValue } == ["doomed", "lines", "prices"])
 
         // A bad URL names it.

@@ -40,17 +40,31 @@ struct PipelineCompilerTests {
         let env = PipelineTestEnvironment()
         let strings = try env.run("numbers | scan(\"xxxxxxxxxxxxxxxx\", $acc + $acc) | map(length(.))")
         let arrays = try env.run("numbers | scan([0], $acc + $acc) | map(length(.))")
-        #expect(strings.values.last == .int(Int64(ExpressionEvaluator.maximumStringBytes)))
+        // The last value that fits in maxValueBytes (16 MiB, each value's own bytes counted
+        // too), then the value built next is refused.
+        #expect(strings.values.last == .int(Int64(ExpressionEvaluator.maximumStringBytes / 2)))
         #expect(strings.events.last == .failure(HubError(
-            .failed, "scan(\"xxxxxxxxxxxxxxxx\", $acc + $acc): '+' would make a string longer than 16777216 bytes",
-            data: ["stage": "scan(\"xxxxxxxxxxxxxxxx\", $acc + $acc)", "error": "'+' would make a string longer than 16777216 bytes",
-                   "line": 1, "column": 36])))
-        #expect(arrays.values.last == .int(Int64(ExpressionEvaluator.maximumArrayCount)))
+            .limitExceeded, "scan(\"xxxxxxxxxxxxxxxx\", $acc + $acc): the value built is larger than 16777216 bytes",
+            data: ["stage": "scan(\"xxxxxxxxxxxxxxxx\", $acc + $acc)", "limit": "maxValueBytes", "value": 16777216])))
+        #expect(arrays.values.last == .int(Int64(ExpressionEvaluator.maximumArrayCount / 2)))
         guard case let .failure(error)? = arrays.events.last else {
             Issue.record("expected a failure")
             return
         }
-        #expect(error.message.hasSuffix("'+' would make an array longer than 1048576 elements"))
+        #expect(error.code == .limitExceeded)
+        #expect(error.message.hasSuffix("the value built is larger than 16777216 bytes"))
+        // Without the value bound, the operators' own limits still hold.
+        var limits = PipelineLimits()
+        limits.maxValueBytes = .max
+        let unbounded = PipelineTestEnvironment()
+        unbounded.limits = limits
+        let longStrings = try unbounded.run("numbers | scan(\"xxxxxxxxxxxxxxxx\", $acc + $acc) | map(length(.))")
+        #expect(longStrings.values.last == .int(Int64(ExpressionEvaluator.maximumStringBytes)))
+        guard case let .failure(stringError)? = longStrings.events.last else {
+            Issue.record("expected a failure")
+            return
+        }
+        #expect(stringError.message.hasSuffix("'+' would make a string longer than 16777216 bytes"))
     }
 
     @Test func timerTicksAndSkipsTicksWithoutDemand() throws {

@@ -17,9 +17,12 @@ struct ConfigurationReferenceTests {
         paths.formUnion(BrokerConfiguration.tlsKeys.map { "listen.tls.\($0)" })
         paths.formUnion(BrokerConfiguration.limitsKeys.map { "limits.\($0)" })
         paths.formUnion(BrokerConfiguration.pipelineLimitsKeys.map { "limits.pipelines.\($0)" })
+        paths.formUnion(BrokerConfiguration.perConnectionKeys.map { "limits.perConnection.\($0)" })
         paths.formUnion(BrokerConfiguration.authKeys.map { "auth.\($0)" })
         paths.formUnion(BrokerConfiguration.subjectKeys.map { "subjects.<name>.\($0)" })
         paths.formUnion(BrokerConfiguration.pipelineKeys.map { "pipelines.<name>.\($0)" })
+        paths.formUnion(BrokerConfiguration.adminKeys.map { "admin.\($0)" })
+        paths.formUnion(BrokerConfiguration.metricsKeys.map { "metrics.\($0)" })
         return paths
     }
 

@@ -171,11 +171,12 @@ struct ServerOperationTests {
             #expect(catalog["op"] == "catalog")
             #expect(catalog["ack"] == 9)
             #expect(catalog["subjects"] == [
-                ["name": "alpha", "kind": "passthrough", "subscribers": 1],
-                ["name": "temperature", "kind": "currentValue", "value": 21, "subscribers": 0],
+                ["name": "alpha", "kind": "passthrough", "subscribers": 1, "state": "open"],
+                ["name": "temperature", "kind": "currentValue", "value": 21, "subscribers": 0, "state": "open"],
             ])
             #expect(catalog["pipelines"] == [])
-            #expect(catalog["triggers"] == [["name": "reset"]])
+            #expect(catalog["triggers"] == [["name": "reset", "subscribers": 0]])
+            #expect(catalog["connections"] == 1)
         }
     }
 }

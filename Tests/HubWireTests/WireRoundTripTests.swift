@@ -161,7 +161,7 @@ struct WireRoundTripTests {
             triggers: ["t2", "t1"]
         )
         let text = String(decoding: ServerMessage.catalog(ack: 2, catalog).jsonBytes(), as: UTF8.self)
-        #expect(text == #"{"op":"catalog","ack":2,"subjects":[{"name":"s_a","kind":"currentValue","value":{"x":1},"subscribers":0},{"name":"s_b","kind":"passthrough","subscribers":1}],"pipelines":[{"name":"Z","subscribers":0},{"name":"z","subscribers":2}],"triggers":[{"name":"t1"},{"name":"t2"}]}"#)
+        #expect(text == #"{"op":"catalog","ack":2,"subjects":[{"name":"s_a","kind":"currentValue","value":{"x":1},"subscribers":0,"state":"open"},{"name":"s_b","kind":"passthrough","subscribers":1,"state":"open"}],"pipelines":[{"name":"Z","subscribers":0},{"name":"z","subscribers":2}],"triggers":[{"name":"t1","subscribers":0},{"name":"t2","subscribers":0}]}"#)
         #expect(String(decoding: ServerMessage.catalog(ack: 0, Catalog()).jsonBytes(), as: UTF8.self)
             == #"{"op":"catalog","ack":0,"subjects":[],"pipelines":[],"triggers":[]}"#)
     }

@@ -133,6 +133,8 @@ export declare class Hub extends EventTarget {
   /** Resolves on the hub's ack. */
   send(to: string, value: JSONValue): Promise<void>;
   complete(to: string): Promise<void>;
+  /** Deletes a subject: its subscribers complete; a completed one can be used again. */
+  delete(name: string): Promise<void>;
   fail(to: string, error: JSONValue): Promise<void>;
   trigger(name: string, key?: JSONValue): Promise<void>;
   list(): Promise<Catalog>;

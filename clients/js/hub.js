@@ -137,6 +137,14 @@ export class Hub extends EventTarget {
     return this.#core.call((ack) => ({ op: "complete", to, ack })).then(nothing);
   }
 
+  /**
+   * Deletes the subject `name` (its subscribers complete; a completed or failed subject
+   * can be used again; a declared one starts over); resolves on the hub's ack.
+   */
+  delete(name) {
+    return this.#core.call((ack) => ({ op: "delete", name, ack })).then(nothing);
+  }
+
   /** Fails the subject `to` with `error` (any JSON); resolves on the hub's ack. */
   fail(to, error) {
     if (error === undefined) return rejected(invalid("fail needs an error value (undefined is not JSON; use null)"));

@@ -25,6 +25,29 @@ extension BrokerConfiguration {
             if let port = fields["port"] { service.port = try reader.int(port.value, port.path, in: 0...65535) }
             if let tls = fields["tls"] { try readTLS(tls, reader) }
         }
+        if let admin = top["admin"] {
+            let fields = try reader.fields(admin.value, admin.path, allowed: BrokerConfiguration.adminKeys)
+            var listener = HubService.Configuration.AdminListener(host: "127.0.0.1", port: 7421)
+            if let host = fields["host"] {
+                let text = try reader.string(host.value, host.path)
+                guard !text.isEmpty else { throw reader.error(host.value, host.path, "expected a host name or address (got an empty string)") }
+                listener.host = text
+            }
+            if let port = fields["port"] { listener.port = try reader.int(port.value, port.path, in: 0...65535) }
+            service.admin = listener
+        }
+        if let metrics = top["metrics"] {
+            let fields = try reader.fields(metrics.value, metrics.path, allowed: BrokerConfiguration.metricsKeys)
+            if let field = fields["nameLabels"] {
+                service.hub.metricsNameCapacity = try reader.int(field.value, field.path, in: 0...100_000)
+            }
+            if let field = fields["statsInterval"] {
+                service.statsInterval = try reader.duration(field.value, field.path, minimum: .milliseconds(100))
+            }
+        }
+        if let grace = top["drainGrace"] {
+            service.drainGrace = try reader.duration(grace.value, grace.path)
+        }
         if let autoCreate = top["autoCreate"] {
             service.hub.autoCreate = try reader.bool(autoCreate.value, autoCreate.path)
         }
@@ -120,8 +143,31 @@ extension BrokerConfiguration {
             if let field = fields["maxStages"] { bounds.maxStages = try reader.int(field.value, field.path, in: positive) }
             if let field = fields["maxExpressionDepth"] { bounds.maxExpressionDepth = try reader.int(field.value, field.path, in: positive) }
             if let field = fields["minimumInterval"] { bounds.minimumInterval = try reader.duration(field.value, field.path) }
+            if let field = fields["maxValueDepth"] { bounds.maxValueDepth = try reader.int(field.value, field.path, in: 1...4096) }
+            if let field = fields["maxValueBytes"] { bounds.maxValueBytes = try reader.int(field.value, field.path, in: positive) }
             service.hub.limits = bounds
         }
+        if let perConnection = fields["perConnection"] {
+            service.session.connectionBudget = try readBudget(
+                perConnection, BrokerConfiguration.perConnectionKeys, service.session.connectionBudget, reader)
+        }
+    }
+
+    /// A budget's bounds (`limits.perConnection`, `limits.perIdentity`) over `defaults`.
+    func readBudget(
+        _ entry: ConfigurationReader.Entry, _ keys: [String], _ defaults: ResourceBudget.Limits, _ reader: ConfigurationReader
+    ) throws(ConfigurationError) -> ResourceBudget.Limits {
+        let fields = try reader.fields(entry.value, entry.path, allowed: keys)
+        let positive = 1...Int.max
+        var limits = defaults
+        if let field = fields["stepsPerSecond"] {
+            limits.stepsPerSecond = try reader.int(field.value, field.path, in: positive)
+            if fields["burstSteps"] == nil { limits.burst = Swift.max(limits.burst, limits.stepsPerSecond) }
+        }
+        if let field = fields["burstSteps"] { limits.burst = try reader.int(field.value, field.path, in: positive) }
+        if let field = fields["memoryBytes"] { limits.maxBytes = try reader.int(field.value, field.path, in: positive) }
+        if let field = fields["timers"] { limits.maxTimers = try reader.int(field.value, field.path, in: 0...Int.max) }
+        return limits
     }
 
     private mutating func readAuth(_ auth: ConfigurationReader.Entry, _ reader: ConfigurationReader) throws(ConfigurationError) {

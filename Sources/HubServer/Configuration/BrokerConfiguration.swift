@@ -129,7 +129,12 @@ public struct BrokerConfiguration: Sendable {
     /// The keys of the top level.
     public static let topLevelKeys = [
         "listen", "autoCreate", "limits", "auth", "allowAdHocPipelines", "subjects", "triggers", "pipelines",
+        "admin", "metrics", "drainGrace",
     ]
+    /// The keys of `admin`.
+    public static let adminKeys = ["host", "port"]
+    /// The keys of `metrics`.
+    public static let metricsKeys = ["nameLabels", "statsInterval"]
     /// The keys of `listen`.
     public static let listenKeys = ["host", "port", "tls"]
     /// The keys of `listen.tls`.
@@ -137,10 +142,14 @@ public struct BrokerConfiguration: Sendable {
     /// The keys of `limits`.
     public static let limitsKeys = [
         "maxMessageBytes", "maxConnections", "maxSubscriptionsPerConnection", "maxQueuedBytesPerConnection",
-        "pipelines", "defaultBuffer", "maxBuffer",
+        "pipelines", "defaultBuffer", "maxBuffer", "perConnection",
     ]
     /// The keys of `limits.pipelines`.
-    public static let pipelineLimitsKeys = ["maxSourceLength", "maxStages", "maxExpressionDepth", "minimumInterval"]
+    public static let pipelineLimitsKeys = [
+        "maxSourceLength", "maxStages", "maxExpressionDepth", "minimumInterval", "maxValueDepth", "maxValueBytes",
+    ]
+    /// The keys of `limits.perConnection`.
+    public static let perConnectionKeys = ["stepsPerSecond", "burstSteps", "memoryBytes", "timers"]
     /// The keys of `auth`.
     public static let authKeys = ["tokens", "timeout"]
     /// The keys of a subject.

@@ -175,6 +175,9 @@ struct ConfigurationReader {
 
     /// A hub name (subject, trigger, pipeline).
     func name(_ text: String, at node: Node, _ path: String) throws(ConfigurationError) -> String {
+        if text.hasPrefix("$") {
+            throw error(node, path, "invalid name '\(text)': names starting with '$' are the broker's system subjects")
+        }
         if let problem = HubName.problem(with: text) {
             throw error(node, path, "invalid name '\(text)': \(problem)")
         }

@@ -1,3 +1,5 @@
+import HubValue
+
 /// The counters of one service loop's sessions for the metrics and `$sys.stats`:
 /// plain integers, confined to the loop (no lock, no atomic: each loop has its own and
 /// the exporter sums them when it collects).
@@ -17,6 +19,14 @@ public final class ServiceCounters {
     var closedBytesReceived = 0
     var closedBytesSent = 0
 
+    /// Where events go (`$sys.events`); nothing while unset.
+    var eventSink: ((_ type: String, _ fields: Value.Object) -> Void)?
+
     /// Counters at zero.
     public init() {}
+
+    /// Reports an event of `type` (connect, disconnect, auth_failure, ...) with `fields`.
+    func emit(_ type: String, _ fields: Value.Object) {
+        eventSink?(type, fields)
+    }
 }

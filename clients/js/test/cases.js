@@ -162,7 +162,7 @@ export function cases(env) {
           await subscription.subscribed;
           const catalog = await hub.list();
           const entry = catalog.subjects.find((s) => s.name === name);
-          same(entry, { name, kind: "passthrough", subscribers: 1 }, "catalog entry");
+          same(entry, { name, kind: "passthrough", subscribers: 1, state: "open" }, "catalog entry");
           check(Array.isArray(catalog.pipelines) && Array.isArray(catalog.triggers), "pipelines and triggers");
           subscription.cancel();
           const after = await hub.list();

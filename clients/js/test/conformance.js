@@ -31,6 +31,7 @@ const FIELDS = {
   fail: ["op", "to", "error", "ack"],
   trigger: ["op", "name", "key", "ack"],
   list: ["op", "ack"],
+  delete: ["op", "name", "ack"],
   hello: ["op", "token", "client", "batch"],
 };
 
@@ -129,6 +130,8 @@ function unsupportedMessage(message, liveIds, heldIds, started) {
       return typeof message.name === "string" ? null : "a trigger without a name";
     case "list":
       return "ack" in message ? null : "a list without ack";
+    case "delete":
+      return typeof message.name === "string" ? null : "a delete without a name";
     default:
       return null;
   }
@@ -356,6 +359,8 @@ export async function runVector(vectorTemplate, { url, token, timeout = 10000 })
         return call(conn, "key" in message ? conn.hub.trigger(message.name, message.key) : conn.hub.trigger(message.name), message.ack);
       case "list":
         return call(conn, conn.hub.list(), message.ack, true);
+      case "delete":
+        return call(conn, conn.hub.delete(message.name), message.ack);
       default:
         throw new Mismatch(`unexpected op ${message.op}`);
     }

@@ -17,6 +17,7 @@ export async function example(): Promise<void> {
   await hub.send("prices", { bid: 101.5 });
   await hub.send("big", 9223372036854775807n);
   await hub.complete("prices");
+  await hub.delete("prices");
   await hub.fail("prices", { reason: "feed down" });
   await hub.trigger("refresh");
   await hub.trigger("refresh", { user: 7 });

@@ -109,7 +109,7 @@ async def test_list_answers_the_catalog(broker):
         async with hub.subscribe(name) as subscription:
             await subscription.subscribed()
             catalog = await hub.list()
-            assert {"name": name, "kind": "passthrough", "subscribers": 1} in catalog["subjects"]
+            assert {"name": name, "kind": "passthrough", "subscribers": 1, "state": "open"} in catalog["subjects"]
             assert isinstance(catalog["pipelines"], list) and isinstance(catalog["triggers"], list)
         after = await hub.list()
         assert next(s for s in after["subjects"] if s["name"] == name)["subscribers"] == 0

@@ -41,6 +41,7 @@ FIELDS = {
     "fail": {"op", "to", "error", "ack"},
     "trigger": {"op", "name", "key", "ack"},
     "list": {"op", "ack"},
+    "delete": {"op", "name", "ack"},
     "hello": {"op", "token", "client", "batch"},
 }
 
@@ -87,6 +88,8 @@ def unsupported(message, live, held, started):
         return None
     if op == "cancel":
         return None if message.get("id") in held else "a cancel for an id the API does not hold"
+    if op == "delete":
+        return None if isinstance(message.get("name"), str) else "a delete without a name"
     if op in ("send", "complete", "fail"):
         if not isinstance(message.get("to"), str):
             return f"a {op} without a name"
@@ -256,6 +259,8 @@ async def run_vector(vector, url, timeout=10.0):
             call(conn, hub.complete(message["to"]), message.get("ack"))
         elif op == "fail":
             call(conn, hub.fail(message["to"], message["error"]), message.get("ack"))
+        elif op == "delete":
+            call(conn, hub.delete(message["name"]), message.get("ack"))
         elif op == "trigger":
             coroutine = hub.trigger(message["name"], message["key"]) if "key" in message else hub.trigger(message["name"])
             call(conn, coroutine, message.get("ack"))

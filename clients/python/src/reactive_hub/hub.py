@@ -80,6 +80,11 @@ class Hub:
         """Completes the subject ``to``; returns on the hub's ack."""
         await self._core.call({"op": "complete", "to": to})
 
+    async def delete(self, name: str) -> None:
+        """Deletes the subject ``name``: its subscribers complete, a completed or failed
+        subject can be used again, a declared one starts over; returns on the hub's ack."""
+        await self._core.call({"op": "delete", "name": name})
+
     async def fail(self, to: str, error: Any) -> None:
         """Fails the subject ``to`` with ``error`` (any JSON); returns on the hub's ack."""
         await self._core.call({"op": "fail", "to": to, "error": error})

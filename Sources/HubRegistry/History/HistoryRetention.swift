@@ -1,0 +1,20 @@
+/// How much of a subject's history a store keeps: at most ``size`` values, and
+/// none older than ``ttl`` (configuration `subjects.NAME.history: {size, ttl}`).
+///
+/// A store drops the oldest values beyond ``size`` when it commits new ones, and
+/// never returns a value older than ``ttl`` (it removes them at its own pace).
+public struct HistoryRetention: Hashable, Sendable {
+    /// The bound on the number of values when the configuration gives none.
+    public static let defaultSize = 1000
+
+    /// The most values kept (≥ 1).
+    public var size: Int
+    /// The longest a value is kept, if bounded.
+    public var ttl: Duration?
+
+    /// At most `size` values (at least 1), none older than `ttl` when given.
+    public init(size: Int = HistoryRetention.defaultSize, ttl: Duration? = nil) {
+        self.size = Swift.max(1, size)
+        self.ttl = ttl
+    }
+}

@@ -1,0 +1,26 @@
+import HubWire
+
+/// Where subjects keep their history: one protocol for every store, so that a subject
+/// with history behaves the same over each (`StoreConformanceTests` runs one suite
+/// against all of them).
+///
+/// - ``MemoryStore``: the embedded default; history lives as long as the process (a
+///   restart begins a new epoch).
+/// - `SQLiteStore` (module `HubSQLite`): durable subjects on one node, in SQLite in
+///   WAL mode; history, current value and epoch survive restarts, `kill -9` included.
+/// - A JetStream store (the cluster) fits the same shape: a stream per subject, its
+///   sequence numbers as offsets, its identity as the epoch, reads as pulls bounded
+///   by a page, ``SubjectLog/onCommit`` fed by the stream.
+///
+/// Used on the hub's event loop.
+public protocol SubjectStore: AnyObject {
+    /// Opens the log of the subject `name`, creating it (with a new epoch) when the
+    /// store has none, and applying `retention` from now on. It never blocks on I/O:
+    /// a store that must reach its disk or network does so on its own threads and
+    /// orders that work before the log's first append.
+    func openLog(subject name: String, retention: HistoryRetention) throws(HubError) -> any SubjectLog
+
+    /// Finishes the work under way (every acknowledged append is stored) and releases
+    /// the store's threads and files. Blocks; call it once the hub no longer appends.
+    func close()
+}

@@ -1,0 +1,60 @@
+import CSQLite
+
+/// One SQLite connection, used by one thread only (opened in multi-thread mode: the
+/// connection is not shared, so SQLite takes no lock of its own for it).
+final class SQLiteConnection {
+    let handle: OpaquePointer
+    let path: String
+
+    /// Opens (creating when `create`) the database at `path`.
+    init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+        var handle: OpaquePointer?
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
+        let status = sqlite3_open_v2(path, &handle, flags, nil)
+        guard status == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            if let handle { sqlite3_close_v2(handle) }
+            throw SQLiteError(code: status, message: "cannot open \(path): \(message)")
+        }
+        sqlite3_extended_result_codes(handle, 1)
+        self.handle = handle
+        self.path = path
+    }
+
+    deinit {
+        sqlite3_close_v2(handle)
+    }
+
+    /// Runs one or more statements without results (DDL, pragmas, BEGIN/COMMIT).
+    func execute(_ sql: String) throws(SQLiteError) {
+        var error: UnsafeMutablePointer<CChar>?
+        let status = sqlite3_exec(handle, sql, nil, nil, &error)
+        guard status == SQLITE_OK else {
+            let message = error.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
+            sqlite3_free(error)
+            throw SQLiteError(code: status, message: "\(sql.prefix(60)): \(message)")
+        }
+    }
+
+    /// Prepares `sql` for repeated use.
+    func prepare(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+        var statement: OpaquePointer?
+        let status = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        guard status == SQLITE_OK, let statement else {
+            throw error(status, "preparing \(sql.prefix(60))")
+        }
+        return SQLiteStatement(statement, connection: self)
+    }
+
+    /// The connection's latest error as an ``SQLiteError``.
+    func error(_ status: Int32, _ doing: String) -> SQLiteError {
+        SQLiteError(code: status, message: "\(doing): \(String(cString: sqlite3_errmsg(handle)))")
+    }
+
+    /// The text of a one-value pragma (`journal_mode`, `synchronous`).
+    func pragma(_ name: String) throws(SQLiteError) -> String? {
+        let statement = try prepare("PRAGMA \(name)")
+        guard try statement.step() else { return nil }
+        return statement.text(0)
+    }
+}

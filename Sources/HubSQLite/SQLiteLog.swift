@@ -1,0 +1,78 @@
+import DequeModule
+import HubRegistry
+import HubValue
+import HubWire
+
+/// A durable subject's log in an ``SQLiteStore``, as the loop sees it: the appends
+/// waiting for their group commit, in order, and the offset and value of the last
+/// committed one. Loop-confined.
+final class SQLiteLog: SubjectLog {
+    /// What the database held for a subject when the store opened.
+    struct Restored {
+        var id: Int64
+        var epoch: String
+        var lastOffset: UInt64
+        var lastValue: Value?
+    }
+
+    private struct Pending {
+        var value: Value
+        var bytes: Int
+        var completion: (Result<UInt64, HubError>) -> Void
+    }
+
+    let id: Int64
+    let epoch: String
+    var retention: HistoryRetention
+    private(set) var lastOffset: UInt64
+    private(set) var lastValue: Value?
+    var onCommit: ((HistoryEntry) -> Void)?
+    private unowned let store: SQLiteStore
+    private var pending = Deque<Pending>()
+
+    init(store: SQLiteStore, restored: Restored, retention: HistoryRetention) {
+        self.store = store
+        id = restored.id
+        epoch = restored.epoch
+        lastOffset = restored.lastOffset
+        lastValue = restored.lastValue
+        self.retention = retention
+    }
+
+    func append(_ value: Value, completion: @escaping (Result<UInt64, HubError>) -> Void) {
+        do {
+            let bytes = try store.append(value, for: self)
+            pending.append(Pending(value: value, bytes: bytes, completion: completion))
+        } catch {
+            completion(.failure(error))
+        }
+    }
+
+    func read(
+        after: UInt64, through: UInt64, limit: Int, maxBytes: Int,
+        completion: @escaping (Result<[HistoryEntry], HubError>) -> Void
+    ) {
+        guard after < through, limit > 0 else {
+            completion(.success([]))
+            return
+        }
+        store.read(self, after: after, through: through, limit: limit, maxBytes: maxBytes, completion: completion)
+    }
+
+    /// The oldest pending append committed at `offset`; returns its bytes.
+    func committed(offset: UInt64) -> Int? {
+        guard let next = pending.popFirst() else { return nil }
+        lastOffset = offset
+        lastValue = next.value
+        next.completion(.success(offset))
+        onCommit?(HistoryEntry(offset: offset, value: next.value))
+        return next.bytes
+    }
+
+    /// The oldest pending append failed; returns its bytes.
+    func failed(_ error: HubError) -> Int? {
+        guard let next = pending.popFirst() else { return nil }
+        next.completion(.failure(error))
+        return next.bytes
+    }
+}

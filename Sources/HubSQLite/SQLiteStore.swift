@@ -1,0 +1,219 @@
+import DequeModule
+import Foundation
+import HubEngine
+import HubRegistry
+import HubValue
+import HubWire
+
+/// The durable store: subjects' history, last value and epoch in one SQLite database
+/// in WAL mode (`hub.sqlite3` under the storage directory), so that they survive a
+/// restart of the broker, `kill -9` included.
+///
+/// **Where the work runs.** SQLite calls block, so none runs on the hub's loop after
+/// start-up: a writer thread commits appends in groups (see ``SQLiteWriter``), a reader
+/// thread serves history pages on a connection of its own, and both hand their results
+/// back through the loop's queue (``StoreExecutor``). A slow disk delays the acks of
+/// durable values and the replays of durable history, never the loop, so subscribers
+/// of other subjects do not notice it. Opening the database (and reading every
+/// subject's epoch and last value) is the only I/O that blocks its caller: the
+/// broker does it once, before it listens.
+///
+/// **What an ack means** (``Sync``): with ``Sync/full`` (the default) the group's
+/// commit has been fsynced (`synchronous=FULL`): an acknowledged value survives a crash
+/// of the broker and of the machine, a power loss included. With ``Sync/normal`` the
+/// commit is in the WAL file, written to the operating system but not fsynced
+/// (`synchronous=NORMAL`): it survives a crash of the broker (`kill -9`), not of the
+/// machine, which is the guarantee a single JetStream server gives by default.
+///
+/// Its members are used on the hub's loop, except ``close()``.
+public final class SQLiteStore: SubjectStore {
+    /// When a commit counts as stored.
+    public enum Sync: String, Sendable, CaseIterable {
+        /// fsync at every group commit: survives a power loss.
+        case full
+        /// Written to the operating system at every group commit, fsynced at checkpoints:
+        /// survives a crash of the broker, not of the machine.
+        case normal
+    }
+
+    /// The database file's name under the storage directory.
+    public static let fileName = "hub.sqlite3"
+    /// The most bytes of values waiting for the writer before appends are refused
+    /// with `limit_exceeded` (the disk is that far behind).
+    public static let defaultMaxPendingBytes = 64 << 20
+
+    /// The database file.
+    public let path: String
+    /// The sync policy.
+    public let sync: Sync
+    private let lock: StorageLock
+    private let writer: SQLiteWriter
+    private let reader: SQLiteReader
+    private let maxPendingBytes: Int
+    private var known: [String: SQLiteLog.Restored]
+    private var logs: [String: SQLiteLog] = [:]
+    private var byID: [Int64: SQLiteLog] = [:]
+    private var nextID: Int64
+    private var pendingBytes = 0
+    private var reads: [UInt64: (Result<[HistoryEntry], HubError>) -> Void] = [:]
+    private var nextRead: UInt64 = 0
+    private var closed = false
+
+    /// Opens (creating them if needed) the directory and its database, reads every
+    /// subject's epoch and last value, and starts the writer and reader threads, whose
+    /// results come back through `executor`. Blocks on the disk: call it at start-up.
+    public init(
+        directory: String, sync: Sync = .full, executor: any StoreExecutor, clock: @escaping HistoryClock = systemHistoryClock,
+        maxPendingBytes: Int = SQLiteStore.defaultMaxPendingBytes
+    ) throws(SQLiteError) {
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw SQLiteError(code: -1, message: "cannot create the storage directory \(directory): \(error.localizedDescription)")
+        }
+        let path = directory.hasSuffix("/") ? directory + SQLiteStore.fileName : directory + "/" + SQLiteStore.fileName
+        self.path = path
+        // Offsets are counted by this process's writer: two brokers on one database
+        // would hand out the same offsets, so the second one is refused.
+        lock = try StorageLock(path: path + ".lock")
+        self.sync = sync
+        self.maxPendingBytes = maxPendingBytes
+
+        let connection = try SQLiteConnection(path: path)
+        // WAL: readers never block the writer; a commit appends to the WAL file.
+        try connection.execute("PRAGMA journal_mode = WAL")
+        guard try connection.pragma("journal_mode")?.lowercased() == "wal" else {
+            throw SQLiteError(code: -1, message: "\(path): the database cannot use WAL mode")
+        }
+        try connection.execute("PRAGMA synchronous = \(sync == .full ? "FULL" : "NORMAL")")
+        try connection.execute("PRAGMA busy_timeout = 30000")
+        try connection.execute(SQLiteSchema.create)
+        let version = try connection.prepare(SQLiteSchema.schemaVersion)
+        if try version.step(), let found = version.text(0), found != SQLiteSchema.version {
+            throw SQLiteError(code: -1, message: "\(path) has schema version \(found); this broker reads version \(SQLiteSchema.version)")
+        }
+        version.reset()
+
+        var known: [String: SQLiteLog.Restored] = [:]
+        var states: [Int64: SQLiteWriter.SubjectState] = [:]
+        var maxID: Int64 = 0
+        let load = try connection.prepare(SQLiteSchema.loadSubjects)
+        while try load.step() {
+            let id = load.int64(0)
+            guard let name = load.text(1), let epoch = load.text(2) else { continue }
+            let lastOffset = UInt64(max(0, load.int64(3)))
+            var lastValue: Value?
+            if !load.isNull(5) {
+                lastValue = load.withBlob(5) { raw in try? Value.parse(raw) }
+            }
+            known[name] = SQLiteLog.Restored(id: id, epoch: epoch, lastOffset: lastOffset, lastValue: lastValue)
+            states[id] = SQLiteWriter.SubjectState(
+                lastOffset: lastOffset, lastTime: load.int64(4), retention: HistoryRetention(), firstTime: nil)
+            maxID = max(maxID, id)
+        }
+        load.reset()
+        self.known = known
+        nextID = maxID + 1
+
+        // Results cross to the loop through its queue; the box is only opened there.
+        let box = LoopSide()
+        writer = try SQLiteWriter(connection: connection, subjects: states, clock: clock) { outcomes in
+            executor.execute { box.store?.committed(outcomes) }
+        }
+        reader = try SQLiteReader(connection: try SQLiteConnection(path: path), clock: clock) { id, result in
+            executor.execute { box.store?.answered(read: id, result) }
+        }
+        box.store = self
+        writer.start(name: "hub-sqlite-writer")
+        reader.start(name: "hub-sqlite-reader")
+    }
+
+    /// The store as seen from the loop, for the threads' hand-offs (opened on the loop only).
+    private final class LoopSide: @unchecked Sendable {
+        weak var store: SQLiteStore?
+    }
+
+    // MARK: SubjectStore
+
+    public func openLog(subject name: String, retention: HistoryRetention) throws(HubError) -> any SubjectLog {
+        guard !closed else { throw HubError(.internal, "the durable store is closed") }
+        if let log = logs[name] {
+            log.retention = retention
+            writer.submit(.retain(subject: log.id, retention: retention))
+            return log
+        }
+        let log: SQLiteLog
+        if let restored = known.removeValue(forKey: name) {
+            log = SQLiteLog(store: self, restored: restored, retention: retention)
+            writer.submit(.retain(subject: restored.id, retention: retention))
+        } else {
+            let id = nextID
+            nextID += 1
+            let epoch = MemoryStore.newEpoch()
+            log = SQLiteLog(
+                store: self, restored: SQLiteLog.Restored(id: id, epoch: epoch, lastOffset: 0, lastValue: nil),
+                retention: retention)
+            writer.submit(.create(subject: id, name: name, epoch: epoch, retention: retention))
+        }
+        logs[name] = log
+        byID[log.id] = log
+        return log
+    }
+
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        writer.stop()
+        reader.stop()
+        lock.release()
+    }
+
+    // MARK: For the logs
+
+    /// Queues `value` for the next group commit; refused when too much is waiting already.
+    func append(_ value: Value, for log: SQLiteLog) throws(HubError) -> Int {
+        guard !closed else { throw HubError(.internal, "the durable store is closed") }
+        let bytes = value.estimatedJSONSize
+        guard pendingBytes + bytes <= maxPendingBytes || pendingBytes == 0 else {
+            throw HubError(
+                .limitExceeded, "the durable store is behind: \(pendingBytes) bytes are waiting for the disk",
+                data: ["limit": .int(Int64(maxPendingBytes))])
+        }
+        pendingBytes += bytes
+        writer.submit(.append(subject: log.id, value: value))
+        return bytes
+    }
+
+    /// Queues a page read for `log`.
+    func read(
+        _ log: SQLiteLog, after: UInt64, through: UInt64, limit: Int, maxBytes: Int,
+        completion: @escaping (Result<[HistoryEntry], HubError>) -> Void
+    ) {
+        guard !closed else {
+            completion(.failure(HubError(.internal, "the durable store is closed")))
+            return
+        }
+        nextRead += 1
+        reads[nextRead] = completion
+        reader.submit(SQLiteReader.Request(
+            id: nextRead, subject: log.id, after: after, through: through, limit: limit, maxBytes: maxBytes,
+            ttl: log.retention.ttl))
+    }
+
+    /// A group committed (or failed): each log completes its oldest pending appends.
+    private func committed(_ outcomes: [SQLiteWriter.Outcome]) {
+        for outcome in outcomes {
+            switch outcome {
+            case let .appended(subject, offset):
+                if let bytes = byID[subject]?.committed(offset: offset) { pendingBytes -= bytes }
+            case let .failed(subject, error):
+                if let bytes = byID[subject]?.failed(error.hubError) { pendingBytes -= bytes }
+            }
+        }
+    }
+
+    private func answered(read id: UInt64, _ result: Result<[HistoryEntry], SQLiteError>) {
+        guard let completion = reads.removeValue(forKey: id) else { return }
+        completion(result.mapError(\.hubError))
+    }
+}

@@ -1,0 +1,261 @@
+import Foundation
+import HubEngine
+import HubRegistry
+import HubValue
+
+/// The store's writer: one thread with its own connection that commits appends in
+/// groups. Whatever the loop queued while the previous transaction was committing
+/// becomes the next transaction, so one commit (and, with `synchronous=FULL`, one
+/// fsync of the WAL) covers every append that waited for it: throughput grows with
+/// the number of appends in flight while each one still waits for at most two commits.
+///
+/// The loop hands operations in with ``submit(_:)`` (a lock and a signal); the thread
+/// hands each group's outcomes back with `deliver`, once the group has committed.
+final class SQLiteWriter: @unchecked Sendable {
+    /// One queued change.
+    enum Operation: Sendable {
+        /// A new subject's row.
+        case create(subject: Int64, name: String, epoch: String, retention: HistoryRetention)
+        /// The retention of a subject opened again (applied from the next commit on).
+        case retain(subject: Int64, retention: HistoryRetention)
+        /// One value.
+        case append(subject: Int64, value: Value)
+    }
+
+    /// The outcome of one ``Operation/append(subject:value:)``, in the order they were submitted.
+    enum Outcome: Sendable {
+        case appended(subject: Int64, offset: UInt64)
+        case failed(subject: Int64, SQLiteError)
+    }
+
+    /// What the writer knows of a subject (thread-only).
+    struct SubjectState {
+        var lastOffset: UInt64
+        var lastTime: Int64
+        var retention: HistoryRetention
+        /// The time of the oldest kept value, when known (`nil`: look it up).
+        var firstTime: Int64?
+    }
+
+    private let condition = NSCondition()
+    // Guarded by `condition`.
+    private var queue: [Operation] = []
+    private var stopping = false
+
+    // The writer thread's own (handed over before it starts).
+    private let connection: SQLiteConnection
+    private var subjects: [Int64: SubjectState]
+    private let clock: HistoryClock
+    private let deliver: @Sendable ([Outcome]) -> Void
+    private let thread = ThreadExit()
+    private var statements: Statements?
+
+    private struct Statements {
+        let begin: SQLiteStatement
+        let commit: SQLiteStatement
+        let insertSubject: SQLiteStatement
+        let updateSubject: SQLiteStatement
+        let insertEntry: SQLiteStatement
+        let trimThrough: SQLiteStatement
+        let firstTime: SQLiteStatement
+        let expireFront: SQLiteStatement
+    }
+
+    /// A writer over `connection` (schema ready), knowing `subjects`; not started.
+    init(
+        connection: SQLiteConnection, subjects: [Int64: SubjectState], clock: @escaping HistoryClock,
+        deliver: @escaping @Sendable ([Outcome]) -> Void
+    ) throws(SQLiteError) {
+        self.connection = connection
+        self.subjects = subjects
+        self.clock = clock
+        self.deliver = deliver
+        statements = Statements(
+            begin: try connection.prepare("BEGIN IMMEDIATE"),
+            commit: try connection.prepare("COMMIT"),
+            insertSubject: try connection.prepare(SQLiteSchema.insertSubject),
+            updateSubject: try connection.prepare(SQLiteSchema.updateSubject),
+            insertEntry: try connection.prepare(SQLiteSchema.insertEntry),
+            trimThrough: try connection.prepare(SQLiteSchema.trimThrough),
+            firstTime: try connection.prepare(SQLiteSchema.firstTime),
+            expireFront: try connection.prepare(SQLiteSchema.expireFront))
+    }
+
+    /// Starts the thread.
+    func start(name: String) {
+        let thread = Thread { [self] in self.run() }
+        thread.name = name
+        thread.start()
+    }
+
+    /// Queues `operations` (in order) for the next group commit.
+    func submit(_ operations: [Operation]) {
+        condition.lock()
+        queue.append(contentsOf: operations)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Queues one operation.
+    func submit(_ operation: Operation) {
+        condition.lock()
+        queue.append(operation)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Commits what is queued, then stops the thread and waits for it.
+    func stop() {
+        condition.lock()
+        stopping = true
+        condition.signal()
+        condition.unlock()
+        thread.wait()
+    }
+
+    // MARK: The thread
+
+    private func run() {
+        while true {
+            condition.lock()
+            while queue.isEmpty, !stopping { condition.wait() }
+            if queue.isEmpty, stopping {
+                condition.unlock()
+                break
+            }
+            let group = queue
+            queue = []
+            condition.unlock()
+            commit(group)
+        }
+        statements = nil
+        thread.exited()
+    }
+
+    /// Runs `group` as one transaction and reports the appends' outcomes.
+    private func commit(_ group: [Operation]) {
+        guard let statements else { return }
+        let saved = subjects
+        var outcomes: [Outcome] = []
+        outcomes.reserveCapacity(group.count)
+        var touched: [Int64: Value] = [:]
+        var retained: Set<Int64> = []
+        var json: [UInt8] = []
+        do throws(SQLiteError) {
+            try statements.begin.run()
+            for operation in group {
+                switch operation {
+                case let .create(subject, name, epoch, retention):
+                    let insert = statements.insertSubject
+                    insert.bind(1, subject)
+                    insert.bind(2, name)
+                    insert.bind(3, epoch)
+                    try insert.run()
+                    subjects[subject] = SubjectState(lastOffset: 0, lastTime: 0, retention: retention, firstTime: nil)
+                case let .retain(subject, retention):
+                    subjects[subject]?.retention = retention
+                    retained.insert(subject)
+                case let .append(subject, value):
+                    guard var state = subjects[subject] else { continue }
+                    state.lastOffset += 1
+                    state.lastTime = max(clock(), state.lastTime)
+                    if state.firstTime == nil, state.lastOffset == 1 { state.firstTime = state.lastTime }
+                    json.removeAll(keepingCapacity: true)
+                    value.writeJSON(into: &json)
+                    let insert = statements.insertEntry
+                    insert.bind(1, subject)
+                    insert.bind(2, Int64(state.lastOffset))
+                    insert.bind(3, state.lastTime)
+                    insert.bind(4, blob: json)
+                    try insert.run()
+                    subjects[subject] = state
+                    touched[subject] = value
+                    outcomes.append(.appended(subject: subject, offset: state.lastOffset))
+                }
+            }
+            for (subject, last) in touched {
+                guard let state = subjects[subject] else { continue }
+                let update = statements.updateSubject
+                update.bind(1, subject)
+                update.bind(2, Int64(state.lastOffset))
+                update.bind(3, state.lastTime)
+                json.removeAll(keepingCapacity: true)
+                last.writeJSON(into: &json)
+                update.bind(4, blob: json)
+                try update.run()
+            }
+            for subject in retained.union(touched.keys) { try trim(subject, statements) }
+            try statements.commit.run()
+        } catch {
+            try? connection.execute("ROLLBACK")
+            subjects = saved
+            // Values that failed are reported; a new subject's row and a retention are kept
+            // for the next group, so that later appends still find them.
+            var retry: [Operation] = []
+            outcomes = []
+            for operation in group {
+                switch operation {
+                case .create, .retain: retry.append(operation)
+                case let .append(subject, _): outcomes.append(.failed(subject: subject, error))
+                }
+            }
+            if !retry.isEmpty {
+                condition.lock()
+                queue.insert(contentsOf: retry, at: 0)
+                condition.unlock()
+            }
+        }
+        if !outcomes.isEmpty { deliver(outcomes) }
+    }
+
+    /// Applies the subject's retention: the size bound, then the ttl.
+    private func trim(_ subject: Int64, _ statements: Statements) throws(SQLiteError) {
+        guard var state = subjects[subject] else { return }
+        let size = UInt64(state.retention.size)
+        if state.lastOffset > size {
+            let trim = statements.trimThrough
+            trim.bind(1, subject)
+            trim.bind(2, Int64(state.lastOffset - size))
+            try trim.run()
+            state.firstTime = nil
+        }
+        if let ttl = state.retention.ttl {
+            let cutoff = clock() - ttl.nanosecondsClamped
+            if state.firstTime == nil {
+                let first = statements.firstTime
+                first.bind(1, subject)
+                defer { first.reset() }
+                state.firstTime = try first.step() ? first.int64(0) : nil
+            }
+            if let firstTime = state.firstTime, firstTime < cutoff {
+                let expire = statements.expireFront
+                expire.bind(1, subject)
+                expire.bind(2, cutoff)
+                try expire.run()
+                state.firstTime = nil
+            }
+        }
+        subjects[subject] = state
+    }
+}
+
+/// Lets a stopping thread's owner wait until the thread has finished.
+final class ThreadExit: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var done = false
+
+    /// Called by the thread as its last act.
+    func exited() {
+        condition.lock()
+        done = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Blocks until ``exited()``.
+    func wait() {
+        condition.lock()
+        while !done { condition.wait() }
+        condition.unlock()
+    }
+}

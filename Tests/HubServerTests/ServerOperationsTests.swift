@@ -1,0 +1,140 @@
+import NetworkTestSupport
+import HubServer
+import HubTransport
+import HubValue
+import Testing
+
+/// System subjects, `delete` and the lame-duck drain of a real service over real sockets.
+@Suite("Server operations", .serialized)
+struct ServerOperationsTests {
+    @Test func systemSubjectsReportEventsStatsAndConnections() async throws {
+        try await withServer { server in
+            let admin = try await server.connect()
+            try await admin.send(json(["op": "subscribe", "id": 1, "to": "$sys.events", "demand": "unlimited"]))
+            #expect(try await admin.next() == ["op": "subscribed", "id": 1, "kind": "subject"])
+            let other = try await server.connect()
+            let connect = try await admin.values(1, id: 1)[0]
+            #expect(connect["type"] == "connect")
+            #expect(connect["peer"] == "127.0.0.1")
+            try await other.send(#"{"op":"nonsense"}"#)
+            #expect(try await other.next()["code"] == "unknown_op")
+            let protocolError = try await admin.values(1, id: 1)[0]
+            #expect(protocolError["type"] == "protocol_error")
+            #expect(protocolError["code"] == "unknown_op")
+
+            try await other.send(json(["op": "send", "to": "prices", "value": 1, "ack": 1]))
+            #expect(try await other.next() == ["op": "ack", "ack": 1])
+            try await admin.send(json(["op": "subscribe", "id": 2, "to": "$sys.stats", "demand": 1]))
+            #expect(try await admin.next()["op"] == "subscribed")
+            let stats = try await admin.values(1, id: 2)[0]
+            #expect(stats["connections"] == 2)
+            #expect(stats["totals"]?["published"] == 1)
+            #expect(stats["totals"]?["protocolErrors"] == 1)
+            let prices = stats["names"]?.arrayValue?.first { $0["name"] == "prices" }
+            #expect(prices?["published"] == 1)
+            #expect(prices?["state"] == "open")
+            try await admin.send(json(["op": "subscribe", "id": 3, "to": "$sys.connections", "demand": 1]))
+            #expect(try await admin.next()["op"] == "subscribed")
+            let connections = try await admin.values(1, id: 3)[0]
+            #expect(connections["total"] == 2)
+            #expect(connections["connections"]?.arrayValue?.count == 2)
+
+            // Only the broker writes them; other '$' names are not names.
+            try await other.send(json(["op": "send", "to": "$sys.stats", "value": 1, "ack": 2]))
+            let refused = try await other.next()
+            #expect(refused["code"] == "forbidden")
+            try await other.send(json(["op": "send", "to": "$sys.other", "value": 1, "ack": 3]))
+            #expect(try await other.next()["code"] == "bad_message")
+            // The catalog leaves the system subjects out.
+            try await other.send(json(["op": "list", "ack": 4]))
+            let catalog = try await other.next()
+            #expect(catalog["subjects"]?.arrayValue?.map { $0["name"] } == ["prices"])
+        }
+    }
+
+    @Test func withAuthOnlyAnAuthenticatedClientSubscribesToSystemSubjects() async throws {
+        var configuration = HubService.Configuration()
+        configuration.session.tokens = ["ops"]
+        try await withServer(configuration) { server in
+            let client = try await server.connect(authorization: "Bearer ops")
+            try await client.send(json(["op": "subscribe", "id": 1, "to": "$sys.stats", "demand": 1]))
+            #expect(try await client.next()["op"] == "subscribed")
+            #expect(try await client.values(1, id: 1)[0]["connections"] == 1)
+        }
+    }
+
+    @Test func deleteResetsACompletedSubjectAndADeclaredOneStartsOver() async throws {
+        try await withServer(setUp: { hub in
+            try hub.declareSubject("temperature", initialValue: 20)
+        }) { server in
+            let client = try await server.connect()
+            try await client.send(json(["op": "subscribe", "id": 1, "to": "temperature", "demand": "unlimited"]))
+            #expect(try await client.next()["op"] == "subscribed")
+            #expect(try await client.values(1, id: 1) == [20])
+            try await client.send(json(["op": "send", "to": "temperature", "value": 25, "ack": 1]))
+            #expect(try await client.next() == ["op": "ack", "ack": 1])
+            #expect(try await client.values(1, id: 1) == [25])
+            try await client.send(json(["op": "complete", "to": "temperature", "ack": 2]))
+            #expect(try await client.next() == ["op": "ack", "ack": 2])
+            #expect(try await client.next() == ["op": "complete", "id": 1])
+            try await client.send(json(["op": "send", "to": "temperature", "value": 1, "ack": 3]))
+            #expect(try await client.next()["code"] == "completed")
+            try await client.send(json(["op": "delete", "name": "temperature", "ack": 4]))
+            #expect(try await client.next() == ["op": "ack", "ack": 4])
+            try await client.send(json(["op": "subscribe", "id": 2, "to": "temperature", "demand": 1]))
+            #expect(try await client.next()["op"] == "subscribed")
+            #expect(try await client.values(1, id: 2) == [20])
+            // An open subject's subscribers complete; a created one is gone until used again.
+            try await client.send(json(["op": "subscribe", "id": 3, "to": "news", "demand": 1]))
+            #expect(try await client.next()["op"] == "subscribed")
+            try await client.send(json(["op": "delete", "name": "news", "ack": 5]))
+            #expect(try await client.next(2) == [["op": "ack", "ack": 5], ["op": "complete", "id": 3]])
+            #expect(try await server.withHub { $0.entry(named: "news") == nil })
+            try await client.send(json(["op": "delete", "name": "nothing", "ack": 6]))
+            #expect(try await client.next()["code"] == "not_found")
+            try await client.send(json(["op": "delete", "name": "$sys.stats", "ack": 7]))
+            #expect(try await client.next()["code"] == "forbidden")
+        }
+    }
+
+    @Test func aDrainRefusesNewClientsAnswersNotReadyAndClosesTheOthersWith1012() async throws {
+        try await withServer { server in
+            let first = try await server.connect()
+            let second = try await server.connect()
+            for client in [first, second] {
+                try await client.send(json(["op": "subscribe", "id": 7, "to": "prices", "demand": "unlimited"]))
+                #expect(try await client.next()["op"] == "subscribed")
+                try await client.send(json(["op": "subscribe", "id": 8, "to": "$sys.events", "demand": "unlimited"]))
+                #expect(try await client.next()["op"] == "subscribed")
+            }
+            try await first.send(json(["op": "drain", "grace": 6, "ack": 1]))
+            // Two connections: one closed at once, the other halfway through the grace period.
+            var codes: [UInt16?] = []
+            let ready = try await HTTPTestClient.request(port: server.port, path: "/ready")
+            #expect(ready.status == 503)
+            #expect(ready.text == "not ready: draining\n")
+            let late = try await server.connect(welcome: false)
+            #expect(try await late.nextEvent().isFailure)
+            var events: [Value] = []
+            for client in [first, second] {
+                let (code, skipped) = try await client.expectClose(timeout: .seconds(20))
+                codes.append(code)
+                #expect(skipped.contains { $0["code"] == "shutting_down" && $0["id"] == 7 })
+                events += skipped.filter { $0["id"] == 8 }.compactMap { $0["value"] }
+            }
+            // The server closes with 1012 (the survivor saw the other's disconnect event);
+            // libwebsockets 4.1 clients, as this test's, report 1012 as a protocol error (1002).
+            #expect(codes.allSatisfy { $0 == 1012 || $0 == 1002 })
+            #expect(events.contains { $0["type"] == "drain" })
+            #expect(events.contains { $0["type"] == "disconnect" && $0["code"] == 1012 }, "\(events)")
+            await server.service.waitForDrain()
+        }
+    }
+}
+
+extension ClientEvent {
+    var isFailure: Bool {
+        if case .failed = self { return true }
+        return false
+    }
+}
