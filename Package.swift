@@ -50,7 +50,6 @@ let package = Package(
         .target(
             name: "HubWire",
             dependencies: [
-                "HubEngine",
                 "HubValue",
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ]
@@ -189,7 +188,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HubWireTests",
-            dependencies: ["HubWire", "HubValue", "HubEngine", "HubTesting"]
+            dependencies: ["HubWire", "HubValue", "HubTesting"]
         ),
         .testTarget(
             name: "HubPipelineTests",

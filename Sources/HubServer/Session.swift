@@ -337,7 +337,7 @@ public final class Session {
             counters: counters, pipeline: pipeline)
         subscriptions.insert(remote)
         outbound.send(.subscribed(id: id, kind: kind))
-        remote.grant(request.demand)
+        remote.grant(Subscribers.Demand(request.demand))
         publisher.subscribe(remote)
     }
 
@@ -345,7 +345,7 @@ public final class Session {
         guard let remote = subscriptions[id] else { return }
         switch check {
         case .valid(let demand):
-            remote.grant(demand)
+            remote.grant(Subscribers.Demand(demand))
         case .invalid(let error):
             subscriptions.remove(id: id)
             remote.cancel()
