@@ -71,11 +71,12 @@ let package = Package(
                 "HubWire",
                 "HubPipeline",
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
             name: "HubTesting",
-            dependencies: ["HubEngine", "HubValue"]
+            dependencies: ["HubEngine", "HubValue", .product(name: "Logging", package: "swift-log")]
         ),
         // Durable subjects: SQLite from the system, as libwebsockets is. The store lives in
         // its own module so that a hub without durable subjects (and HubRegistry's users)
@@ -196,7 +197,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HubRegistryTests",
-            dependencies: ["HubRegistry", "HubPipeline", "HubEngine", "HubValue", "HubWire", "HubTesting"]
+            dependencies: [
+                "HubRegistry", "HubPipeline", "HubEngine", "HubValue", "HubWire", "HubTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "HubStoreTests",
@@ -250,6 +254,9 @@ let package = Package(
                 "HubValue",
                 "HubWire",
                 "HubTransport",
+                "hubcli",
+                "HubTesting",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
@@ -263,6 +270,7 @@ let package = Package(
                 "HubValue",
                 "HubWire",
                 "HubTransport",
+                "HubTesting",
                 "hubcli",
             ]
         ),

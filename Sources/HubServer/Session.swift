@@ -178,7 +178,9 @@ public final class Session {
             perform(ack: ack) { () throws(HubError) in
                 try checkWritable(name)
                 let subject = try hub.openSubject(named: name)
-                return { [hub] in hub.publish(value, to: subject) }
+                let sender = self.sender
+                try hub.validate(value, for: subject, sender: sender)
+                return { [hub] in hub.publish(value, to: subject, sender: sender) }
             }
         case .complete(let name, let ack):
             perform(ack: ack) { () throws(HubError) in
@@ -258,6 +260,13 @@ public final class Session {
         }
         if let ack { outbound.send(.ack(ack)) }
         effect()
+    }
+
+    /// Who sends this session's values, for the logs of what they cause: the session id,
+    /// and the client's name from `hello` when it gave one.
+    private var sender: String {
+        guard let clientName else { return "session \(id)" }
+        return "session \(id) (client \(Value.string(clientName).jsonString()))"
     }
 
     private func hello(token: String?, client: String?, batch: Bool) {
