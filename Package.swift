@@ -51,7 +51,6 @@ let package = Package(
         .target(
             name: "HubWire",
             dependencies: [
-                "HubEngine",
                 "HubValue",
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ]
@@ -73,11 +72,12 @@ let package = Package(
                 "HubWire",
                 "HubPipeline",
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
             name: "HubTesting",
-            dependencies: ["HubEngine", "HubValue"]
+            dependencies: ["HubEngine", "HubValue", .product(name: "Logging", package: "swift-log")]
         ),
         // Durable subjects: SQLite from the system, as libwebsockets is. The store lives in
         // its own module so that a hub without durable subjects (and HubRegistry's users)
@@ -191,7 +191,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HubWireTests",
-            dependencies: ["HubWire", "HubValue", "HubEngine", "HubTesting"]
+            dependencies: ["HubWire", "HubValue", "HubTesting"]
         ),
         .testTarget(
             name: "HubPipelineTests",
@@ -199,7 +199,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HubRegistryTests",
-            dependencies: ["HubRegistry", "HubPipeline", "HubEngine", "HubValue", "HubWire", "HubTesting"]
+            dependencies: [
+                "HubRegistry", "HubPipeline", "HubEngine", "HubValue", "HubWire", "HubTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "HubStoreTests",
@@ -254,6 +257,9 @@ let package = Package(
                 "HubValue",
                 "HubWire",
                 "HubTransport",
+                "hubcli",
+                "HubTesting",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
@@ -267,6 +273,7 @@ let package = Package(
                 "HubValue",
                 "HubWire",
                 "HubTransport",
+                "HubTesting",
                 "hubcli",
             ]
         ),

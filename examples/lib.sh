@@ -59,6 +59,17 @@ hub() {
     "$HUBCLI" "$@" --url "$HUB_URL" || fail "hubcli $* failed (status $?)"
 }
 
+# refused LABEL ARGS...: hubcli against the broker, which must refuse the request;
+# prints the broker's error, labelled.
+refused() {
+    local label=$1 message
+    shift
+    if message=$("$HUBCLI" "$@" --url "$HUB_URL" 2>&1); then
+        fail "hubcli $* was accepted; the broker should have refused it"
+    fi
+    printf '%-12s %s\n' "$label" "$message"
+}
+
 # latest LABEL NAME: a new subscriber's first value of NAME (a late screen), labelled.
 latest() {
     local label=$1 name=$2 value

@@ -389,7 +389,7 @@ final class ClientCore {
     /// Asks for `demand` more on the live subscription `id`.
     func request(_ demand: Subscribers.Demand, id: UInt64) {
         guard subscriptions[id] != nil, case let .open(connection) = state else { return }
-        send(.request(id: id, .valid(demand)), on: connection)
+        send(.request(id: id, .valid(WireDemand(demand))), on: connection)
     }
 
     /// Cancels the live subscription `id` (values still on the wire are ignored).

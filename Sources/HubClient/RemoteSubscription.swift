@@ -76,7 +76,7 @@ where Downstream.Input == Value, Downstream.Failure == HubClientError {
     func takeSubscribeRequest() -> SubscribeRequest? {
         guard case .pending = phase else { return nil }
         let request = SubscribeRequest(
-            target: target, demand: initialDemand, batch: options.batch, buffer: options.buffer,
+            target: target, demand: WireDemand(initialDemand), batch: options.batch, buffer: options.buffer,
             overflow: options.overflow)
         initialDemand = .none
         return request

@@ -76,6 +76,8 @@ extension PipelineBuilder {
         "min": OperatorFactory(arity: 0...1, labels: ["by"], PipelineBuilder.makeMin),
         "sort": OperatorFactory(arity: 0...1, labels: ["by"], PipelineBuilder.makeSort),
         "withLatestFrom": OperatorFactory(arity: 1...1, labels: [nil], PipelineBuilder.makeWithLatestFrom),
+        "into": OperatorFactory(arity: 1...1, labels: [nil], PipelineBuilder.makeInto),
+        "handleEvents": OperatorFactory(arity: 1...6, labels: nil, PipelineBuilder.makeHandleEvents),
         "max": OperatorFactory(arity: 0...1, labels: ["by"], PipelineBuilder.makeMin),
         "output": OperatorFactory(arity: 1...1, labels: [nil, "at", "in"], PipelineBuilder.makeOutput),
         "ignoreOutput": OperatorFactory(arity: 0...0, labels: nil, PipelineBuilder.makeIgnoreOutput),
@@ -110,16 +112,28 @@ extension PipelineBuilder {
 
     private func makeMap(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
         let f = try element(arguments[0], of: stage)
+        if let skip = environment.skipFailure {
+            return { up, _ in up.compactMap { value in Self.skipping(skip) { () throws(HubError) in try f(value, nil) } }.eraseToAnyPublisher() }
+        }
         return { up, _ in Self.typed(up.tryMap { try f($0, nil) }) }
     }
 
     private func makeFilter(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
         let f = try element(arguments[0], of: stage)
+        if let skip = environment.skipFailure {
+            return { up, _ in up.filter { Self.truth(skip, f, $0) ?? false }.eraseToAnyPublisher() }
+        }
         return { up, _ in Self.typed(up.tryFilter { ExpressionEvaluator.isTruthy(try f($0, nil)) }) }
     }
 
     private func makeCompactMap(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
         let f = try element(arguments[0], of: stage)
+        if let skip = environment.skipFailure {
+            return { up, _ in
+                up.compactMap { value in Self.skipping(skip) { () throws(HubError) in try f(value, nil) }.flatMap { $0.isNull ? nil : $0 } }
+                    .eraseToAnyPublisher()
+            }
+        }
         return { up, _ in
             Self.typed(up.tryCompactMap { value -> Value? in
                 let result = try f(value, nil)
@@ -132,6 +146,24 @@ extension PipelineBuilder {
         let initial = try constant(arguments[0], of: stage)
         let f = try element(arguments[1], of: stage, variable: "acc")
         let isScan = stage.name == "scan"
+        if let skip = environment.skipFailure {
+            // A value the reducer fails on leaves the accumulator as it was, and emits nothing.
+            return { up, outer throws(HubError) in
+                let start = try initial(outer)
+                if isScan {
+                    return up.scan((state: start, changed: false)) { acc, value in
+                        guard let next = Self.skipping(skip, { () throws(HubError) in try f(value, acc.state) }) else {
+                            return (acc.state, false)
+                        }
+                        return (next, true)
+                    }
+                    .compactMap { $0.changed ? $0.state : nil }
+                    .eraseToAnyPublisher()
+                }
+                return up.reduce(start) { acc, value in Self.skipping(skip) { () throws(HubError) in try f(value, acc) } ?? acc }
+                    .eraseToAnyPublisher()
+            }
+        }
         return { up, outer throws(HubError) in
             let start = try initial(outer)
             if isScan { return Self.typed(up.tryScan(start) { acc, value in try f(value, acc) }) }
@@ -144,10 +176,47 @@ extension PipelineBuilder {
             return { up, _ in up.removeDuplicates().eraseToAnyPublisher() }
         }
         let f = try element(argument, of: stage, variable: "prev")
+        if let skip = environment.skipFailure {
+            // A comparison that fails drops the value, as a duplicate would be.
+            return { up, _ in
+                up.removeDuplicates { previous, value in
+                    Self.skipping(skip) { () throws(HubError) in ExpressionEvaluator.isTruthy(try f(value, previous)) } ?? true
+                }.eraseToAnyPublisher()
+            }
+        }
         return { up, _ in
             Self.typed(up.tryRemoveDuplicates { previous, value in ExpressionEvaluator.isTruthy(try f(value, previous)) })
         }
     }
+
+    // MARK: Skipping failing values (a named pipeline with onError: skip)
+
+    /// The result of `body`, or `nil` after handing its failure to `skip`.
+    static func skipping<T>(_ skip: (HubError) -> Void, _ body: () throws(HubError) -> T) -> T? {
+        do {
+            return try body()
+        } catch {
+            skip(error)
+            return nil
+        }
+    }
+
+    /// Whether `f` holds for `value`, or `nil` (the value is skipped) when it fails.
+    static func truth(_ skip: (HubError) -> Void, _ f: ElementFunction, _ value: Value) -> Bool? {
+        skipping(skip) { () throws(HubError) in ExpressionEvaluator.isTruthy(try f(value, nil)) }
+    }
+
+    /// Each value with its predicate's truth, `[value, bool]`, the values it fails on dropped:
+    /// what a predicate operator works on when failing values are skipped.
+    static func judged(_ up: Pub, _ skip: @escaping (HubError) -> Void, _ f: @escaping ElementFunction) -> Pub {
+        up.compactMap { value in truth(skip, f, value).map { Value.array([value, .bool($0)]) } }.eraseToAnyPublisher()
+    }
+
+    /// The truth in a `[value, bool]` pair of ``judged(_:_:_:)``.
+    static func judgement(_ pair: Value) -> Bool { pair[1] == .bool(true) }
+
+    /// The value in a `[value, bool]` pair of ``judged(_:_:_:)``.
+    static func judgedValue(_ pair: Value) -> Value { pair[0] ?? .null }
 
     private func makeReplaceNil(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
         let value = try constant(arguments[0], of: stage)
@@ -176,6 +245,14 @@ extension PipelineBuilder {
         switch arguments.first?.label {
         case "while":
             let f = try element(argument, of: stage)
+            if let skip = environment.skipFailure {
+                return { up, _ in
+                    let pairs = Self.judged(up, skip, f)
+                    return isPrefix
+                        ? pairs.prefix(while: Self.judgement).map(Self.judgedValue).eraseToAnyPublisher()
+                        : pairs.drop(while: Self.judgement).map(Self.judgedValue).eraseToAnyPublisher()
+                }
+            }
             return { up, _ in
                 isPrefix
                     ? Self.typed(up.tryPrefix { ExpressionEvaluator.isTruthy(try f($0, nil)) })
@@ -209,6 +286,13 @@ extension PipelineBuilder {
             return { up, _ in isFirst ? up.first().eraseToAnyPublisher() : up.last().eraseToAnyPublisher() }
         }
         let f = try element(arguments[0], of: stage)
+        if let skip = environment.skipFailure {
+            return { up, _ in
+                isFirst
+                    ? up.first { Self.truth(skip, f, $0) ?? false }.eraseToAnyPublisher()
+                    : up.last { Self.truth(skip, f, $0) ?? false }.eraseToAnyPublisher()
+            }
+        }
         return { up, _ in
             isFirst
                 ? Self.typed(up.tryFirst { ExpressionEvaluator.isTruthy(try f($0, nil)) })
@@ -339,6 +423,9 @@ extension PipelineBuilder {
         let argument = arguments[0]
         if arguments.first?.label == "where" {
             let f = try element(argument, of: stage)
+            if let skip = environment.skipFailure {
+                return { up, _ in up.contains { Self.truth(skip, f, $0) ?? false }.map { Value.bool($0) }.eraseToAnyPublisher() }
+            }
             return { up, _ in Self.typed(up.tryContains { ExpressionEvaluator.isTruthy(try f($0, nil)) }.map { Value.bool($0) }) }
         }
         let value = try constant(argument, of: stage)
@@ -349,6 +436,9 @@ extension PipelineBuilder {
 
     private func makeAllSatisfy(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
         let f = try element(arguments[0], of: stage)
+        if let skip = environment.skipFailure {
+            return { up, _ in Self.judged(up, skip, f).allSatisfy(Self.judgement).map { Value.bool($0) }.eraseToAnyPublisher() }
+        }
         return { up, _ in Self.typed(up.tryAllSatisfy { ExpressionEvaluator.isTruthy(try f($0, nil)) }.map { Value.bool($0) }) }
     }
 

@@ -40,14 +40,24 @@ final class PipelineBuilder {
         NameSuggestion.closest(to: name, among: names).map { " (did you mean '\($0)'?)" } ?? ""
     }
 
-    /// The HubError of an expression failure in `stage`.
+    /// The HubError of an expression failure in `stage`: the stage's text (cut to its first
+    /// line and 60 characters, so that a long reducer is not repeated in full), what failed, and
+    /// where (`data.line`, `data.column` in the pipeline's text).
     static func failure(_ failure: ExpressionEvaluator.Failure, in stage: StageSyntax) -> HubError {
-        HubError(
-            .failed, "\(stage.text): \(failure.message)",
+        let text = abbreviated(stage.text)
+        return HubError(
+            .failed, "\(text): \(failure.message)",
             data: .object([
-                "stage": .string(stage.text), "error": .string(failure.message),
+                "stage": .string(text), "error": .string(failure.message),
                 "line": .int(Int64(failure.position.line)), "column": .int(Int64(failure.position.column)),
             ]))
+    }
+
+    /// A stage's text for messages: its first line, at most 60 characters, `…` when cut.
+    static func abbreviated(_ text: String) -> String {
+        let firstLine = text.prefix { $0 != "\n" }
+        let cut = firstLine.count > 60 ? String(firstLine.prefix(59)) : String(firstLine)
+        return cut.count < text.count ? cut.trimmingCharacters(in: .whitespaces) + "…" : cut
     }
 
     static func hubError(_ error: any Error) -> HubError {
@@ -83,10 +93,13 @@ final class PipelineBuilder {
     func pipeline(_ syntax: PipelineSyntax) throws(HubError) -> Build {
         let source = try self.source(syntax.stages[0])
         var operators: [Operator] = []
-        for stage in syntax.stages.dropFirst() {
+        for (index, stage) in syntax.stages.enumerated().dropFirst() {
             try countStage(stage)
             if Self.sources.contains(stage.name), !Self.operatorsNamedLikeSources.contains(stage.name) {
                 throw Self.error("'\(stage.name)' is a source: it can only start a pipeline", at: stage.position)
+            }
+            if stage.name == "into", index != syntax.stages.count - 1 {
+                throw Self.error("into(...) writes the pipeline's values into a subject: it must be the last stage", at: stage.position)
             }
             operators.append(try self.operator(stage))
         }

@@ -8,6 +8,12 @@ import HubWire
 ///
 /// The hub implements it; tests can implement it with plain subjects. Every
 /// method is called on the hub's event loop while compiling.
+///
+/// Every name a pipeline reads goes through ``source(named:)`` or
+/// ``trigger(named:key:)`` and every name it writes through ``sink(named:)``,
+/// when the stage that uses it is built (at compile time, or per value inside
+/// `flatMap`/`switchToLatest` for computed names): the place for a hub to check
+/// what the pipeline's client may read and write, and to refuse with its error.
 public protocol PipelineEnvironment: AnyObject {
     /// The publisher of a bare name used as a source: a subject, a named
     /// pipeline or a trigger (which emits each activation's key, or `null`).
@@ -30,6 +36,22 @@ public protocol PipelineEnvironment: AnyObject {
     /// the scheduler's clock, which keeps tests in virtual time.
     var wallClock: () -> SchedulerTime { get }
 
+    /// The subject `name` as the target of `into(name)` and `handleEvents(into: name, ...)`:
+    /// a function that publishes one value into it, throwing what a `send` would
+    /// (`invalid_value` when the subject's schema refuses the value, `completed` once it
+    /// has finished). Resolving may create the subject (when the hub auto-creates names)
+    /// or refuse the name (`not_found`, `forbidden`). The default refuses every name.
+    func sink(named name: String) throws(HubError) -> (Value) throws(HubError) -> Void
+
+    /// When not `nil`, the pipeline skips a value on which one of its expressions fails
+    /// (or that its `into` target refuses) instead of failing: the failure is handed to
+    /// this function (a named pipeline with `onError: skip` logs it). The default is `nil`.
+    var skipFailure: ((HubError) -> Void)? { get }
+
+    /// A side effect that failed and that the pipeline ignores (a `handleEvents` tap whose
+    /// expression fails or whose value its subject refuses). The default does nothing.
+    func ignoredFailure(_ error: HubError)
+
     /// What the pipelines compiled here may spend (evaluation steps per second, memory
     /// held, timers), on behalf of their subscription, connection and identity; `nil`: only
     /// the per-evaluation step limit and the ``limits`` apply.
@@ -49,6 +71,17 @@ extension PipelineEnvironment {
         let scheduler = self.scheduler
         return { scheduler.now }
     }
+
+    /// Refuses every name: this environment cannot write.
+    public func sink(named name: String) throws(HubError) -> (Value) throws(HubError) -> Void {
+        throw HubError(.forbidden, "pipelines cannot write into '\(name)' here")
+    }
+
+    /// Failures fail the pipeline.
+    public var skipFailure: ((HubError) -> Void)? { nil }
+
+    /// Ignored.
+    public func ignoredFailure(_ error: HubError) {}
 
     /// No budget.
     public var budget: ResourceBudget? { nil }

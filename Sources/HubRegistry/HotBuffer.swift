@@ -37,12 +37,16 @@ extension Publishers {
         public let memory: ResourceBudget?
         /// The estimated bytes of one value (used with ``memory``).
         public let weigh: ((Output) -> Int)?
+        /// When given, who sent each value: read as a value arrives, set again while a
+        /// buffered value is delivered, so that what the value causes downstream (a pipeline
+        /// failure that is logged) still knows its sender.
+        public let origin: ValueOrigin?
 
         /// A buffer of `capacity` values with `policy` in front of `upstream`; with
         /// `memory`, also bounded by that budget's bytes (each value weighed by `weigh`).
         public init(
             upstream: Upstream, capacity: Int, policy: OverflowPolicy, metrics: HubMetrics?, counters: NameCounters? = nil,
-            memory: ResourceBudget? = nil, weigh: ((Output) -> Int)? = nil
+            memory: ResourceBudget? = nil, weigh: ((Output) -> Int)? = nil, origin: ValueOrigin? = nil
         ) {
             self.upstream = upstream
             self.capacity = Swift.max(1, capacity)
@@ -51,13 +55,14 @@ extension Publishers {
             self.counters = counters
             self.memory = weigh == nil ? nil : memory
             self.weigh = weigh
+            self.origin = origin
         }
 
         /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == HubError {
             let inner = Inner(
                 downstream: subscriber, capacity: capacity, policy: policy, metrics: metrics, counters: counters,
-                lease: memory.map { ResourceLease(on: $0) }, weigh: weigh)
+                lease: memory.map { ResourceLease(on: $0) }, weigh: weigh, origin: origin)
             upstream.receive(subscriber: inner)
         }
 
@@ -97,9 +102,13 @@ extension Publishers {
             /// The bytes of each buffered value, in buffer order (with a ``lease`` only).
             @exclusivity(unchecked) private var sizes = Deque<Int>()
 
+            private let origin: ValueOrigin?
+            /// The sender of each buffered value, in buffer order (with an ``origin`` only).
+            private var senders = Deque<String?>()
+
             init(
                 downstream: Downstream, capacity: Int, policy: OverflowPolicy, metrics: HubMetrics?, counters: NameCounters?,
-                lease: ResourceLease?, weigh: ((Input) -> Int)?
+                lease: ResourceLease?, weigh: ((Input) -> Int)?, origin: ValueOrigin?
             ) {
                 let box = Box(downstream)
                 self.box = box
@@ -110,6 +119,7 @@ extension Publishers {
                 self.counters = counters
                 self.lease = lease
                 self.weigh = weigh
+                self.origin = origin
             }
 
             // MARK: The buffer and its bytes
@@ -126,16 +136,19 @@ extension Publishers {
                     sizes.append(bytes)
                 }
                 buffer.append(input)
+                if let origin { senders.append(origin.sender) }
                 return true
             }
 
             private func removeFirst() -> Input {
                 if let lease { lease.release(sizes.removeFirst()) }
+                if origin != nil { senders.removeFirst() }
                 return buffer.removeFirst()
             }
 
             private func removeAll() {
                 buffer.removeAll()
+                senders.removeAll()
                 if let lease {
                     sizes.removeAll()
                     lease.release()
@@ -266,9 +279,20 @@ extension Publishers {
                 defer { draining = false }
                 while let target {
                     if !buffer.isEmpty, demand > 0 {
+                        guard let origin else {
+                            let value = removeFirst()
+                            demand -= 1
+                            demand += deliver(value, to: target)
+                            continue
+                        }
+                        // The buffered value's sender, for what it causes downstream.
+                        let sender = senders.first ?? nil
                         let value = removeFirst()
                         demand -= 1
+                        let previous = origin.sender
+                        origin.sender = sender
                         demand += deliver(value, to: target)
+                        origin.sender = previous
                         continue
                     }
                     if buffer.isEmpty, let completion = pendingCompletion {
@@ -295,10 +319,10 @@ extension Publisher where Failure == HubError {
     /// and by the bytes `memory` still allows; see ``Publishers/HotBuffer``.
     public func hotBuffer(
         capacity: Int, policy: OverflowPolicy, metrics: HubMetrics? = nil, counters: NameCounters? = nil,
-        memory: ResourceBudget?
+        memory: ResourceBudget?, origin: ValueOrigin? = nil
     ) -> Publishers.HotBuffer<Self> where Output == Value {
         Publishers.HotBuffer(
             upstream: self, capacity: capacity, policy: policy, metrics: metrics, counters: counters, memory: memory,
-            weigh: memory == nil ? nil : { $0.estimatedBytes })
+            weigh: memory == nil ? nil : { $0.estimatedBytes }, origin: origin)
     }
 }

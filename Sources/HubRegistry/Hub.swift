@@ -2,6 +2,7 @@ import HubEngine
 import HubValue
 import HubWire
 import HubPipeline
+import Logging
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -96,20 +97,24 @@ public final class Hub: PipelineEnvironment {
 
     private var entries: [String: Entry] = [:]
 
-    /// An empty hub.
     /// The clock of `now()` in pipelines: nanoseconds since the Unix epoch.
     public let wallClock: () -> SchedulerTime
+    /// Where refused values and named pipelines' failures, skips and restarts are logged.
+    public let logger: Logger
+    /// The sender of the value being handled (see ``ValueOrigin``).
+    public let origin = ValueOrigin()
 
     /// An empty hub. `wallClock` is the clock of `now()` in pipelines: the
     /// system's calendar time unless given (tests pass virtual time).
     public init(
         configuration: Configuration = Configuration(), scheduler: any Scheduler,
-        wallClock: (() -> SchedulerTime)? = nil
+        wallClock: (() -> SchedulerTime)? = nil, logger: Logger = Logger(label: "hub")
     ) {
         self.configuration = configuration
         self.scheduler = scheduler
         metrics = HubMetrics(nameCapacity: configuration.metricsNameCapacity)
         self.wallClock = wallClock ?? Hub.systemWallClock
+        self.logger = logger
     }
 
     /// The system's calendar time, as nanoseconds since the Unix epoch.
@@ -137,7 +142,9 @@ public final class Hub: PipelineEnvironment {
     /// the pipeline declared in its place. Returns whether there was one.
     @discardableResult
     public func removePipeline(named name: String) -> Bool {
-        guard case .pipeline = entries[name] else { return false }
+        guard case .pipeline(let pipeline) = entries[name] else { return false }
+        // A running pipeline stops with it (its subscribers keep the old instance).
+        pipeline.stop()
         entries[name] = nil
         return true
     }
@@ -152,28 +159,34 @@ public final class Hub: PipelineEnvironment {
 
     // MARK: Declaring
 
-    /// Declares a subject (from configuration). A name already in use is refused.
+    /// Declares a subject (from configuration). A name already in use is refused. With a
+    /// `schema`, every value sent to it must match (an initial value too: else `invalid_value`).
     @discardableResult
     public func declareSubject(
-        _ name: String, initialValue: Value? = nil, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
+        _ name: String, initialValue: Value? = nil, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
+        schema: JSONSchema? = nil
     ) throws(HubError) -> HubSubject {
-        let subject = try createSubject(name, initialValue: initialValue, bufferSize: bufferSize, overflow: overflow)
+        let subject = try createSubject(name, initialValue: initialValue, bufferSize: bufferSize, overflow: overflow, schema: schema)
         subject.isDeclared = true
         return subject
     }
 
     /// Makes and registers a subject (declared, or created on first use).
     private func createSubject(
-        _ name: String, initialValue: Value? = nil, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil
+        _ name: String, initialValue: Value? = nil, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
+        schema: JSONSchema? = nil
     ) throws(HubError) -> HubSubject {
         try Hub.check(name)
         guard entries[name] == nil else {
             throw HubError(.badMessage, "'\(name)' is already declared as a \(entries[name]!.kindName)")
         }
+        if let schema, let initialValue, let problem = schema.validate(initialValue) {
+            throw Hub.refusal(problem, subject: name, what: "initial value")
+        }
         let subject = HubSubject(
             name: name, initialValue: initialValue,
             bufferSize: bufferSize ?? configuration.defaultBufferSize,
-            overflow: overflow ?? configuration.defaultOverflow)
+            overflow: overflow ?? configuration.defaultOverflow, schema: schema)
         // System subjects count apart: they are the broker's, not the clients'.
         if !HubName.isSystem(name) { subject.counters = metrics.counters(for: name) }
         entries[name] = .subject(subject)
@@ -199,10 +212,14 @@ public final class Hub: PipelineEnvironment {
     /// already in use is refused; text that does not parse is `pipeline_error`.
     /// `currentValue` (shared pipelines only, else `bad_message`): a
     /// subscriber joining the open connection first receives its latest value.
+    /// `onError`: what a value that makes it fail does; `runs`: the hub runs it from
+    /// ``startRunningPipelines()`` on, without subscribers; `locate`: where a position of
+    /// its text is in its configuration file (for errors and logs).
     @discardableResult
     public func declarePipeline(
         _ name: String, source: String, shared: Bool = true, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
-        currentValue: Bool = false
+        currentValue: Bool = false, onError: PipelineFailurePolicy = .fail, runs: Bool = false,
+        locate: (@Sendable (_ line: Int, _ column: Int) -> String?)? = nil
     ) throws(HubError) -> NamedPipeline {
         try Hub.check(name)
         guard entries[name] == nil else {
@@ -214,10 +231,24 @@ public final class Hub: PipelineEnvironment {
         }
         _ = try PipelineCompiler.parse(source, limits: limits)
         let pipeline = NamedPipeline(name: name, source: source, shared: shared, bufferSize: bufferSize, overflow: overflow,
-                                     currentValue: currentValue)
+                                     currentValue: currentValue, onError: onError, runs: runs, locate: locate)
         pipeline.counters = metrics.counters(for: name)
         entries[name] = .pipeline(pipeline)
         return pipeline
+    }
+
+    /// Starts every declared pipeline that runs without subscribers (`runs`), in name order.
+    public func startRunningPipelines() throws(HubError) {
+        for (_, entry) in allEntries {
+            if case .pipeline(let pipeline) = entry, pipeline.runs { try pipeline.start(in: self) }
+        }
+    }
+
+    /// Stops the running pipelines (the broker is stopping).
+    public func stopRunningPipelines() {
+        for (_, entry) in allEntries {
+            if case .pipeline(let pipeline) = entry { pipeline.stop() }
+        }
     }
 
     // MARK: Resolving
@@ -263,16 +294,44 @@ public final class Hub: PipelineEnvironment {
         return subject
     }
 
-    /// Publishes `value` into the subject `to`.
-    public func send(_ value: Value, to name: String) throws(HubError) {
-        publish(value, to: try openSubject(named: name))
+    /// Publishes `value` into the subject `to`, after checking it against the subject's
+    /// schema (`invalid_value`, logged with `sender`, when it does not match).
+    public func send(_ value: Value, to name: String, sender: String? = nil) throws(HubError) {
+        let subject = try openSubject(named: name)
+        try validate(value, for: subject, sender: sender)
+        publish(value, to: subject, sender: sender)
     }
 
-    /// Publishes `value` into `subject` (resolved with ``openSubject(named:)``).
-    public func publish(_ value: Value, to subject: HubSubject) {
+    /// Throws `invalid_value` (and logs it with `sender`) when `subject` has a schema that
+    /// `value` does not match: the message and `data` say where in the value and why.
+    public func validate(_ value: Value, for subject: HubSubject, sender: String?) throws(HubError) {
+        guard let schema = subject.schema, let problem = schema.validate(value) else { return }
+        let error = Hub.refusal(problem, subject: subject.name, what: "value")
+        logger.warning("value refused by the subject's schema", metadata: [
+            "subject": "\(subject.name)", "sender": "\(sender ?? "unknown")", "path": "\(problem.path)",
+            "error": "\(problem.message)",
+        ])
+        throw error
+    }
+
+    static func refusal(_ problem: JSONSchema.ValidationError, subject: String, what: String) -> HubError {
+        HubError(
+            .invalidValue, "subject '\(subject)' refuses the \(what): \(problem.path): \(problem.message)",
+            data: [
+                "path": .string(problem.path), "keyword": .string(problem.keyword),
+                "schemaPath": .string(problem.schemaPath), "error": .string(problem.message),
+            ])
+    }
+
+    /// Publishes `value` into `subject` (resolved with ``openSubject(named:)`` and checked with
+    /// ``validate(_:for:sender:)``); `sender` is the value's ``origin`` while it propagates.
+    public func publish(_ value: Value, to subject: HubSubject, sender: String? = nil) {
         metrics.published += 1
         subject.counters.published &+= 1
+        let previous = origin.sender
+        origin.sender = sender
         subject.send(value)
+        origin.sender = previous
     }
 
     /// Deletes the subject `name` so that it can start over (a completed or failed subject
@@ -348,6 +407,15 @@ public final class Hub: PipelineEnvironment {
         pipeline source: String, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
         budget: ResourceBudget? = nil, permissions: Permissions? = nil
     ) throws(HubError) -> AnyPublisher<Value, HubError> {
+        try compile(pipeline: source, bufferSize: bufferSize, overflow: overflow, budget: budget, permissions: permissions, named: nil)
+    }
+
+    /// Compiles `source`, the text of `named` when it is a named pipeline's (whose failure
+    /// policy and logs its environment follows).
+    func compile(
+        pipeline source: String, bufferSize: Int?, overflow: OverflowPolicy?, budget: ResourceBudget?,
+        permissions: Permissions?, named: NamedPipeline?
+    ) throws(HubError) -> AnyPublisher<Value, HubError> {
         let length = source.utf8.count
         guard length <= limits.maxSourceLength else {
             throw HubError(
@@ -359,7 +427,7 @@ public final class Hub: PipelineEnvironment {
         // The subscription's buffer settings travel with the environment the pipeline is
         // compiled against (and that its nested pipelines compile against later).
         let environment = SubscriptionEnvironment(
-            hub: self, bufferSize: size, overflow: overflow, budget: budget, permissions: permissions)
+            hub: self, bufferSize: size, overflow: overflow, budget: budget, permissions: permissions, pipeline: named)
         guard let budget else { return try PipelineCompiler.compile(source, environment: environment) }
         // The compiled text (its syntax, constants and closures) is held while the pipeline lives.
         let lease = try budget.lease(bytes: length * PipelineCompiler.compiledBytesPerSourceByte, for: "pipeline")
@@ -388,14 +456,15 @@ public final class Hub: PipelineEnvironment {
     func source(
         named name: String, bufferSize: Int?, overflow: OverflowPolicy?, memory: ResourceBudget? = nil
     ) throws(HubError) -> AnyPublisher<Value, HubError> {
-        try bufferedPublisher(try resolve(name), bufferSize: bufferSize, overflow: overflow, memory: memory)
+        try bufferedPublisher(try resolve(name), bufferSize: bufferSize, overflow: overflow, memory: memory, origin: origin)
     }
 
     /// A trigger's publisher, hot-buffered with `bufferSize` and `overflow` (or the defaults).
     func trigger(
         named name: String, key: Value?, bufferSize: Int?, overflow: OverflowPolicy?, memory: ResourceBudget? = nil
     ) throws(HubError) -> AnyPublisher<Value, HubError> {
-        triggerPublisher(try trigger(named: name), key: key, bufferSize: bufferSize, overflow: overflow, memory: memory)
+        triggerPublisher(
+            try trigger(named: name), key: key, bufferSize: bufferSize, overflow: overflow, memory: memory, origin: origin)
     }
 
     /// What `name` stands for; an unknown name becomes a subject when the hub auto-creates names.
@@ -416,8 +485,10 @@ public final class Hub: PipelineEnvironment {
 
     /// `entry`'s publisher for one subscription, hot-buffered with `bufferSize` and
     /// `overflow`, or with the entry's own settings (then the hub's) where they are `nil`.
+    /// A pipeline's hot sources pass the hub's `origin`, so that the sender of a buffered value
+    /// is known again when it is delivered.
     private func bufferedPublisher(
-        _ entry: Entry, bufferSize: Int?, overflow: OverflowPolicy?, memory: ResourceBudget?
+        _ entry: Entry, bufferSize: Int?, overflow: OverflowPolicy?, memory: ResourceBudget?, origin: ValueOrigin? = nil
     ) throws(HubError) -> AnyPublisher<Value, HubError> {
         let size = bufferSize ?? defaultBufferSize(of: entry)
         switch entry {
@@ -425,10 +496,10 @@ public final class Hub: PipelineEnvironment {
             return subject.publisher
                 .hotBuffer(
                     capacity: size, policy: overflow ?? subject.overflow, metrics: metrics, counters: subject.counters,
-                    memory: memory)
+                    memory: memory, origin: origin)
                 .eraseToAnyPublisher()
         case .trigger(let trigger):
-            return triggerPublisher(trigger, key: nil, bufferSize: size, overflow: overflow, memory: memory)
+            return triggerPublisher(trigger, key: nil, bufferSize: size, overflow: overflow, memory: memory, origin: origin)
         case .pipeline(let pipeline):
             return try pipeline.publisher(
                 in: self, bufferSize: size, overflow: overflow ?? pipeline.overflow ?? configuration.defaultOverflow,
@@ -437,13 +508,14 @@ public final class Hub: PipelineEnvironment {
     }
 
     private func triggerPublisher(
-        _ trigger: HubTrigger, key: Value?, bufferSize: Int?, overflow: OverflowPolicy?, memory: ResourceBudget?
+        _ trigger: HubTrigger, key: Value?, bufferSize: Int?, overflow: OverflowPolicy?, memory: ResourceBudget?,
+        origin: ValueOrigin? = nil
     ) -> AnyPublisher<Value, HubError> {
         trigger.publisher(key: key)
             .hotBuffer(
                 capacity: bufferSize ?? configuration.defaultBufferSize,
                 policy: overflow ?? configuration.defaultOverflow, metrics: metrics, counters: trigger.counters,
-                memory: memory)
+                memory: memory, origin: origin)
             .eraseToAnyPublisher()
     }
 

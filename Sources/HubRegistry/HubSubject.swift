@@ -21,6 +21,8 @@ public final class HubSubject {
     public let bufferSize: Int
     /// The overflow policy its subscribers get by default.
     public let overflow: OverflowPolicy
+    /// The JSON Schema every value sent to it must match, if any.
+    public let schema: JSONSchema?
     /// Its counters for the metrics (the hub's bounded table hands them out).
     public internal(set) var counters: NameCounters
     /// The value it started with (current-value subjects), for a reset by `delete`.
@@ -35,10 +37,13 @@ public final class HubSubject {
     private let current: CurrentValueSubject<Value, HubError>?
 
     /// A subject named `name`; `initialValue` makes it a current-value subject.
-    public init(name: String, initialValue: Value? = nil, bufferSize: Int = 1000, overflow: OverflowPolicy = .error) {
+    public init(
+        name: String, initialValue: Value? = nil, bufferSize: Int = 1000, overflow: OverflowPolicy = .error, schema: JSONSchema? = nil
+    ) {
         self.name = name
         self.bufferSize = bufferSize
         self.overflow = overflow
+        self.schema = schema
         self.initialValue = initialValue
         counters = NameCounters(name: name)
         if let initialValue {

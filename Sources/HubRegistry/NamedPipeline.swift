@@ -2,6 +2,7 @@ import HubEngine
 import HubPipeline
 import HubValue
 import HubWire
+import Logging
 
 /// A pipeline declared under a name (from configuration): subscribing `to` its
 /// name, or using the name as a source in another pipeline, attaches to it.
@@ -53,8 +54,25 @@ public final class NamedPipeline {
     public let overflow: OverflowPolicy?
     /// Whether a subscriber joining an open connection first receives the latest value (shared pipelines only).
     public let keepsCurrentValue: Bool
-    /// The number of live subscribers (those that have neither cancelled nor been completed).
+    /// The number of live subscribers (those that have neither cancelled nor been completed),
+    /// the broker's own subscription of a running pipeline included.
     public private(set) var subscriberCount = 0
+    /// What a value that makes the pipeline fail does.
+    public let failurePolicy: PipelineFailurePolicy
+    /// Whether the broker keeps the pipeline running from its start, without subscribers
+    /// (``start(in:)``): for pipelines that write into subjects with `into`.
+    public let runs: Bool
+    /// Where a position of the pipeline's text is in its configuration file
+    /// (`"hub.yml:12:7"`), for errors and logs; `nil` when it has no file.
+    public let locate: (@Sendable (_ line: Int, _ column: Int) -> String?)?
+
+    /// The first wait before a ``PipelineFailurePolicy/restart``.
+    public static let restartBackoff: Duration = .seconds(1)
+    /// The longest wait before a restart.
+    public static let maximumRestartBackoff: Duration = .seconds(60)
+
+    /// The broker's own subscription of a running pipeline.
+    private var runner: AnyCancellable?
 
     /// The open connection of a shared pipeline.
     private var connection: Connection?
@@ -64,7 +82,8 @@ public final class NamedPipeline {
     /// A named pipeline; ``Hub/declarePipeline(_:source:shared:bufferSize:overflow:currentValue:)`` makes and registers one.
     /// `currentValue` is only honoured for a shared pipeline.
     public init(name: String, source: String, shared: Bool = true, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
-                currentValue: Bool = false) {
+                currentValue: Bool = false, onError: PipelineFailurePolicy = .fail, runs: Bool = false,
+                locate: (@Sendable (_ line: Int, _ column: Int) -> String?)? = nil) {
         self.name = name
         counters = NameCounters(name: name)
         self.source = source
@@ -72,6 +91,41 @@ public final class NamedPipeline {
         keepsCurrentValue = shared && currentValue
         self.bufferSize = bufferSize
         self.overflow = overflow
+        failurePolicy = onError
+        self.runs = runs
+        self.locate = locate
+    }
+
+    /// Whether the broker's own subscription of a running pipeline is live.
+    public var isRunning: Bool { runner != nil }
+
+    /// Runs the pipeline without subscribers: subscribes to it with unlimited demand and
+    /// ignores its values (what it does is write them with `into`). Logs its end.
+    public func start(in hub: Hub) throws(HubError) {
+        guard runner == nil else { return }
+        let publisher = try self.publisher(in: hub, bufferSize: 1, overflow: .error)
+        let logger = hub.logger
+        let name = self.name
+        var ended = false
+        let cancellable = publisher.sink(
+            receiveCompletion: { [weak self] completion in
+                ended = true
+                self?.runner = nil
+                switch completion {
+                case .finished:
+                    logger.notice("running pipeline finished", metadata: ["pipeline": "\(name)"])
+                case .failure(let error):
+                    logger.error("running pipeline stopped", metadata: ["pipeline": "\(name)", "error": "\(error.message)"])
+                }
+            },
+            receiveValue: { _ in })
+        if !ended { runner = cancellable }
+        logger.info("running pipeline started", metadata: ["pipeline": "\(name)"])
+    }
+
+    /// Stops a running pipeline (the broker is stopping).
+    public func stop() {
+        runner.take()?.cancel()
     }
 
     /// Whether a shared pipeline has an open connection (compiled and shared upstream).
@@ -141,12 +195,66 @@ public final class NamedPipeline {
         compiling = true
         defer { compiling = false }
         do {
-            return try hub.compile(pipeline: source, bufferSize: bufferSize ?? self.bufferSize, overflow: overflow ?? self.overflow)
+            // The configuration's own pipelines: no client budget or permissions apply.
+            let compiled = try hub.compile(
+                pipeline: source, bufferSize: bufferSize ?? self.bufferSize, overflow: overflow ?? self.overflow,
+                budget: nil, permissions: nil, named: self)
+            return instrumented(compiled, in: hub)
         } catch where error.code == .pipelineError {
             // A cycle found further in: name this pipeline in it until it closes.
             guard case .array(let chain)? = error.data?["cycle"], chain.count == 1 || chain.first != chain.last else { throw error }
             throw NamedPipeline.cycle([name] + chain.compactMap(\.stringValue))
         }
+    }
+
+    /// The compiled pipeline with its failures placed in the file, logged, and (for
+    /// ``PipelineFailurePolicy/restart``) followed by a new start after a back-off.
+    private func instrumented(_ compiled: AnyPublisher<Value, HubError>, in hub: Hub) -> AnyPublisher<Value, HubError> {
+        let restarts = failurePolicy == .restart
+        let placed = compiled
+            .mapError { [weak self] error in self?.placed(error) ?? error }
+            .handleEvents(receiveCompletion: { [weak self, weak hub] completion in
+                guard let self, let hub, case .failure(let error) = completion else { return }
+                var metadata: Logger.Metadata = [
+                    "pipeline": "\(self.name)", "sender": "\(hub.origin.sender ?? "unknown")", "error": "\(error.message)",
+                ]
+                if let code = error.data?["code"] { metadata["code"] = "\(code.jsonString())" }
+                if restarts {
+                    hub.logger.warning("pipeline failed; restarting it after a back-off", metadata: metadata)
+                } else {
+                    hub.logger.error("pipeline failed", metadata: metadata)
+                }
+            })
+        guard restarts else { return placed.eraseToAnyPublisher() }
+        return Self.restarting(placed.eraseToAnyPublisher(), on: hub.scheduler)
+    }
+
+    private static func restarting<S: Scheduler>(_ publisher: AnyPublisher<Value, HubError>, on scheduler: S) -> AnyPublisher<Value, HubError> {
+        publisher.retry(backoff: restartBackoff, maximum: maximumRestartBackoff, scheduler: scheduler).eraseToAnyPublisher()
+    }
+
+    /// `error` with the position of its failing expression in the configuration file: the
+    /// message starts with it and `data.at` holds it (`"hub.yml:37:11"`).
+    func placed(_ error: HubError) -> HubError {
+        guard let locate, case .object(var data)? = error.data, data["at"] == nil,
+              let line = data["line"]?.intValue, let column = data["column"]?.intValue,
+              let at = locate(Int(line), Int(column)) else { return error }
+        data["at"] = .string(at)
+        return HubError(error.code, "\(at): \(error.message)", data: .object(data))
+    }
+
+    /// A value skipped under ``PipelineFailurePolicy/skip``: logged with its sender.
+    func skipped(_ error: HubError, in hub: Hub) {
+        hub.logger.warning("pipeline skipped a value", metadata: [
+            "pipeline": "\(name)", "sender": "\(hub.origin.sender ?? "unknown")", "error": "\(placed(error).message)",
+        ])
+    }
+
+    /// A `handleEvents` tap that failed and was ignored: logged.
+    func tapFailed(_ error: HubError, in hub: Hub) {
+        hub.logger.warning("pipeline tap failed (ignored)", metadata: [
+            "pipeline": "\(name)", "sender": "\(hub.origin.sender ?? "unknown")", "error": "\(placed(error).message)",
+        ])
     }
 
     /// The `pipeline_error` of pipelines that use each other as sources in a cycle, `chain` from the outermost.

@@ -17,17 +17,57 @@ final class SubscriptionEnvironment: PipelineEnvironment {
     let bufferSize: Int
     /// The overflow policy of each hot source, or `nil` for each entry's own.
     let overflow: OverflowPolicy?
+    /// The named pipeline being compiled (its failure policy and logs), `nil` for pipeline text.
+    let pipeline: NamedPipeline?
     /// What the pipeline spends (its connection's budget), if bounded.
     let budget: ResourceBudget?
     /// The client's permissions; `nil`: everything is allowed.
     let permissions: Permissions?
 
-    init(hub: Hub, bufferSize: Int, overflow: OverflowPolicy?, budget: ResourceBudget?, permissions: Permissions?) {
+    init(
+        hub: Hub, bufferSize: Int, overflow: OverflowPolicy?, budget: ResourceBudget?, permissions: Permissions?,
+        pipeline: NamedPipeline? = nil
+    ) {
         self.hub = hub
         self.bufferSize = bufferSize
         self.overflow = overflow
         self.budget = budget
         self.permissions = permissions
+        self.pipeline = pipeline
+    }
+
+    /// `into(name)` and `handleEvents(into: name)`: the subject (created when the hub
+    /// auto-creates names), if the pipeline may publish into it; each value is checked
+    /// against its schema and published with the sender of the value that caused it.
+    func sink(named name: String) throws(HubError) -> (Value) throws(HubError) -> Void {
+        try authorize(.publish, name: name)
+        let subject = try hub.subject(named: name)
+        let hub = self.hub
+        return { value throws(HubError) in
+            guard !subject.isCompleted else { throw HubError(.completed, "subject '\(name)' has completed") }
+            if let schema = subject.schema, let problem = schema.validate(value) {
+                throw Hub.refusal(problem, subject: name, what: "value")
+            }
+            hub.publish(value, to: subject, sender: hub.origin.sender)
+        }
+    }
+
+    /// Skips failing values when the named pipeline says so (`onError: skip`), logging each.
+    var skipFailure: ((HubError) -> Void)? {
+        guard let pipeline, pipeline.failurePolicy == .skip else { return nil }
+        return { [weak hub, weak pipeline] error in
+            guard let hub, let pipeline else { return }
+            pipeline.skipped(error, in: hub)
+        }
+    }
+
+    /// Logs a failed `handleEvents` tap.
+    func ignoredFailure(_ error: HubError) {
+        if let pipeline {
+            pipeline.tapFailed(error, in: hub)
+        } else {
+            hub.logger.warning("pipeline tap failed (ignored)", metadata: ["error": "\(error.message)"])
+        }
     }
 
     func source(named name: String) throws(HubError) -> AnyPublisher<Value, HubError> {

@@ -103,8 +103,8 @@ public final class HubService: Sendable {
         core = LoopBound(ServiceCore(configuration: configuration, eventLoop: loop, logger: logger), eventLoop: loop)
     }
 
-    /// Sets up the hub with `setUp` (declare subjects, triggers…) and starts
-    /// listening. Returns the bound port.
+    /// Sets up the hub with `setUp` (declare subjects, triggers…), starts the named
+    /// pipelines that run without subscribers, and starts listening. Returns the bound port.
     @discardableResult
     public func start(setUp: @Sendable @escaping (Hub) throws -> Void = { _ in }) async throws -> Int {
         let core = self.core
@@ -113,6 +113,7 @@ public final class HubService: Sendable {
         return try await eventLoop.submit {
             try setUp(core.value.hub)
             core.value.installJWT(verifier)
+            try core.value.hub.startRunningPipelines()
             return try core.value.start()
         }
     }
@@ -310,7 +311,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         self.configuration = configuration
         self.eventLoop = eventLoop
         self.logger = logger
-        let hub = Hub(configuration: configuration.hub, scheduler: EventLoopScheduler(eventLoop: eventLoop))
+        let hub = Hub(configuration: configuration.hub, scheduler: EventLoopScheduler(eventLoop: eventLoop), logger: logger)
         self.hub = hub
         let scheduler = hub.scheduler
         admission = Admission(limits: ServiceCore.admissionLimits(configuration), clock: { scheduler.now })
@@ -568,14 +569,13 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
                 let initial = subject.kind == .currentValue ? (subject.initial ?? .null) : nil
                 if existing.kind != subject.kind || existing.initialValue != initial
                     || (subject.buffer.map { $0 != existing.bufferSize } ?? false)
-                    || (subject.overflow.map { $0 != existing.overflow } ?? false) {
+                    || (subject.overflow.map { $0 != existing.overflow } ?? false)
+                    || existing.schema != subject.schema {
                     kept.append(subject.name)
                 }
                 continue
             }
-            _ = try? hub.declareSubject(
-                subject.name, initialValue: subject.kind == .currentValue ? (subject.initial ?? .null) : nil,
-                bufferSize: subject.buffer, overflow: subject.overflow)
+            _ = try? broker.declare(subject, in: hub)
             added += 1
         }
         for trigger in broker.triggers where hub.entry(named: trigger.name) == nil {
@@ -593,7 +593,8 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
             if case .pipeline(let existing)? = hub.entry(named: pipeline.name) {
                 if existing.source == pipeline.source, existing.isShared == pipeline.shared,
                     existing.bufferSize == pipeline.buffer, existing.overflow == pipeline.overflow,
-                    existing.keepsCurrentValue == (pipeline.shared && pipeline.currentValue) {
+                    existing.keepsCurrentValue == (pipeline.shared && pipeline.currentValue),
+                    existing.failurePolicy == pipeline.onError, existing.runs == pipeline.runs {
                     continue
                 }
                 hub.removePipeline(named: pipeline.name)
@@ -602,12 +603,16 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
                 added += 1
             }
             do {
-                try hub.declarePipeline(
-                    pipeline.name, source: pipeline.source, shared: pipeline.shared, bufferSize: pipeline.buffer,
-                    overflow: pipeline.overflow, currentValue: pipeline.currentValue)
+                try broker.declare(pipeline, in: hub)
             } catch {
                 throw broker.pipelineError(error, pipeline)
             }
+        }
+        // New and replaced pipelines that run start now (the removed ones were stopped).
+        do {
+            try hub.startRunningPipelines()
+        } catch {
+            logger.error("reload: a running pipeline did not start", metadata: ["error": "\(error.message)"])
         }
         if !kept.isEmpty {
             logger.notice(
@@ -663,6 +668,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
             counters.eventSink = nil
             let live = handlers.values
             for handler in live { handler.session?.shutDown() }
+            hub.stopRunningPipelines()
             server?.close(code: WebSocketCloseCode(HubCloseCode.goingAway.rawValue), reason: "server shutting down", discardingQueued: false)
             adminServer?.close(code: WebSocketCloseCode(HubCloseCode.goingAway.rawValue), reason: "server shutting down", discardingQueued: false)
             logger.info("stopped")

@@ -297,7 +297,9 @@ public final class Session {
             perform(ack: ack) { () throws(HubError) in
                 try checkWritable(name, doing: "send to")
                 let subject = try hub.openSubject(named: name)
-                return { [hub] in hub.publish(value, to: subject) }
+                let sender = self.sender
+                try hub.validate(value, for: subject, sender: sender)
+                return { [hub] in hub.publish(value, to: subject, sender: sender) }
             }
         case .complete(let name, let ack):
             perform(ack: ack) { () throws(HubError) in
@@ -424,6 +426,13 @@ public final class Session {
         effect()
     }
 
+    /// Who sends this session's values, for the logs of what they cause: the session id,
+    /// and the client's name from `hello` when it gave one.
+    private var sender: String {
+        guard let clientName else { return "session \(id)" }
+        return "session \(id) (client \(Value.string(clientName).jsonString()))"
+    }
+
     private func hello(token: String?, client: String?, batch: Bool) {
         if let client {
             clientName = String(client.prefix(128))
@@ -531,7 +540,7 @@ public final class Session {
             counters: counters, pipeline: pipeline)
         subscriptions.insert(remote)
         outbound.send(.subscribed(id: id, kind: kind))
-        remote.grant(request.demand)
+        remote.grant(Subscribers.Demand(request.demand))
         publisher.subscribe(remote)
     }
 
@@ -539,7 +548,7 @@ public final class Session {
         guard let remote = subscriptions[id] else { return }
         switch check {
         case .valid(let demand):
-            remote.grant(demand)
+            remote.grant(Subscribers.Demand(demand))
         case .invalid(let error):
             subscriptions.remove(id: id)
             remote.cancel()

@@ -1,5 +1,4 @@
 import HubValue
-import HubEngine
 
 /// A message from a client to the server (PROTOCOL.md §3), decoded and checked
 /// by every rule of the protocol, or built by the Swift client and encoded.
@@ -357,8 +356,8 @@ extension ClientMessage {
         WireBytes.append(ack, to: &buffer)
     }
 
-    private static func appendDemand(_ demand: Subscribers.Demand, to buffer: inout [UInt8]) {
-        if let count = demand.max, count < Int(WireFields.maxSafeInteger) {
+    private static func appendDemand(_ demand: WireDemand, to buffer: inout [UInt8]) {
+        if let count = demand.count, count < Int(WireFields.maxSafeInteger) {
             WireBytes.append(count, to: &buffer)
         } else {
             WireBytes.append(#""unlimited""#, to: &buffer)

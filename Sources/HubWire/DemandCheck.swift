@@ -1,4 +1,3 @@
-import HubEngine
 
 /// The outcome of checking the `n` of a `request` whose `id` is valid.
 ///
@@ -7,7 +6,7 @@ import HubEngine
 /// (a `request` for an id that is not live is ignored either way).
 public enum DemandCheck: Hashable, Sendable {
     /// An integer ≥ 1 (a single `n` ≥ 2^53−1 is `.unlimited`) or `"unlimited"`.
-    case valid(Subscribers.Demand)
+    case valid(WireDemand)
     /// `invalid_demand`: `n` missing, 0, negative, fractional, `null`, a boolean or another string.
     case invalid(HubError)
 }

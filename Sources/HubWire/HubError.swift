@@ -32,6 +32,8 @@ public struct HubError: Error, Hashable, Sendable, CustomStringConvertible {
         case limitExceeded = "limit_exceeded"
         /// A send, complete or fail to a finished subject.
         case completed = "completed"
+        /// A value the subject's JSON Schema refuses; `data` says where and why.
+        case invalidValue = "invalid_value"
         /// The server is stopping.
         case shuttingDown = "shutting_down"
         /// A server bug.

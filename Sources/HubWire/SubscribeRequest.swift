@@ -1,4 +1,3 @@
-import HubEngine
 
 /// A well-formed `subscribe`: what to subscribe to and how.
 ///
@@ -17,7 +16,7 @@ public struct SubscribeRequest: Hashable, Sendable {
     /// `to` or `pipeline`.
     public var target: Target
     /// The initial demand (`demand`, default `.none`).
-    public var demand: Subscribers.Demand
+    public var demand: WireDemand
     /// `batch`, when present.
     public var batch: Bool?
     /// `buffer` (≥ 1), when present.
@@ -28,7 +27,7 @@ public struct SubscribeRequest: Hashable, Sendable {
     /// A request; everything but the target is optional.
     public init(
         target: Target,
-        demand: Subscribers.Demand = .none,
+        demand: WireDemand = .none,
         batch: Bool? = nil,
         buffer: Int? = nil,
         overflow: OverflowPolicy? = nil

@@ -1,5 +1,4 @@
 import HubValue
-import HubEngine
 
 /// Field readers shared by the client and server message decoders.
 enum WireFields {
@@ -33,7 +32,7 @@ enum WireFields {
 
     /// A demand count: `"unlimited"`, or an integral number ≥ `minimum`; a count
     /// ≥ 2^53−1 (including integral doubles beyond `Int64`) is `.unlimited`.
-    static func demand(_ value: Value, minimum: Int64) -> Subscribers.Demand? {
+    static func demand(_ value: Value, minimum: Int64) -> WireDemand? {
         switch value {
         case let .string(s):
             return s == "unlimited" ? .unlimited : nil

@@ -101,6 +101,10 @@ struct ProcessResult: Sendable {
 }
 
 /// A child process whose output is collected as it arrives.
+///
+/// Each pipe is read by a thread of its own with blocking reads until its end (not with
+/// FileHandle's readabilityHandler, whose dispatch source could still watch a descriptor
+/// that had been closed and reused: the test process then crashed in libdispatch).
 final class RunningProcess: @unchecked Sendable {
     let process = Process()
     private let lock = NSLock()
@@ -108,6 +112,7 @@ final class RunningProcess: @unchecked Sendable {
     private var err = Data()
     private let stderrChunks = EventQueue<String>()
     private let exited = EventQueue<Int32>()
+    private let pipesEnded = EventQueue<Bool>()
 
     /// Starts `executable`; `environment` adds to (or, with a nil value, removes from) this process's.
     init(_ executable: URL, _ arguments: [String], stdin: String? = nil, environment: [String: String?] = [:]) throws {
@@ -130,23 +135,25 @@ final class RunningProcess: @unchecked Sendable {
         } else {
             process.standardInput = FileHandle.nullDevice
         }
-        outPipe.fileHandleForReading.readabilityHandler = { [self] handle in
-            let data = handle.availableData
-            lock.lock()
-            out.append(data)
-            lock.unlock()
-        }
-        errPipe.fileHandleForReading.readabilityHandler = { [self] handle in
-            let data = handle.availableData
-            lock.lock()
-            err.append(data)
-            lock.unlock()
-            if !data.isEmpty { stderrChunks.push(String(decoding: data, as: UTF8.self)) }
-        }
         process.terminationHandler = { [self] process in
             exited.push(process.terminationStatus)
         }
         try process.run()
+        let outHandle = outPipe.fileHandleForReading
+        let errHandle = errPipe.fileHandleForReading
+        Thread.detachNewThread { [self] in
+            while case let data = outHandle.availableData, !data.isEmpty {
+                lock.withLock { out.append(data) }
+            }
+            pipesEnded.push(true)
+        }
+        Thread.detachNewThread { [self] in
+            while case let data = errHandle.availableData, !data.isEmpty {
+                lock.withLock { err.append(data) }
+                stderrChunks.push(String(decoding: data, as: UTF8.self))
+            }
+            pipesEnded.push(true)
+        }
     }
 
     /// The port of `hubcli: listening on ws://127.0.0.1:PORT/` (or `scheme://`) on standard error.
@@ -191,15 +198,11 @@ final class RunningProcess: @unchecked Sendable {
             kill(process.processIdentifier, SIGKILL)
             throw error
         }
-        // Let the readability handlers see the end of both pipes.
-        (process.standardOutput as? Pipe)?.fileHandleForReading.readabilityHandler = nil
-        (process.standardError as? Pipe)?.fileHandleForReading.readabilityHandler = nil
-        let restOut = (try? (process.standardOutput as? Pipe)?.fileHandleForReading.readToEnd()) ?? nil
-        let restErr = (try? (process.standardError as? Pipe)?.fileHandleForReading.readToEnd()) ?? nil
+        // Both readers reach the end of their pipe (a grandchild holding a pipe open would
+        // keep it: bounded by the timeout).
+        _ = try? await pipesEnded.next(2, timeout: timeout, "the ends of the output pipes")
         return lock.withLock {
-            out.append(restOut ?? Data())
-            err.append(restErr ?? Data())
-            return ProcessResult(
+            ProcessResult(
                 status: status, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
         }
     }

@@ -220,7 +220,9 @@ struct HubCLIShellTests {
 
         let ran = try await run(Self.bash, [script.path], environment: Self.clean.merging(["PATH": path]) { $1 })
         #expect(ran.status == 0, "\(ran.stderr)")
-        #expect(ran.stdout.contains(#"late         {"state":"content","todos":[{"id":"2","title":"Walk the dog"}]}"#), "\(ran.stdout)")
+        #expect(ran.stdout.contains(#"late         {"state":"content","todos":[{"id":"2","title":"Walk the dog"},{"id":"3","title":"Call mum"}]}"#), "\(ran.stdout)")
+        #expect(ran.stdout.contains("refused      hubcli: invalid_value: subject 'input' refuses the value: .: expected object, got integer"),
+                "\(ran.stdout)")
         let calls = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
         #expect(calls.contains("serve") && calls.contains("send"), "the hubcli on PATH ran: \(calls)")
 

@@ -1,6 +1,5 @@
 import HubWire
 import HubValue
-import HubEngine
 import Testing
 
 @Suite("Wire client message decoding")
@@ -300,12 +299,12 @@ struct ClientMessageDecodingTests {
     }
 
     @Test func initialDemandForms() throws {
-        func demand(_ text: String) throws -> Subscribers.Demand? {
+        func demand(_ text: String) throws -> WireDemand? {
             guard case let .subscribe(_, .valid(request)) = try ClientMessage.decode(#"{"op":"subscribe","id":1,"to":"s","demand":\#(text)}"#) else { return nil }
             return request.demand
         }
-        #expect(try demand("0") == Subscribers.Demand.none)
-        #expect(try demand("0.0") == Subscribers.Demand.none)
+        #expect(try demand("0") == WireDemand.none)
+        #expect(try demand("0.0") == WireDemand.none)
         #expect(try demand("3") == .max(3))
         #expect(try demand("2.0") == .max(2))
         #expect(try demand("1e2") == .max(100))
@@ -354,11 +353,11 @@ struct ClientMessageDecodingTests {
     }
 
     @Test(arguments: [
-        ("1", Subscribers.Demand.max(1)), ("2.0", .max(2)), ("1e2", .max(100)), ("2.5e1", .max(25)),
+        ("1", WireDemand.max(1)), ("2.0", .max(2)), ("1e2", .max(100)), ("2.5e1", .max(25)),
         (#""unlimited""#, .unlimited), ("9007199254740990", .max(9_007_199_254_740_990)),
         ("9007199254740991", .unlimited), ("9223372036854775807", .unlimited), ("1e20", .unlimited),
     ])
-    func validN(n: String, expected: Subscribers.Demand) throws {
+    func validN(n: String, expected: WireDemand) throws {
         #expect(try ClientMessage.decode(#"{"op":"request","id":1,"n":\#(n)}"#) == .request(id: 1, .valid(expected)))
     }
 

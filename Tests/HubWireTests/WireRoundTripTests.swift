@@ -1,5 +1,4 @@
 import HubWire
-import HubEngine
 import Testing
 import HubTesting
 
@@ -15,7 +14,7 @@ struct WireRoundTripTests {
         let acks: [Int64?] = [nil, 0, 1, -1, maxSafe, -maxSafe]
         let id = ids[Int(seed % UInt64(ids.count))]
         let ack = acks[Int(seed % UInt64(acks.count))]
-        let demands: [Subscribers.Demand] = [.none, .max(1), .max(1000), .max(Int(maxSafe) - 1), .unlimited]
+        let demands: [WireDemand] = [.none, .max(1), .max(1000), .max(Int(maxSafe) - 1), .unlimited]
         let demand = demands[Int(seed % UInt64(demands.count))]
         let name = ["a", "prices", "a.b_c", "_x9", String(repeating: "n", count: 256)][Int(seed % 5)]
         let pipelineText = gen.string()

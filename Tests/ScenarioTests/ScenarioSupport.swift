@@ -2,6 +2,7 @@ import Foundation
 import NetworkTestSupport
 import HubClient
 import HubEngine
+import HubTesting
 import HubValue
 import HubServer
 import HubTransport
@@ -94,8 +95,9 @@ final class Scenario {
     }
 
     /// Runs `body` with the scenario `name` started, and stops it afterwards, also when `body` throws.
-    static func with(_ name: String, _ body: (Scenario) async throws -> Void) async throws {
-        let scenario = try await start(name)
+    /// The broker logs into `log` when given.
+    static func with(_ name: String, log: LogRecorder? = nil, _ body: (Scenario) async throws -> Void) async throws {
+        let scenario = try await start(name, log: log)
         do {
             try await body(scenario)
         } catch {
@@ -113,12 +115,13 @@ final class Scenario {
     }
 
     /// Starts the broker of scenario `name` and connects a client.
-    private static func start(_ name: String) async throws -> Scenario {
+    private static func start(_ name: String, log: LogRecorder?) async throws -> Scenario {
         let broker = try BrokerConfiguration.load(contentsOf: configurationPath(name))
         var configuration = broker.service
         configuration.host = "127.0.0.1"
         configuration.port = 0
-        let service = try HubService(configuration: configuration)
+        let service = try log.map { try HubService(configuration: configuration, logger: $0.logger()) }
+            ?? HubService(configuration: configuration)
         let port = try await service.start { hub in try broker.declare(in: hub) }
         let client = try await connect(port)
         return Scenario(service: service, client: client, port: port)

@@ -1,7 +1,12 @@
+import Foundation
 import HubClient
+import HubValue
+import HubWire
+import NetworkTestSupport
+import HubTesting
 import Testing
 
-/// examples/todo: inputs folded by a `scan` into a current-value `viewState`.
+/// examples/todo: inputs folded by a running `scan` reducer `into` the current-value subject `viewState`.
 @Suite("Scenario: todo view state")
 struct TodoScenarioTests {
     @Test func theViewStateFollowsTheInputsAndALateSubscriberGetsItAtOnce() async throws {
@@ -41,16 +46,75 @@ struct TodoScenarioTests {
         }
     }
 
-    @Test func theStateStartsAgainOnceEverySubscriberHasLeft() async throws {
+    /// Issue 8: the state lived in the shared pipeline's subscription, so the next subscriber
+    /// after the last had left started from "loading" again. It now lives in the subject.
+    @Test func theStateOutlivesItsSubscribers() async throws {
         try await Scenario.with("todo") { scenario in
             let view = scenario.subscribe("viewState")
             #expect(try await view.next() == json(#"{"state": "loading", "todos": []}"#))
             try await scenario.client.send(["type": "stateRequested"], to: "input")
             #expect(try await view.next() == json(#"{"state": "content", "todos": []}"#))
+            try await scenario.client.send(["type": "todoAdded", "title": "Buy milk"], to: "input")
+            let state = try json(#"{"state": "content", "todos": [{"id": "1", "title": "Buy milk"}]}"#)
+            #expect(try await view.next() == state)
             view.cancel()
-            try await scenario.waitForPipelineSubscribers(0, of: "viewState")
-            let again = scenario.subscribe("viewState")
-            #expect(try await again.next() == json(#"{"state": "loading", "todos": []}"#))
+            let other = try await scenario.connectAnother()
+            let again = scenario.subscribe("viewState", client: other)
+            #expect(try await again.next() == state)
         }
+    }
+
+    /// Issue 8: `hubcli send input 5` was acknowledged, then failed the shared reducer for
+    /// every subscriber and lost the list, logging nothing. Now the real `hubcli`, over a real
+    /// socket, is refused at the door with the offending place; the list survives and the
+    /// refusal is logged with the sender's session.
+    @Test func aBadValueIsRefusedAtTheDoorAndTheListSurvives() async throws {
+        let log = LogRecorder()
+        try await Scenario.with("todo", log: log) { scenario in
+            let view = scenario.subscribe("viewState")
+            #expect(try await view.next() == json(#"{"state": "loading", "todos": []}"#))
+            try await scenario.client.send(["type": "stateRequested"], to: "input")
+            _ = try await view.next()
+            try await scenario.client.send(["type": "todoAdded", "title": "Buy milk"], to: "input")
+            let state = try json(#"{"state": "content", "todos": [{"id": "1", "title": "Buy milk"}]}"#)
+            #expect(try await view.next() == state)
+
+            let refused = try Self.hubcli(["send", "input", "5", "--url", "ws://127.0.0.1:\(scenario.port)/"])
+            #expect(refused.status != 0)
+            #expect(refused.stderr.contains("invalid_value"), "\(refused.stderr)")
+            #expect(refused.stderr.contains("subject 'input' refuses the value: .: expected object, got integer"), "\(refused.stderr)")
+            do {
+                try await scenario.client.send(["type": "todoAdded", "title": 7], to: "input")
+                Issue.record("a title that is not a string was accepted")
+            } catch let error as HubClientError {
+                #expect(error.code == HubClientError.Code(.invalidValue))
+                #expect(error.message == "subject 'input' refuses the value: .title: expected string, got integer")
+            }
+
+            // The list survives: the next input builds on it, nothing was lost in between.
+            try await scenario.client.send(["type": "todoAdded", "title": "Walk the dog"], to: "input")
+            #expect(try await view.next() == json(#"""
+                {"state": "content", "todos": [{"id": "1", "title": "Buy milk"}, {"id": "2", "title": "Walk the dog"}]}
+                """#))
+            let refusals = log.entries.filter { $0.message == "value refused by the subject's schema" }
+            #expect(refusals.count == 2)
+            #expect(refusals.first?.metadata["subject"] == "input")
+            #expect(refusals.first?.metadata["path"] == ".")
+            #expect(refusals.first?.metadata["sender"]?.hasPrefix("session ") == true)
+        }
+    }
+
+    /// Runs the real `hubcli` with `arguments`; its exit status and standard error.
+    static func hubcli(_ arguments: [String]) throws -> (status: Int32, stderr: String) {
+        let process = Process()
+        process.executableURL = try HubCLIExecutable.locate()
+        process.arguments = arguments
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let data = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 }

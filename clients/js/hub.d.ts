@@ -20,6 +20,7 @@ export declare const ErrorCode: {
   readonly UNAUTHORIZED: "unauthorized";
   readonly LIMIT_EXCEEDED: "limit_exceeded";
   readonly COMPLETED: "completed";
+  readonly INVALID_VALUE: "invalid_value";
   readonly SHUTTING_DOWN: "shutting_down";
   readonly INTERNAL: "internal";
   readonly INVALID_URL: "invalid_url";

@@ -25,6 +25,7 @@ export const ErrorCode = Object.freeze({
   UNAUTHORIZED: "unauthorized",
   LIMIT_EXCEEDED: "limit_exceeded",
   COMPLETED: "completed",
+  INVALID_VALUE: "invalid_value",
   SHUTTING_DOWN: "shutting_down",
   INTERNAL: "internal",
   // The client's (the same names as the Swift client's HubClientError codes).

@@ -211,10 +211,26 @@ extension BrokerConfiguration {
                 throw reader.error(initialField.keyNode, initialField.path, "a passthrough subject has no initial value (use kind: currentValue)")
             }
         }
-        return Subject(
+        var subject = Subject(
             name: name, kind: kind, initial: kind == .currentValue ? (initial ?? .null) : Value?.none,
             buffer: try buffer(fields, reader), overflow: try overflow(fields, reader),
             location: BrokerConfiguration.position(entry.keyNode))
+        if let field = fields["schema"] {
+            let document = try reader.value(field.value, field.path)
+            do throws(JSONSchema.DefinitionError) {
+                subject.schema = try JSONSchema(document)
+            } catch {
+                // At the offending keyword in the file, with its path in the schema.
+                let (node, path) = reader.locate(error.path, in: field.value, under: field.path)
+                throw reader.error(node, path, "invalid schema: \(error.message)")
+            }
+            if let value = subject.initial, kind == .currentValue, let problem = subject.schema?.validate(value) {
+                let at = fields["initial"]
+                throw reader.error(at?.value ?? entry.keyNode, at?.path ?? entry.path,
+                                   "the initial value does not match the schema: \(problem.path): \(problem.message)")
+            }
+        }
+        return subject
     }
 
     private func readPipeline(_ name: String, _ entry: ConfigurationReader.Entry, _ reader: ConfigurationReader) throws(ConfigurationError) -> Pipeline {
@@ -241,6 +257,8 @@ extension BrokerConfiguration {
             location: BrokerConfiguration.position(entry.keyNode),
             sourcePath: sourcePath, sourceSegments: reader.segments(of: sourceNode))
         if pipeline.sourceSegments.isEmpty { pipeline.sourceSegments = [BrokerConfiguration.position(sourceNode)] }
+        if let field = fields["run"] { pipeline.runs = try reader.bool(field.value, field.path) }
+        if let field = fields["onError"] { pipeline.onError = try reader.choice(field.value, field.path, PipelineFailurePolicy.allCases) }
         if let field = fields["currentValue"] {
             pipeline.currentValue = try reader.bool(field.value, field.path)
             guard !pipeline.currentValue || pipeline.shared else {

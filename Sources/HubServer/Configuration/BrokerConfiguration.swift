@@ -43,6 +43,8 @@ public struct BrokerConfiguration: Sendable {
         public var currentValue: Bool = false
         /// Where it is declared (its key).
         public var location: SourceSegment
+        /// The JSON Schema every value sent to it must match (`schema`), if any.
+        public var schema: JSONSchema? = nil
     }
 
     /// A trigger the file declares.
@@ -73,6 +75,10 @@ public struct BrokerConfiguration: Sendable {
         public var sourcePath: String
         /// Where the runs of its text lie in the file, to place pipeline errors.
         public var sourceSegments: [SourceSegment]
+        /// What a value that makes it fail does (`onError`, default `fail`).
+        public var onError: PipelineFailurePolicy = .fail
+        /// Whether the broker runs it from its start, without subscribers (`run`, default false).
+        public var runs: Bool = false
     }
 
     /// A position in the file; for a run of a pipeline's text, the run that
@@ -153,9 +159,9 @@ public struct BrokerConfiguration: Sendable {
     /// The keys of `limits.perIdentity`.
     public static let perIdentityKeys = ["stepsPerSecond", "burstSteps", "memoryBytes", "timers", "connections"]
     /// The keys of a subject.
-    public static let subjectKeys = ["kind", "initial", "buffer", "overflow"]
+    public static let subjectKeys = ["kind", "initial", "buffer", "overflow", "schema"]
     /// The keys of a pipeline.
-    public static let pipelineKeys = ["source", "shared", "currentValue", "buffer", "overflow"]
+    public static let pipelineKeys = ["source", "shared", "currentValue", "buffer", "overflow", "run", "onError"]
 
     // MARK: Loading
 
@@ -200,9 +206,7 @@ public struct BrokerConfiguration: Sendable {
     public func declare(in hub: Hub) throws(ConfigurationError) {
         for subject in subjects {
             do {
-                try hub.declareSubject(
-                    subject.name, initialValue: subject.kind == .currentValue ? (subject.initial ?? .null) : Value?.none,
-                    bufferSize: subject.buffer, overflow: subject.overflow)
+                try declare(subject, in: hub)
             } catch {
                 throw ConfigurationError(file: file, at: subject.location, path: "subjects.\(subject.name)", message: error.message)
             }
@@ -217,9 +221,7 @@ public struct BrokerConfiguration: Sendable {
         var declared: [(Pipeline, NamedPipeline)] = []
         for pipeline in pipelines {
             do {
-                declared.append((pipeline, try hub.declarePipeline(
-                    pipeline.name, source: pipeline.source, shared: pipeline.shared,
-                    bufferSize: pipeline.buffer, overflow: pipeline.overflow, currentValue: pipeline.currentValue)))
+                declared.append((pipeline, try declare(pipeline, in: hub)))
             } catch {
                 throw pipelineError(error, pipeline)
             }
@@ -231,6 +233,29 @@ public struct BrokerConfiguration: Sendable {
                 throw pipelineError(error, pipeline)
             }
         }
+    }
+
+    /// Declares `subject` in `hub` with its settings and schema.
+    @discardableResult
+    func declare(_ subject: Subject, in hub: Hub) throws(HubError) -> HubSubject {
+        try hub.declareSubject(
+            subject.name, initialValue: subject.kind == .currentValue ? (subject.initial ?? .null) : Value?.none,
+            bufferSize: subject.buffer, overflow: subject.overflow, schema: subject.schema)
+    }
+
+    /// Declares `pipeline` in `hub` with its settings, failure policy, whether it runs, and
+    /// where its text lies in this file (for the positions of its run-time failures).
+    @discardableResult
+    func declare(_ pipeline: Pipeline, in hub: Hub) throws(HubError) -> NamedPipeline {
+        let (file, text, segments) = (self.file, pipeline.source, pipeline.sourceSegments)
+        return try hub.declarePipeline(
+            pipeline.name, source: pipeline.source, shared: pipeline.shared,
+            bufferSize: pipeline.buffer, overflow: pipeline.overflow, currentValue: pipeline.currentValue,
+            onError: pipeline.onError, runs: pipeline.runs,
+            locate: { line, column in
+                BrokerConfiguration.locate(line: line, column: column, in: text, segments: segments)
+                    .map { "\(file):\($0.line):\($0.column)" }
+            })
     }
 
     /// Validates everything, as `hubcli serve --check-config` does: declares

@@ -211,6 +211,32 @@ struct ConfigurationReader {
         }
     }
 
+    /// The node at `path` (mapping keys and sequence indexes) inside `node`, and its key path:
+    /// the key node for a mapping entry (where a misspelt keyword is), as deep as the path
+    /// goes in the file.
+    func locate(_ path: [String], in node: Node, under keyPath: String) -> (Node, String) {
+        var current = node
+        var located = node
+        var currentPath = keyPath
+        for component in path {
+            switch current {
+            case .mapping(let mapping):
+                guard let pair = mapping.first(where: { $0.key.string == component }) else { return (located, currentPath) }
+                currentPath = ConfigurationReader.join(currentPath, component)
+                located = pair.key
+                current = pair.value
+            case .sequence(let sequence):
+                guard let index = Int(component), index >= 0, index < sequence.count else { return (located, currentPath) }
+                currentPath += "[\(index)]"
+                current = sequence[index]
+                located = current
+            case .scalar:
+                return (located, currentPath)
+            }
+        }
+        return (located, currentPath)
+    }
+
     /// What a scalar stands for.
     enum Resolved {
         case null

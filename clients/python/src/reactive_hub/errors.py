@@ -20,6 +20,7 @@ class ErrorCode:
     UNAUTHORIZED = "unauthorized"
     LIMIT_EXCEEDED = "limit_exceeded"
     COMPLETED = "completed"
+    INVALID_VALUE = "invalid_value"
     SHUTTING_DOWN = "shutting_down"
     INTERNAL = "internal"
     # The client's (the same names as the Swift and JS clients').
