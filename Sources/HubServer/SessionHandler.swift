@@ -14,6 +14,10 @@ struct SessionFactory {
     let counters: ServiceCounters
     /// The service, for `list` and the admin operations.
     weak var service: (any ServiceControl)?
+    /// Checks tokens (`nil`: no authentication).
+    var authenticator: Authenticator?
+    /// Bounds the connections of the service and of each identity.
+    weak var admission: Admission?
 
     /// A session with a fresh id on `connection`, whose client is at `peer`.
     func makeSession(on connection: any SessionConnection, authorization: String?, peer: String?) -> Session {
@@ -23,7 +27,9 @@ struct SessionFactory {
         if let peer { sessionLogger[metadataKey: "peer"] = "\(peer)" }
         let session = Session(
             id: id, hub: hub, connection: connection, configuration: configuration,
-            authorization: authorization, encodingCache: encodingCache, logger: sessionLogger, counters: counters)
+            authorization: authorization, encodingCache: encodingCache, logger: sessionLogger, counters: counters,
+            authenticator: authenticator)
+        session.admission = admission
         session.service = service
         return session
     }

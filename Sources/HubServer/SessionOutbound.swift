@@ -130,6 +130,15 @@ final class SessionOutbound {
         }
     }
 
+    /// Drops the connection at once, without a close handshake (a connection displaced
+    /// from the pool of those waiting to authenticate: its slot is needed now).
+    func drop() {
+        guard !isClosed else { return }
+        isClosed = true
+        subscriptions.cancelAll()
+        connection.abort()
+    }
+
     /// The connection closed (whichever side began): subscriptions are cancelled, the
     /// close deadline forgotten.
     func connectionClosed() {

@@ -151,6 +151,17 @@ extension BrokerConfiguration {
             service.session.connectionBudget = try readBudget(
                 perConnection, BrokerConfiguration.perConnectionKeys, service.session.connectionBudget, reader)
         }
+        if let perIdentity = fields["perIdentity"] {
+            service.session.identityBudget = try readBudget(
+                perIdentity, BrokerConfiguration.perIdentityKeys, service.session.identityBudget, reader)
+            let connections = try reader.fields(perIdentity.value, perIdentity.path, allowed: BrokerConfiguration.perIdentityKeys)
+            if let field = connections["connections"] {
+                service.session.maxConnectionsPerIdentity = try reader.int(field.value, field.path, in: positive)
+            }
+        }
+        if let field = fields["maxUnauthenticated"] {
+            service.maxUnauthenticated = try reader.int(field.value, field.path, in: positive)
+        }
     }
 
     /// A budget's bounds (`limits.perConnection`, `limits.perIdentity`) over `defaults`.
@@ -168,25 +179,6 @@ extension BrokerConfiguration {
         if let field = fields["memoryBytes"] { limits.maxBytes = try reader.int(field.value, field.path, in: positive) }
         if let field = fields["timers"] { limits.maxTimers = try reader.int(field.value, field.path, in: 0...Int.max) }
         return limits
-    }
-
-    private mutating func readAuth(_ auth: ConfigurationReader.Entry, _ reader: ConfigurationReader) throws(ConfigurationError) {
-        let fields = try reader.fields(auth.value, auth.path, allowed: BrokerConfiguration.authKeys)
-        if let field = fields["tokens"] {
-            var tokens = Set<String>()
-            for item in try reader.items(field.value, field.path) {
-                let token = try reader.string(item.node, item.path)
-                guard !token.isEmpty else { throw reader.error(item.node, item.path, "a token cannot be empty") }
-                guard tokens.insert(token).inserted else { throw reader.error(item.node, item.path, "duplicate token") }
-            }
-            guard !tokens.isEmpty else {
-                throw reader.error(field.value, field.path, "expected at least one token (leave auth out to accept every client)")
-            }
-            service.session.tokens = tokens
-        }
-        if let field = fields["timeout"] {
-            service.session.authenticationTimeout = try reader.duration(field.value, field.path, minimum: .milliseconds(1))
-        }
     }
 
     private mutating func readAdHoc(_ adHoc: ConfigurationReader.Entry, _ reader: ConfigurationReader) throws(ConfigurationError) {
