@@ -77,14 +77,28 @@ struct ServerLogTests {
             #expect(closed.first?.metadata["client"] == "feeder")
             #expect(closed.first?.metadata["code"] == "1000")
             #expect(closed.first?.metadata["authenticated"] == "true")
+            #expect(closed.first?.metadata["identity"] == "anonymous")
         }
     }
 
-    @Test func anAuthenticationFailureIsAWarningWithThePeerAndTheReason() async throws {
+    @Test func anAuthenticationFailureIsAWarningWithThePeerAndTheReasonAndAClosedConnectionNamesItsIdentity() async throws {
         let log = LogRecorder()
         var configuration = HubService.Configuration()
         configuration.session.tokens = ["good"]
+        configuration.session.auth = AuthConfiguration(identities: [
+            AuthConfiguration.IdentityConfiguration(
+                identity: Identity(name: "operator", permissions: .everything), tokens: ["operator-secret"]),
+        ])
         try await withServer(configuration, logger: log.logger()) { server in
+            let operator_ = try await server.connect(authorization: "Bearer operator-secret")
+            let session = try #require(operator_.welcome["session"]?.stringValue)
+            try await operator_.close(code: 1000)
+            _ = try await operator_.expectClose()
+            _ = try await server.eventuallyStatistics { $0.connections == 0 }
+            let left = log.entries("connection closed").filter { $0.metadata["session"] == session }
+            #expect(left.first?.metadata["identity"] == "operator")
+            #expect(left.first?.metadata["authenticated"] == "true")
+
             let intruder = try await server.connect(authorization: "Bearer bad")
             #expect(try await intruder.next()["code"] == "unauthorized")
             #expect(try await intruder.expectClose().code == 4401)
@@ -93,10 +107,12 @@ struct ServerLogTests {
             #expect(failed.count == 1)
             #expect(failed.first?.level == .warning)
             #expect(failed.first?.metadata["peer"] == "127.0.0.1")
-            #expect(failed.first?.metadata["reason"] == "the bearer token is not accepted")
-            let closed = log.entries("connection closed")
+            #expect(failed.first?.metadata["reason"]?.hasPrefix("the bearer token is not accepted") == true)
+            let closed = log.entries("connection closed").filter { $0.metadata["session"] != session }
+            #expect(closed.count == 1)
             #expect(closed.first?.metadata["code"] == "4401")
             #expect(closed.first?.metadata["authenticated"] == "false")
+            #expect(closed.first?.metadata["identity"] == "none")
         }
     }
 }
