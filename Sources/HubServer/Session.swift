@@ -48,6 +48,8 @@ public final class Session {
     private var refusedBearer: String?
     /// The token the client authenticated with, if any.
     private var token: String?
+    /// The connection's inbound rate limits, if it has any.
+    private var rateLimiter: InboundRateLimiter?
     /// The permissions checked, by name: a bit per operation allowed, and one per
     /// operation checked (so that a `send` stream matches its patterns once).
     private var permissionCache: [String: UInt16] = [:]
@@ -95,6 +97,9 @@ public final class Session {
             ? Authenticator(tokens: configuration.tokens ?? [], configuration: configuration.auth ?? AuthConfiguration())
             : nil)
         self.authenticator = authenticator
+        if !configuration.inboundRate.isUnlimited {
+            rateLimiter = InboundRateLimiter(limits: configuration.inboundRate, now: hub.scheduler.now.nanoseconds)
+        }
         if let authenticator, let bearer = Session.bearerToken(authorization) {
             do {
                 bearerAuthentication = try authenticator.authenticate(bearer, now: Session.wallSeconds(hub))
@@ -205,7 +210,7 @@ public final class Session {
 
     /// Handles one complete text message.
     public func receive(text payload: UnsafeRawBufferPointer) {
-        guard !isClosed else { return }
+        guard !isClosed, withinRate(bytes: payload.count) else { return }
         let message: ClientMessage
         do {
             message = try ClientMessage.decode(payload)
@@ -225,14 +230,32 @@ public final class Session {
         handle(message)
     }
 
-    /// Handles a binary message: the protocol has none.
-    public func receiveBinary() {
-        guard !isClosed else { return }
+    /// Handles a binary message of `bytes` bytes: the protocol has none.
+    public func receiveBinary(bytes: Int = 0) {
+        guard !isClosed, withinRate(bytes: bytes) else { return }
         guard authenticated else {
             refuseUnauthenticated("authenticate with a hello carrying a token first")
             return
         }
         sendError(HubError(.badMessage, "binary messages are not part of protocol v1; send JSON text"), id: nil, ack: nil)
+    }
+
+    /// Whether a message of `bytes` bytes is within the connection's rate limits; if not,
+    /// the client gets `limit_exceeded` naming the limit and the connection is closed with
+    /// 4429 (what was queued before still goes out first).
+    private func withinRate(bytes: Int) -> Bool {
+        guard rateLimiter != nil, let (limit, value) = rateLimiter!.admit(bytes: bytes, now: hub.scheduler.now.nanoseconds) else {
+            return true
+        }
+        let unit = limit == "messagesPerSecond" ? "messages" : "bytes"
+        let error = HubError(
+            .limitExceeded, "this connection sent more than \(value) \(unit) a second (limits.perConnection.\(limit))",
+            data: ["limit": .string(limit), "value": .int(Int64(value))])
+        outbound.logger.warning("rate limit exceeded: closing", metadata: ["limit": "\(limit)", "value": "\(value)"])
+        counters.emit("rate_limited", ["session": .string(id), "limit": .string(limit)])
+        outbound.sendError(error, id: nil, ack: nil)
+        outbound.end(closing: .rateLimited, reason: "rate limit: \(limit)", discardingQueued: false)
+        return false
     }
 
     /// The connection closed: every subscription is cancelled upstream, and the

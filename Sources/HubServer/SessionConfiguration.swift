@@ -25,6 +25,9 @@ public struct SessionConfiguration: Sendable {
     /// What one connection's pipelines and buffers may spend: evaluation steps per second,
     /// bytes held (buffers, `collect`, `zip`, compiled pipelines), live timers.
     public var connectionBudget: ResourceBudget.Limits = .connection
+    /// The rates one connection may send at; over them it gets `limit_exceeded` and is
+    /// closed with 4429 (not limited by default).
+    public var inboundRate = InboundRateLimits()
     /// The identities and JWT keys (`auth.identities`, `auth.jwt`); with them (or with
     /// ``tokens``) authentication is required.
     public var auth: AuthConfiguration?

@@ -81,7 +81,7 @@ final class SessionHandler: WebSocketConnectionHandler, SessionConnection {
     func connection(_ connection: WebSocketConnection, didReceive payload: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {
         switch kind {
         case .text: session?.receive(text: payload)
-        case .binary: session?.receiveBinary()
+        case .binary: session?.receiveBinary(bytes: payload.count)
         }
     }
 

@@ -150,6 +150,13 @@ extension BrokerConfiguration {
         if let perConnection = fields["perConnection"] {
             service.session.connectionBudget = try readBudget(
                 perConnection, BrokerConfiguration.perConnectionKeys, service.session.connectionBudget, reader)
+            let rates = try reader.fields(perConnection.value, perConnection.path, allowed: BrokerConfiguration.perConnectionKeys)
+            if let field = rates["messagesPerSecond"] {
+                service.session.inboundRate.messagesPerSecond = try reader.int(field.value, field.path, in: positive)
+            }
+            if let field = rates["bytesPerSecond"] {
+                service.session.inboundRate.bytesPerSecond = try reader.int(field.value, field.path, in: positive)
+            }
         }
         if let perIdentity = fields["perIdentity"] {
             service.session.identityBudget = try readBudget(

@@ -155,7 +155,9 @@ public struct BrokerConfiguration: Sendable {
         "maxSourceLength", "maxStages", "maxExpressionDepth", "minimumInterval", "maxValueDepth", "maxValueBytes",
     ]
     /// The keys of `limits.perConnection`.
-    public static let perConnectionKeys = ["stepsPerSecond", "burstSteps", "memoryBytes", "timers"]
+    public static let perConnectionKeys = [
+        "stepsPerSecond", "burstSteps", "memoryBytes", "timers", "messagesPerSecond", "bytesPerSecond",
+    ]
     /// The keys of `limits.perIdentity`.
     public static let perIdentityKeys = ["stepsPerSecond", "burstSteps", "memoryBytes", "timers", "connections"]
     /// The keys of a subject.
