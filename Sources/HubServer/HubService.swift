@@ -476,7 +476,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
             guard let session = handler.session, !session.isClosed else { return nil }
             return SystemSubjects.ConnectionFigures(
                 session: session.id, peer: handler.peer, client: session.clientName,
-                authenticated: session.isAuthenticated, since: handler.openedAt,
+                authenticated: session.isAuthenticated, identity: session.identity?.name, since: handler.openedAt,
                 subscriptions: session.subscriptionCount, queuedBytes: handler.queuedBytes,
                 bytesIn: handler.bytesReceived, bytesOut: handler.bytesSent)
         }

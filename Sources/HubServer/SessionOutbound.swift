@@ -80,16 +80,23 @@ final class SessionOutbound {
         checkQueue()
     }
 
-    /// A pipeline subscription ended with `failed`: counted and logged with the pipeline's name.
-    func pipelineFailed(_ pipeline: String, subscription id: UInt64, error: HubError) {
+    /// A pipeline subscription ended with `failed`: counted, published on `$sys.events` and
+    /// logged with the pipeline's name and the sender of the value that failed it
+    /// (`unknown` when no client's value caused it: a timer, a delay).
+    func pipelineFailed(_ pipeline: String, subscription id: UInt64, error: HubError, sender: String?) {
         counters.pipelineFailures += 1
         counters.emit("pipeline_failure", [
             "session": sessionField, "pipeline": .string(pipeline), "subscription": .int(Int64(id)),
-            "error": .string(error.message),
+            "sender": sender.map(Value.string) ?? .null, "error": .string(error.message),
         ])
+        // Not "pipeline failed": the hub logs that once per named pipeline; this is one
+        // subscriber's end (and the only line of an ad-hoc pipeline's failure).
         logger.notice(
-            "pipeline failed",
-            metadata: ["pipeline": "\(pipeline)", "subscription": "\(id)", "error": "\(error.message)"])
+            "pipeline subscription failed",
+            metadata: [
+                "pipeline": "\(pipeline)", "subscription": "\(id)", "sender": "\(sender ?? "unknown")",
+                "error": "\(error.message)",
+            ])
     }
 
     /// ``NextEnvelope/tail`` where it costs no reference counting to read.

@@ -21,7 +21,8 @@ final class MetricsExporter {
     private let factory: HubMetricsFactory
     private var counters: [String: (counter: CoreMetrics.Counter, exported: Int)] = [:]
     private var gauges: [String: CoreMetrics.Gauge] = [:]
-    private var labelled: Set<String> = []
+    /// The names with series of their own, and the `kind` label each got first.
+    private var labelled: [String: String] = [:]
     private let lag: Metrics.Timer
 
     /// The metric names and their help lines (README lists them).
@@ -85,15 +86,20 @@ final class MetricsExporter {
     }
 
     /// The per-name figures with at most ``labelCapacity`` names of their own; the rest
-    /// are added into `$other`. A name keeps the label it got first (series stay stable).
+    /// are added into `$other`. A name keeps the labels it got first, its `kind` included
+    /// (a deleted name's counters live on with no entry, hence no kind, and a name may
+    /// come back as another kind): one series per name, so sums never count twice.
     private func bounded(_ names: [String: MetricsSnapshot.NameFigures]) -> [MetricsSnapshot.NameFigures] {
         let buckets: Set<String> = ["$other", "$adhoc"]
         var result: [MetricsSnapshot.NameFigures] = []
         var other = names["$other"] ?? MetricsSnapshot.NameFigures(name: "$other", kind: "shared")
         for name in names.keys.sorted() where !buckets.contains(name) {
-            let figures = names[name]!
-            if labelled.contains(name) || labelled.count < labelCapacity {
-                labelled.insert(name)
+            var figures = names[name]!
+            if let kind = labelled[name] {
+                figures.kind = kind
+                result.append(figures)
+            } else if labelled.count < labelCapacity {
+                labelled[name] = figures.kind
                 result.append(figures)
             } else {
                 other.add(figures)
