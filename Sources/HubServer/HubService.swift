@@ -440,6 +440,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         snapshot.activations = metrics.activations
         snapshot.dropped = metrics.dropped
         snapshot.overflows = metrics.overflows
+        snapshot.namedPipelineFailures = metrics.namedPipelineFailures
         for (name, entry) in hub.allEntries where !HubName.isSystem(name) {
             snapshot.namesByKind[entry.kindName, default: 0] += 1
         }

@@ -1,3 +1,4 @@
+import Foundation
 import NetworkTestSupport
 import HubRegistry
 import HubServer
@@ -108,6 +109,8 @@ struct ServerMetricsTests {
             _ = try hub.declareSubject("quotes")
             _ = try hub.declareTrigger("refresh")
             _ = try hub.declarePipeline("bids", source: "quotes | map(.bid)")
+            // Runs with no subscriber: its failure is counted all the same.
+            _ = try hub.declarePipeline("audit", source: "quotes | map(.bid)", runs: true)
         }) { server in
             let client = try await server.connect()
             let feeder = try await server.connect()
@@ -144,10 +147,11 @@ struct ServerMetricsTests {
             #expect(samples[#"hub_published_total{name="quotes",kind="subject"}"#] == 2)
             #expect(samples[#"hub_delivered_total{name="bids",kind="pipeline"}"#] == 1)
             #expect(samples[#"hub_delivered_total{name="$adhoc",kind="shared"}"#] == 1)
-            #expect(samples["hub_pipeline_failures_total"] == 2)
+            #expect(samples["hub_pipeline_failures_total"] == 2)  // the two subscriptions
+            #expect(samples["hub_named_pipeline_failures_total"] == 2)  // bids (once) and audit
             #expect(samples[#"hub_published_total{name="refresh",kind="trigger"}"#] == 2)
             #expect(samples[#"hub_delivered_total{name="refresh",kind="trigger"}"#] == 2)
-            #expect(samples[#"hub_names{kind="pipeline"}"#] == 1)
+            #expect(samples[#"hub_names{kind="pipeline"}"#] == 2)
             #expect(samples[#"hub_names{kind="trigger"}"#] == 1)
             #expect(samples["hub_subscriptions"] == 2)  // news and refresh are live
 
@@ -203,6 +207,19 @@ struct ServerMetricsTests {
             #expect(logged.first?.metadata["peer"] == "127.0.0.1")
             try await client.withConnection { $0.resumeReading() }
             #expect(try await client.expectClose(timeout: .seconds(20)).code == 4008)
+        }
+    }
+
+    @Test func aBlockedEventLoopShowsAsLag() async throws {
+        try await withServer { server in
+            _ = try await Self.scrape(server.port)  // the window starts here
+            // The probe timer (every 250 ms) due during a 600 ms block runs at least 350 ms late;
+            // a loaded machine only makes it later.
+            _ = try await server.withHub { _ in usleep(600_000) }
+            let samples = try await Self.scrape(server.port).samples
+            #expect((samples["hub_event_loop_lag_max_seconds"] ?? 0) >= 0.3, "\(samples)")
+            #expect((samples["hub_event_loop_lag_seconds_count"] ?? 0) >= 1)
+            #expect((samples["hub_event_loop_lag_seconds_sum"] ?? 0) >= 0.3)
         }
     }
 }

@@ -37,6 +37,8 @@ final class MetricsExporter {
         "hub_auth_failures_total": "Connections refused with 4401 for a missing or wrong token.",
         "hub_protocol_errors_total": "Client messages answered with bad_message, unknown_op, duplicate_id or invalid_demand.",
         "hub_pipeline_failures_total": "Pipeline subscriptions that ended with failed (an evaluation error).",
+        "hub_named_pipeline_failures_total":
+            "Failures of named pipelines, once per failure however many clients share it (running pipelines and restarts included).",
         "hub_published_total": "Values published into a name (send, or a trigger's activations); names past the label limit are summed under name=\"$other\".",
         "hub_delivered_total": "Values delivered to the subscriptions to a name (ad-hoc pipelines: name=\"$adhoc\").",
         "hub_dropped_total": "Values dropped by the buffers of a name's subscriptions (dropOldest, dropNewest, latest).",
@@ -66,6 +68,7 @@ final class MetricsExporter {
         count("hub_auth_failures_total", snapshot.authFailures)
         count("hub_protocol_errors_total", snapshot.protocolErrors)
         count("hub_pipeline_failures_total", snapshot.pipelineFailures)
+        count("hub_named_pipeline_failures_total", snapshot.namedPipelineFailures)
         gauge("hub_connections", snapshot.connections)
         gauge("hub_subscriptions", snapshot.subscriptions)
         gauge("hub_queued_bytes", snapshot.queuedBytes)

@@ -131,6 +131,7 @@ final class SystemSubjects {
                 "authFailures": .int(Int64(snapshot.authFailures)),
                 "protocolErrors": .int(Int64(snapshot.protocolErrors)),
                 "pipelineFailures": .int(Int64(snapshot.pipelineFailures)),
+                "namedPipelineFailures": .int(Int64(snapshot.namedPipelineFailures)),
             ],
             "rates": [
                 "published": rate(snapshot.published, before?.published),
