@@ -26,6 +26,20 @@ public final class EventLoop: @unchecked Sendable {
 
     // Loop-confined state.
     private var context: OpaquePointer?
+    /// The libev loop lws runs on (nil: lws's own `poll`).
+    private var eventLibraryLoop: UnsafeMutableRawPointer?
+    /// How the loop waits for its sockets (``Configuration/eventLibrary``, or `.poll` when
+    /// lws could not load libev); `waitsWithEpoll` whether libev chose epoll. Written
+    /// before the loop reports ready.
+    public private(set) var eventLibrary: Configuration.EventLibrary = .poll
+    public private(set) var waitsWithEpoll = false
+    /// On libev: the timer that wakes the loop for its next deadline, the deadline it is
+    /// armed for, and when lws last had a pass of its own timers (see ``kickLibWebSockets()``).
+    private var wakeup: UnsafeMutablePointer<cws_ev_wakeup_t>?
+    @exclusivity(unchecked) private var armedWake: Int64 = .max
+    @exclusivity(unchecked) private var lastKick: Int64 = 0
+    /// How often lws's own timers (pings, timeouts) are serviced at least, on libev.
+    static let libWebSocketsTimerInterval: Int64 = 100_000_000
     /// Set while the context is being destroyed: no new timers, listeners or connections.
     private(set) var isDestroying = false
     // @exclusivity(unchecked) on the hot fields: they are loop-confined and no access to
@@ -210,7 +224,8 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func armTimer() {
-        guard !isDestroying, let context, let timerHandle else { return }
+        // On libev the loop wakes itself for the next deadline (``serviceOnLibev``).
+        guard !isDestroying, eventLibraryLoop == nil, let context, let timerHandle else { return }
         switch timer.update(nextDeadline: timers.nextDeadline, now: EventLoop.monotonicNanoseconds()) {
         case .keep:
             break
@@ -269,7 +284,31 @@ public final class EventLoop: @unchecked Sendable {
         if configuration.validatesUTF8 {
             info.options |= cws_option_validate_utf8
         }
-        guard let context = TLSContextSetup.createContext(&info) else {
+        if configuration.eventLibrary == .libev, let loop = cws_ev_loop_new() {
+            // lws runs on our libev loop (a "foreign" one): each pass is one ev_run.
+            let loops = arena.allocate(UnsafeMutableRawPointer?.self)
+            loops[0] = loop
+            info.foreign_loops = loops
+            info.options |= cws_option_libev
+            eventLibraryLoop = loop
+        }
+        var created = TLSContextSetup.createContext(&info)
+        if created == nil, let loop = eventLibraryLoop {
+            logger.warning("libwebsockets could not run on libev (is libwebsockets-evlib-ev installed?): using poll")
+            info.foreign_loops = nil
+            info.options &= ~cws_option_libev
+            cws_ev_loop_destroy(loop)
+            eventLibraryLoop = nil
+            created = TLSContextSetup.createContext(&info)
+        }
+        if let loop = eventLibraryLoop {
+            eventLibrary = .libev
+            waitsWithEpoll = cws_ev_backend_is_epoll(loop) != 0
+            let wakeup = arena.allocate(cws_ev_wakeup_t.self)
+            cws_ev_wakeup_init(wakeup)
+            self.wakeup = wakeup
+        }
+        guard let context = created else {
             startError = TransportError(code: .contextCreationFailed, message: "lws_create_context failed")
             _ = remoteWork.close()
             arena.releaseAll()
@@ -288,6 +327,10 @@ public final class EventLoop: @unchecked Sendable {
 
         var lastPassWasBusy = true
         while !stopRequested.load(ordering: .acquiring) {
+            if let eventLibraryLoop, let wakeup {
+                serviceOnLibev(eventLibraryLoop, wakeup, context)
+                continue
+            }
             // With writes pending the pass must not wait: they are written after it.
             let writesPending = !flushQueue.isEmpty
             // lws polls in whole milliseconds: when idle, sleep through a timer's last
@@ -318,16 +361,63 @@ public final class EventLoop: @unchecked Sendable {
         localWork.removeAll()
         flushQueue.removeAll()
         cws_timer_cancel(timerHandle)
+        if let eventLibraryLoop, let wakeup { cws_ev_wakeup_stop(eventLibraryLoop, wakeup) }
         remoteWork.detachWaker()
         isDestroying = true
         lws_context_destroy(context)
         self.context = nil
+        if let loop = eventLibraryLoop {
+            cws_ev_loop_destroy(loop)
+            eventLibraryLoop = nil
+        }
         timers.removeAll()
         self.timerHandle = nil
         arena.releaseAll()
         buffers.removeAll()
         logger.debug("event loop stopped")
         thread.signalExit()
+    }
+
+    /// One pass on libev: waits (unless writes are pending) until a socket is ready, work
+    /// is handed in, or the next deadline, handles what is ready, runs the due timers, then
+    /// writes what the pass queued (``WriteCoalescing``).
+    private func serviceOnLibev(
+        _ loop: UnsafeMutableRawPointer, _ wakeup: UnsafeMutablePointer<cws_ev_wakeup_t>, _ context: OpaquePointer
+    ) {
+        let writesPending = !flushQueue.isEmpty
+        if !writesPending {
+            var wake = lastKick &+ EventLoop.libWebSocketsTimerInterval
+            if let deadline = timers.nextDeadline { wake = min(wake, deadline) }
+            if wake != armedWake {
+                let seconds = Double(max(0, wake - EventLoop.monotonicNanoseconds())) / 1e9
+                cws_ev_wakeup_arm(loop, wakeup, seconds)
+                armedWake = wake
+            }
+        }
+        let inputsBefore = inputs
+        servicePasses &+= 1
+        _ = cws_ev_run(loop, writesPending ? 1 : 0)
+        var now = EventLoop.monotonicNanoseconds()
+        if now >= armedWake { armedWake = .max }
+        if let deadline = timers.nextDeadline, deadline <= now {
+            fireTimers()
+            now = EventLoop.monotonicNanoseconds()
+            // What the timers did may need lws's own service (a kill, a paused read).
+            kickLibWebSockets(context, now: now)
+        } else if now - lastKick >= EventLoop.libWebSocketsTimerInterval {
+            kickLibWebSockets(context, now: now)
+        }
+        if !flushQueue.isEmpty, coalescing.afterPass(handledInput: inputs != inputsBefore, now: now) == .write {
+            flushConnections()
+        }
+    }
+
+    /// lws 4.1 on libev services its own timers (pings, timeouts, kills) and forced work
+    /// (buffered input) only after it handled a socket event: waking it through its event
+    /// pipe makes it do so now.
+    private func kickLibWebSockets(_ context: OpaquePointer, now: Int64) {
+        lastKick = now
+        lws_cancel_service(context)
     }
 
     /// Sleeps the loop thread (less than a millisecond, before a timer lws cannot wait for).

@@ -17,16 +17,30 @@ extension EventLoop {
         /// brings no input, so a lone message is written at the end of its pass.
         /// `.zero` writes after every pass.
         public var writeCoalescingDelay: Duration
+        /// How the loop waits for its sockets.
+        public var eventLibrary: EventLibrary
+
+        /// How a loop waits for its sockets.
+        public enum EventLibrary: String, Sendable, CaseIterable {
+            /// libev (Debian's `libwebsockets-evlib-ev` plugin), on epoll on Linux: a
+            /// wake-up costs the same however many connections are idle. When lws cannot
+            /// load the plugin, the loop logs a warning and uses ``poll``.
+            case libev
+            /// lws's own `poll()`: every wake-up walks every descriptor (thousands of idle
+            /// connections make each one slow).
+            case poll
+        }
 
         /// Creates a configuration.
         public init(
             name: String = "hub-event-loop", maximumFileDescriptors: Int = 0, validatesUTF8: Bool = true,
-            writeCoalescingDelay: Duration = .microseconds(500)
+            writeCoalescingDelay: Duration = .microseconds(500), eventLibrary: EventLibrary = .libev
         ) {
             self.name = name
             self.maximumFileDescriptors = maximumFileDescriptors
             self.validatesUTF8 = validatesUTF8
             self.writeCoalescingDelay = writeCoalescingDelay
+            self.eventLibrary = eventLibrary
         }
 
         /// The descriptor table size to give lws.

@@ -29,6 +29,8 @@ public final class WebSocketServer: WebSocketEndpoint {
     private var connections: [ObjectIdentifier: WebSocketConnection] = [:]
     /// The plain HTTP requests in progress, by connection.
     private var exchanges: [OpaquePointer: HTTPExchange] = [:]
+    /// The timer of ``watchForHangUps()`` while it runs.
+    private var hangUpCheck: TimerQueue.Entry?
 
     /// Creates a server on `eventLoop` (loop thread only). Call ``start()`` to listen.
     ///
@@ -204,6 +206,7 @@ public final class WebSocketServer: WebSocketEndpoint {
             let (request, expectsBody) = HTTPExchange.request(on: wsi, uri: input, length: length)
             let exchange = HTTPExchange(request: request, wsi: wsi, eventLoop: eventLoop, expectsBody: expectsBody)
             exchanges[wsi] = exchange
+            watchForHangUps()
             if !expectsBody { delegate.server(self, didReceive: exchange) }
             return 0
         case LWS_CALLBACK_HTTP_BODY:
@@ -224,6 +227,32 @@ public final class WebSocketServer: WebSocketEndpoint {
             return 0
         default:
             return lws_callback_http_dummy(wsi, reason, nil, input, length)
+        }
+    }
+
+    /// On libev, lws learns that the peer of an HTTP connection waiting for its answer
+    /// went away only from a `POLLHUP` libev never reports: while exchanges are pending,
+    /// their sockets are checked every 100 ms, and a hung-up one is closed.
+    private func watchForHangUps() {
+        guard eventLoop.eventLibrary == .libev, hangUpCheck == nil else { return }
+        let interval: Int64 = 100_000_000
+        hangUpCheck = eventLoop.scheduleTimer(
+            deadline: EventLoop.monotonicNanoseconds() + interval, interval: interval
+        ) { [weak self] in
+            self?.closeHungUpExchanges()
+        }
+    }
+
+    private func closeHungUpExchanges() {
+        guard !exchanges.isEmpty else {
+            if let hangUpCheck { eventLoop.cancelTimer(hangUpCheck) }
+            hangUpCheck = nil
+            return
+        }
+        // On libev timers run after the loop's pass, outside lws's callbacks: the
+        // connection can be closed at once.
+        for wsi in exchanges.keys where cws_peer_hung_up(wsi) != 0 {
+            cws_kill_sync(wsi)
         }
     }
 

@@ -6,9 +6,10 @@ import Testing
 /// Real servers and clients over 127.0.0.1, each on its own event loop.
 @Suite("WebSocket", .serialized)
 struct WebSocketTests {
-    @Test func echoesTextAndBinaryMessages() async throws {
-        let serverLoop = try EventLoop()
-        let clientLoop = try EventLoop()
+    @Test(arguments: EventLoop.Configuration.EventLibrary.allCases)
+    func echoesTextAndBinaryMessages(library: EventLoop.Configuration.EventLibrary) async throws {
+        let serverLoop = try EventLoop(configuration: .init(eventLibrary: library))
+        let clientLoop = try EventLoop(configuration: .init(eventLibrary: library))
         defer { clientLoop.shutdown(); serverLoop.shutdown() }
         let (_, port) = try await startEchoServer(on: serverLoop)
         #expect(port > 0)
