@@ -38,6 +38,8 @@ public final class EventLoop: @unchecked Sendable {
     private var wakeup: UnsafeMutablePointer<cws_ev_wakeup_t>?
     @exclusivity(unchecked) private var armedWake: Int64 = .max
     @exclusivity(unchecked) private var lastKick: Int64 = 0
+    /// Until when pending writes wait for more input (``WriteCoalescing/Decision/waitUntil(_:)``).
+    @exclusivity(unchecked) private var writesWaitUntil: Int64?
     /// How often lws's own timers (pings, timeouts) are serviced at least, on libev.
     static let libWebSocketsTimerInterval: Int64 = 100_000_000
     /// Set while the context is being destroyed: no new timers, listeners or connections.
@@ -304,6 +306,9 @@ public final class EventLoop: @unchecked Sendable {
         if let loop = eventLibraryLoop {
             eventLibrary = .libev
             waitsWithEpoll = cws_ev_backend_is_epoll(loop) != 0
+            // Passes are cheap on epoll: while messages stream in, wait for more before writing.
+            coalescing = WriteCoalescing(
+                maximumDelay: coalescing.maximumDelay, maximumPasses: coalescing.maximumPasses, waitsForInput: true)
             let wakeup = arena.allocate(cws_ev_wakeup_t.self)
             cws_ev_wakeup_init(wakeup)
             self.wakeup = wakeup
@@ -384,10 +389,12 @@ public final class EventLoop: @unchecked Sendable {
     private func serviceOnLibev(
         _ loop: UnsafeMutableRawPointer, _ wakeup: UnsafeMutablePointer<cws_ev_wakeup_t>, _ context: OpaquePointer
     ) {
-        let writesPending = !flushQueue.isEmpty
-        if !writesPending {
+        // Pending writes make the pass poll without waiting, unless they wait for input.
+        let noWait = !flushQueue.isEmpty && writesWaitUntil == nil
+        if !noWait {
             var wake = lastKick &+ EventLoop.libWebSocketsTimerInterval
             if let deadline = timers.nextDeadline { wake = min(wake, deadline) }
+            if let writesWaitUntil { wake = min(wake, writesWaitUntil) }
             if wake != armedWake {
                 let seconds = Double(max(0, wake - EventLoop.monotonicNanoseconds())) / 1e9
                 cws_ev_wakeup_arm(loop, wakeup, seconds)
@@ -396,7 +403,7 @@ public final class EventLoop: @unchecked Sendable {
         }
         let inputsBefore = inputs
         servicePasses &+= 1
-        _ = cws_ev_run(loop, writesPending ? 1 : 0)
+        _ = cws_ev_run(loop, noWait ? 1 : 0)
         var now = EventLoop.monotonicNanoseconds()
         if now >= armedWake { armedWake = .max }
         if let deadline = timers.nextDeadline, deadline <= now {
@@ -407,8 +414,12 @@ public final class EventLoop: @unchecked Sendable {
         } else if now - lastKick >= EventLoop.libWebSocketsTimerInterval {
             kickLibWebSockets(context, now: now)
         }
-        if !flushQueue.isEmpty, coalescing.afterPass(handledInput: inputs != inputsBefore, now: now) == .write {
-            flushConnections()
+        writesWaitUntil = nil
+        guard !flushQueue.isEmpty else { return }
+        switch coalescing.afterPass(handledInput: inputs != inputsBefore, now: now) {
+        case .write: flushConnections()
+        case .holdBack: break
+        case .waitUntil(let deadline): writesWaitUntil = deadline
         }
     }
 

@@ -42,6 +42,27 @@ struct WriteCoalescingTests {
         #expect(decisions == [.holdBack, .holdBack, .holdBack, .write, .holdBack])
     }
 
+    /// On a loop that can wait for input: while messages stream in (the last write is
+    /// recent) a pass without input waits for more until the delay since the first held
+    /// pass is over; at low rates (the last write is old) it writes at once.
+    @Test func aStreamWaitsForInputWhereTheLoopCanWait() {
+        var coalescing = WriteCoalescing(maximumDelay: 500_000, waitsForInput: true)
+        // Nothing written yet: a lone message is written at the end of its pass.
+        #expect(coalescing.afterPass(handledInput: false, now: 1_000_000) == .write)
+        #expect(coalescing.lastWrite == 1_000_000)
+        // The next message 100 µs later: messages are streaming, wait for more.
+        #expect(coalescing.afterPass(handledInput: false, now: 1_100_000) == .waitUntil(1_600_000))
+        #expect(coalescing.afterPass(handledInput: true, now: 1_300_000) == .holdBack)
+        #expect(coalescing.afterPass(handledInput: false, now: 1_400_000) == .waitUntil(1_600_000))
+        #expect(coalescing.afterPass(handledInput: false, now: 1_600_000) == .write)
+        // 2 ms without a write: the stream stopped, the next message leaves at once.
+        #expect(coalescing.afterPass(handledInput: false, now: 3_600_000) == .write)
+        // A loop that cannot wait never does.
+        var polling = WriteCoalescing(maximumDelay: 500_000)
+        #expect(polling.afterPass(handledInput: false, now: 0) == .write)
+        #expect(polling.afterPass(handledInput: false, now: 100_000) == .write)
+    }
+
     @Test func aZeroDelayNeverHoldsBack() {
         var coalescing = WriteCoalescing(maximumDelay: 0)
         #expect(coalescing.afterPass(handledInput: true, now: 0) == .write)
