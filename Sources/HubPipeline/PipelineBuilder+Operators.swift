@@ -633,8 +633,11 @@ extension PipelineBuilder {
         case .duration: return false
         case let .expression(e):
             switch e.kind {
-            case .name: return true
+            case .name, .pipeline: return true
             case let .call(name, _, _): return ExpressionFunctions.arity[name] == nil
+            case let .conditional(_, then, otherwise):
+                return denotesPipeline(ArgumentSyntax(label: nil, kind: .expression(then), position: then.position))
+                    && denotesPipeline(ArgumentSyntax(label: nil, kind: .expression(otherwise), position: otherwise.position))
             default: return false
             }
         }
