@@ -97,6 +97,47 @@ struct ServerOperationsTests {
         }
     }
 
+    @Test func aReloadAppliesAuthAndLimitsToNewConnectionsWithoutDroppingTheOpenOnes() async throws {
+        try await withServer { server in
+            let early = try await server.connect()
+            try await early.send(json(["op": "subscribe", "id": 1, "to": "prices", "demand": "unlimited"]))
+            #expect(try await early.next()["op"] == "subscribed")
+            let broker = try BrokerConfiguration.parse(yaml: """
+                auth:
+                  tokens: [s3cret]
+                limits:
+                  maxMessageBytes: 300
+                  maxSubscriptionsPerConnection: 1
+                subjects:
+                  news:
+                """)
+            try await server.service.reload(broker)
+
+            // The open connection and its subscription go on.
+            try await early.send(json(["op": "send", "to": "prices", "value": 1, "ack": 1]))
+            #expect(try await early.next() == ["op": "ack", "ack": 1])
+            #expect(try await early.values(1, id: 1) == [1])
+            // New connections need a token now,
+            let stranger = try await server.connect(authorization: "Bearer guess")
+            #expect(try await stranger.next()["code"] == "unauthorized")
+            #expect(try await stranger.expectClose().code == 4401)
+            // and get the new limits.
+            let member = try await server.connect(authorization: "Bearer s3cret")
+            try await member.send(
+                json(["op": "subscribe", "id": 1, "to": "news", "demand": 1]),
+                json(["op": "subscribe", "id": 2, "to": "prices", "demand": 1]))
+            let answers = try await member.next(2)
+            #expect(answers[0]["op"] == "subscribed")
+            #expect(answers[1]["code"] == "limit_exceeded", "\(answers)")
+            try await member.send(json(["op": "send", "to": "news", "value": .string(String(repeating: "n", count: 400))]))
+            #expect(try await member.expectClose().code == 1009)
+            #expect(await server.service.statistics.connections >= 1)
+            try await early.send(json(["op": "list", "ack": 2]))
+            let catalog = try await early.next()
+            #expect(catalog["subjects"]?.arrayValue?.contains { $0["name"] == "news" } == true)
+        }
+    }
+
     @Test func aDrainRefusesNewClientsAnswersNotReadyAndClosesTheOthersWith1012() async throws {
         try await withServer { server in
             let first = try await server.connect()
