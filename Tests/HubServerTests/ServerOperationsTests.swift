@@ -1,4 +1,5 @@
 import NetworkTestSupport
+import HubRegistry
 import HubServer
 import HubTransport
 import HubValue
@@ -60,6 +61,37 @@ struct ServerOperationsTests {
             try await client.send(json(["op": "subscribe", "id": 1, "to": "$sys.stats", "demand": 1]))
             #expect(try await client.next()["op"] == "subscribed")
             #expect(try await client.values(1, id: 1)[0]["connections"] == 1)
+        }
+    }
+
+    @Test func eachSystemSubjectNeedsTheAdminPermissionOnItsName() async throws {
+        var configuration = HubService.Configuration()
+        configuration.session.tokens = []
+        configuration.session.auth = AuthConfiguration(identities: [
+            // Subscribing to everything is not administering: no system subject.
+            AuthConfiguration.IdentityConfiguration(
+                identity: Identity(name: "reader", permissions: try Permissions(json: ["subscribe": [">"]])),
+                tokens: ["reader-secret"]),
+            AuthConfiguration.IdentityConfiguration(
+                identity: Identity(name: "statsOnly", permissions: try Permissions(json: ["admin": ["$sys.stats"]])),
+                tokens: ["stats-secret"]),
+        ])
+        try await withServer(configuration) { server in
+            let reader = try await server.connect(authorization: "Bearer reader-secret")
+            let statsOnly = try await server.connect(authorization: "Bearer stats-secret")
+            for (id, name) in zip(1..., ["$sys.stats", "$sys.connections", "$sys.events"]) {
+                try await reader.send(json(["op": "subscribe", "id": .int(Int64(id)), "to": .string(name), "demand": 1]))
+                let refused = try await reader.next()
+                #expect(refused["code"] == "forbidden" && refused["data"]?["name"] == .string(name), "\(refused)")
+                try await statsOnly.send(json(["op": "subscribe", "id": .int(Int64(id)), "to": .string(name), "demand": 1]))
+                let answer = try await statsOnly.next()
+                if name == "$sys.stats" {
+                    #expect(answer["op"] == "subscribed", "\(answer)")
+                    #expect(try await statsOnly.values(1, id: Int64(id))[0]["connections"] == 2)
+                } else {
+                    #expect(answer["code"] == "forbidden", "\(answer)")
+                }
+            }
         }
     }
 
