@@ -72,13 +72,9 @@ final class SessionOutbound {
             }
         } else {
             // Straight into the connection's queue: head, the value encoded once, tail.
-            let connection = self.connection
-            encodingCache.withEncoded(value) { body in
-                envelope.head.withUnsafeBytes { head in
-                    NextEnvelope.tail.withUnsafeBytes { tail in
-                        _ = connection.sendMessage(prefix: head, body: body, suffix: tail)
-                    }
-                }
+            let body = encodingCache.encoded(value)
+            envelope.head.withUnsafeBytes { head in
+                _ = connection.sendMessage(prefix: head, body: body, suffix: SessionOutbound.nextTail)
             }
         }
         checkQueue()
@@ -101,6 +97,12 @@ final class SessionOutbound {
                 "pipeline": "\(pipeline)", "subscription": "\(id)", "sender": "\(sender ?? "unknown")",
                 "error": "\(error.message)",
             ])
+    }
+
+    /// ``NextEnvelope/tail`` where it costs no reference counting to read.
+    private static let nextTailString: StaticString = "}"
+    static var nextTail: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: nextTailString.utf8Start, count: nextTailString.utf8CodeUnitCount)
     }
 
     /// The session's id (from the logger's metadata), for events.
