@@ -440,6 +440,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         snapshot.activations = metrics.activations
         snapshot.dropped = metrics.dropped
         snapshot.overflows = metrics.overflows
+        snapshot.namedPipelineFailures = metrics.namedPipelineFailures
         for (name, entry) in hub.allEntries where !HubName.isSystem(name) {
             snapshot.namesByKind[entry.kindName, default: 0] += 1
         }
@@ -476,7 +477,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
             guard let session = handler.session, !session.isClosed else { return nil }
             return SystemSubjects.ConnectionFigures(
                 session: session.id, peer: handler.peer, client: session.clientName,
-                authenticated: session.isAuthenticated, since: handler.openedAt,
+                authenticated: session.isAuthenticated, identity: session.identity?.name, since: handler.openedAt,
                 subscriptions: session.subscriptionCount, queuedBytes: handler.queuedBytes,
                 bytesIn: handler.bytesReceived, bytesOut: handler.bytesSent)
         }

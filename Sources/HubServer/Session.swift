@@ -560,7 +560,7 @@ public final class Session {
         }
         let remote = RemoteSubscriber(
             id: id, batch: request.batch ?? batchAll, outbound: outbound, subscriptions: subscriptions,
-            counters: counters, pipeline: pipeline)
+            counters: counters, pipeline: pipeline, origin: hub.origin)
         subscriptions.insert(remote)
         outbound.send(.subscribed(id: id, kind: kind))
         remote.grant(Subscribers.Demand(request.demand))

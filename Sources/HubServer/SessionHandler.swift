@@ -93,13 +93,14 @@ final class SessionHandler: WebSocketConnectionHandler, SessionConnection {
                 "connection closed",
                 metadata: [
                     "code": "\(code.map { String($0.rawValue) } ?? "none")", "reason": "\(reason)",
-                    "authenticated": "\(session.isAuthenticated)",
+                    "authenticated": "\(session.isAuthenticated)", "identity": "\(session.identity?.name ?? "none")",
                     "seconds": "\((seconds * 1000).rounded() / 1000)",
                     "bytes_in": "\(connection.bytesReceived)", "bytes_out": "\(connection.bytesWritten)",
                 ])
             sessions.counters.emit("disconnect", [
                 "session": .string(session.id), "peer": connection.peer.map(Value.string) ?? .null,
                 "client": session.clientName.map(Value.string) ?? .null,
+                "identity": session.identity.map { .string($0.name) } ?? .null,
                 "code": code.map { .int(Int64($0.rawValue)) } ?? .null, "reason": .string(reason),
             ])
         }

@@ -72,28 +72,37 @@ final class SessionOutbound {
             }
         } else {
             // Straight into the connection's queue: head, the value encoded once, tail.
-            let connection = self.connection
-            encodingCache.withEncoded(value) { body in
-                envelope.head.withUnsafeBytes { head in
-                    NextEnvelope.tail.withUnsafeBytes { tail in
-                        _ = connection.sendMessage(prefix: head, body: body, suffix: tail)
-                    }
-                }
+            let body = encodingCache.encoded(value)
+            envelope.head.withUnsafeBytes { head in
+                _ = connection.sendMessage(prefix: head, body: body, suffix: SessionOutbound.nextTail)
             }
         }
         checkQueue()
     }
 
-    /// A pipeline subscription ended with `failed`: counted and logged with the pipeline's name.
-    func pipelineFailed(_ pipeline: String, subscription id: UInt64, error: HubError) {
+    /// A pipeline subscription ended with `failed`: counted, published on `$sys.events` and
+    /// logged with the pipeline's name and the sender of the value that failed it
+    /// (`unknown` when no client's value caused it: a timer, a delay).
+    func pipelineFailed(_ pipeline: String, subscription id: UInt64, error: HubError, sender: String?) {
         counters.pipelineFailures += 1
         counters.emit("pipeline_failure", [
             "session": sessionField, "pipeline": .string(pipeline), "subscription": .int(Int64(id)),
-            "error": .string(error.message),
+            "sender": sender.map(Value.string) ?? .null, "error": .string(error.message),
         ])
+        // Not "pipeline failed": the hub logs that once per named pipeline; this is one
+        // subscriber's end (and the only line of an ad-hoc pipeline's failure).
         logger.notice(
-            "pipeline failed",
-            metadata: ["pipeline": "\(pipeline)", "subscription": "\(id)", "error": "\(error.message)"])
+            "pipeline subscription failed",
+            metadata: [
+                "pipeline": "\(pipeline)", "subscription": "\(id)", "sender": "\(sender ?? "unknown")",
+                "error": "\(error.message)",
+            ])
+    }
+
+    /// ``NextEnvelope/tail`` where it costs no reference counting to read.
+    private static let nextTailString: StaticString = "}"
+    static var nextTail: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: nextTailString.utf8Start, count: nextTailString.utf8CodeUnitCount)
     }
 
     /// The session's id (from the logger's metadata), for events.

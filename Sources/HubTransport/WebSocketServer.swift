@@ -75,7 +75,7 @@ public final class WebSocketServer: WebSocketEndpoint {
         let arena = eventLoop.arena
         let protocols = WebSocketCallbackDispatcher.protocolTable(
             for: self, on: eventLoop, name: configuration.subprotocol,
-            receiveBufferSize: configuration.receiveBufferSize)
+            receiveBufferSize: configuration.receiveBufferSize, limits: configuration.limits)
 
         var info = lws_context_creation_info()
         info.port = Int32(configuration.port)
