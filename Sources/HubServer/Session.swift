@@ -118,6 +118,10 @@ public final class Session {
     /// The number of live subscriptions.
     public var subscriptionCount: Int { subscriptions.count }
 
+    /// The connection's protocol errors and pipeline failures so far (for its close line:
+    /// past a few, they are no longer logged one by one).
+    var problemCount: Int { outbound.problems }
+
     /// Sends `welcome` and, when authentication is required and not yet given,
     /// starts the clock for `hello` (or, after a wrong bearer token, refuses at once).
     public func start() {
@@ -588,8 +592,10 @@ public final class Session {
             counters.emit("protocol_error", [
                 "session": .string(self.id), "code": .string(error.code.rawValue), "message": .string(error.message),
             ])
-            outbound.logger.notice(
-                "protocol error", metadata: ["code": "\(error.code)", "error": "\(error.message)"])
+            if outbound.mayLogProblem() {
+                outbound.logger.notice(
+                    "protocol error", metadata: ["code": "\(error.code)", "error": "\(error.message)"])
+            }
         default:
             break
         }
