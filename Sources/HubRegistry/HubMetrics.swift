@@ -22,6 +22,9 @@ public final class HubMetrics {
     public internal(set) var dropped = 0
     /// Subscriptions ended by an `overflow` error.
     public internal(set) var overflows = 0
+    /// Failures of named pipelines: once per failure of a run, however many clients share
+    /// it, running pipelines (no subscriber) and those restarted after a back-off included.
+    public internal(set) var namedPipelineFailures = 0
 
     /// How many names get their own counters.
     public let nameCapacity: Int

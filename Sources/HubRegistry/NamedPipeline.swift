@@ -228,6 +228,7 @@ public final class NamedPipeline {
             .mapError { [weak self] error in self?.placed(error) ?? error }
             .handleEvents(receiveCompletion: { [weak self, weak hub] completion in
                 guard let self, let hub, case .failure(let error) = completion else { return }
+                hub.metrics.namedPipelineFailures += 1
                 var metadata: Logger.Metadata = [
                     "pipeline": "\(self.name)", "sender": "\(hub.origin.sender ?? "unknown")", "error": "\(error.message)",
                 ]

@@ -30,8 +30,13 @@ public final class HubService: Sendable {
         public var session: SessionConfiguration
         /// The largest inbound message; larger ones close the connection with 1009.
         public var maxMessageSize: Int
-        /// The most simultaneous connections; more are closed with 4429.
+        /// The most simultaneous authenticated connections (every connection, on a server
+        /// without auth); more are closed with 4429. Connections still waiting to
+        /// authenticate are not counted: see ``maxUnauthenticated``.
         public var maxConnections: Int
+        /// The most connections waiting to authenticate at once: beyond it, a newcomer
+        /// displaces the one that has waited longest (closed with 4401).
+        public var maxUnauthenticated: Int = 1000
         /// Seconds between keepalive pings of an idle connection (0: none).
         public var pingInterval: UInt16
         /// Seconds without an answer to pings before a connection is dropped.
@@ -103,8 +108,11 @@ public final class HubService: Sendable {
     @discardableResult
     public func start(setUp: @Sendable @escaping (Hub) throws -> Void = { _ in }) async throws -> Int {
         let core = self.core
+        // jwt-kit builds its keys asynchronously: before the loop needs them.
+        let verifier = try await JWTVerifier.make(configuration.session.auth?.jwt)
         return try await eventLoop.submit {
             try setUp(core.value.hub)
+            core.value.installJWT(verifier)
             try core.value.hub.startRunningPipelines()
             return try core.value.start()
         }
@@ -201,7 +209,11 @@ public final class HubService: Sendable {
     public func reload(_ broker: BrokerConfiguration) async throws {
         try broker.check()
         let core = self.core
-        try await eventLoop.submit { try core.value.reload(broker) }
+        let verifier = try await JWTVerifier.make(broker.service.session.auth?.jwt)
+        try await eventLoop.submit {
+            try core.value.reload(broker)
+            core.value.installJWT(verifier)
+        }
     }
 
     /// Returns once a drain (however it was asked for) has closed every connection.
@@ -288,12 +300,50 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     var readinessChecks: [(name: String, check: @Sendable () -> String?)] = []
     /// Called when the last connection has closed after ``stop(grace:whenDrained:)``.
     private var drainWaiters: [() -> Void] = []
+    /// Checks the clients' tokens; `nil` when the server requires no authentication.
+    private(set) var authenticator: Authenticator?
+    /// The JWT verifier of the configuration, once built (``installJWT(_:)``).
+    private var jwtVerifier: JWTVerifier?
+    /// Bounds the connections, of the service and of each identity.
+    let admission: Admission
 
     init(configuration: HubService.Configuration, eventLoop: EventLoop, logger: Logger) {
         self.configuration = configuration
         self.eventLoop = eventLoop
         self.logger = logger
-        hub = Hub(configuration: configuration.hub, scheduler: EventLoopScheduler(eventLoop: eventLoop), logger: logger)
+        let hub = Hub(configuration: configuration.hub, scheduler: EventLoopScheduler(eventLoop: eventLoop), logger: logger)
+        self.hub = hub
+        let scheduler = hub.scheduler
+        admission = Admission(limits: ServiceCore.admissionLimits(configuration), clock: { scheduler.now })
+        authenticator = ServiceCore.authenticator(configuration.session, jwt: nil)
+    }
+
+    /// The admission's bounds in `configuration`.
+    static func admissionLimits(_ configuration: HubService.Configuration) -> Admission.Limits {
+        Admission.Limits(
+            maxConnections: configuration.maxConnections, maxUnauthenticated: configuration.maxUnauthenticated,
+            maxConnectionsPerIdentity: configuration.session.maxConnectionsPerIdentity,
+            identityBudget: configuration.session.identityBudget)
+    }
+
+    /// The authenticator of `session`'s settings, with `jwt` for JWTs.
+    static func authenticator(_ session: SessionConfiguration, jwt: JWTVerifier?) -> Authenticator? {
+        guard session.requiresAuthentication else { return nil }
+        return Authenticator(tokens: session.tokens ?? [], configuration: session.auth ?? AuthConfiguration(), jwt: jwt)
+    }
+
+    /// Uses `verifier` for JWTs from now on (built from the configuration's `auth.jwt`).
+    func installJWT(_ verifier: JWTVerifier?) {
+        jwtVerifier = verifier
+        authenticator = ServiceCore.authenticator(configuration.session, jwt: verifier)
+    }
+
+    /// How many transport connections may be open: the authenticated ones, those waiting
+    /// to authenticate, and slack for those being closed or dropped, so that the admission
+    /// (not the transport) decides who stays.
+    var transportConnectionLimit: Int {
+        let waiting = configuration.session.requiresAuthentication ? configuration.maxUnauthenticated : 0
+        return configuration.maxConnections + waiting + waiting / 4 + 16
     }
 
     var openConnections: Int { (server?.openConnectionCount ?? 0) + (adminServer?.openConnectionCount ?? 0) }
@@ -334,7 +384,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
             configuration: .init(
                 host: configuration.host, port: configuration.port, subprotocol: HubProtocol.subprotocol,
                 limits: .init(maximumMessageSize: configuration.maxMessageSize),
-                maximumConnections: configuration.maxConnections,
+                maximumConnections: transportConnectionLimit,
                 connectionLimitCloseCode: WebSocketCloseCode(HubCloseCode.tooManyConnections.rawValue),
                 pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout,
                 tls: configuration.tls),
@@ -355,7 +405,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
                 configuration: .init(
                     host: admin.host, port: admin.port, subprotocol: HubProtocol.subprotocol,
                     limits: .init(maximumMessageSize: configuration.maxMessageSize),
-                    maximumConnections: configuration.maxConnections,
+                    maximumConnections: transportConnectionLimit,
                     connectionLimitCloseCode: WebSocketCloseCode(HubCloseCode.tooManyConnections.rawValue),
                     pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout),
                 delegate: self)
@@ -390,6 +440,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         snapshot.activations = metrics.activations
         snapshot.dropped = metrics.dropped
         snapshot.overflows = metrics.overflows
+        snapshot.namedPipelineFailures = metrics.namedPipelineFailures
         for (name, entry) in hub.allEntries where !HubName.isSystem(name) {
             snapshot.namesByKind[entry.kindName, default: 0] += 1
         }
@@ -412,9 +463,12 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     /// Whether an operator's HTTP request may read `/metrics` or use admin endpoints: on a
     /// server with auth, its `Authorization: Bearer` token must be accepted.
     func mayAdminister(_ request: HTTPRequest) -> Bool {
-        guard let tokens = configuration.session.tokens else { return true }
-        guard let token = Session.bearerToken(request.authorization) else { return false }
-        return tokens.contains(token)
+        guard let authenticator else { return true }
+        guard let token = Session.bearerToken(request.authorization),
+              let authentication = try? authenticator.authenticate(token, now: Session.wallSeconds(hub)) else {
+            return false
+        }
+        return authentication.identity.mayAdminister("metrics")
     }
 
     /// The open connections, for `$sys.connections`.
@@ -423,7 +477,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
             guard let session = handler.session, !session.isClosed else { return nil }
             return SystemSubjects.ConnectionFigures(
                 session: session.id, peer: handler.peer, client: session.clientName,
-                authenticated: session.isAuthenticated, since: handler.openedAt,
+                authenticated: session.isAuthenticated, identity: session.identity?.name, since: handler.openedAt,
                 subscriptions: session.subscriptionCount, queuedBytes: handler.queuedBytes,
                 bytesIn: handler.bytesReceived, bytesOut: handler.bytesSent)
         }
@@ -500,12 +554,15 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         configuration.session = new.session
         configuration.hub = new.hub
         configuration.maxConnections = new.maxConnections
+        configuration.maxUnauthenticated = new.maxUnauthenticated
+        admission.limits = ServiceCore.admissionLimits(configuration)
+        authenticator = ServiceCore.authenticator(configuration.session, jwt: jwtVerifier)
         configuration.maxMessageSize = new.maxMessageSize
         configuration.drainGrace = new.drainGrace
         hub.reconfigure(new.hub)
         for server in [server, adminServer].compactMap({ $0 }) {
             server.updateLimits(
-                maximumConnections: new.maxConnections, limits: .init(maximumMessageSize: new.maxMessageSize))
+                maximumConnections: transportConnectionLimit, limits: .init(maximumMessageSize: new.maxMessageSize))
         }
         var added = 0, replaced = 0, removed = 0, kept: [String] = []
         for subject in broker.subjects {
@@ -643,7 +700,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     private var sessionFactory: SessionFactory {
         SessionFactory(
             hub: hub, configuration: configuration.session, encodingCache: encodingCache, logger: logger,
-            counters: counters, service: self)
+            counters: counters, service: self, authenticator: authenticator, admission: admission)
     }
 
     private func forget(_ handler: SessionHandler) {

@@ -47,6 +47,15 @@ public final class EventLoop: @unchecked Sendable {
     /// Events handled so far (connection and endpoint callbacks, handed-in work, timers):
     /// a pass that changed it was busy, and more may be ready at once.
     @exclusivity(unchecked) private var activity: UInt64 = 0
+    /// Input handled so far (inbound chunks, handed-in work): while a pass handles some,
+    /// writes may wait for the next pass (``WriteCoalescing``).
+    @exclusivity(unchecked) private var inputs: UInt64 = 0
+    /// Connections with messages queued since their last write, written at the end of the pass.
+    @exclusivity(unchecked) private var flushQueue: [WebSocketConnection] = []
+    @exclusivity(unchecked) private var flushing: [WebSocketConnection] = []
+    @exclusivity(unchecked) private var coalescing: WriteCoalescing
+    /// Flushes so far (each writes every connection queued since the last), for tests.
+    @exclusivity(unchecked) private(set) var flushes = 0
 
     /// Starts the loop thread and creates its libwebsockets context.
     ///
@@ -58,6 +67,7 @@ public final class EventLoop: @unchecked Sendable {
     public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "hub.transport")) throws {
         _ = LibWebSocketsLogging.installDefault
         self.configuration = configuration
+        coalescing = WriteCoalescing(maximumDelay: Int64(configuration.writeCoalescingDelay.nanoseconds))
         var logger = logger
         logger[metadataKey: "loop"] = "\(configuration.name)"
         self.logger = logger
@@ -135,9 +145,31 @@ public final class EventLoop: @unchecked Sendable {
         activity &+= 1
     }
 
+    /// Notes that the current service pass handled input (it may produce more output soon).
+    @inline(__always)
+    func noteInput() {
+        activity &+= 1
+        inputs &+= 1
+    }
+
+    /// Writes `connection`'s queue at the end of the service pass (``WebSocketConnection/flush()``).
+    @inline(__always)
+    func scheduleFlush(_ connection: WebSocketConnection) {
+        flushQueue.append(connection)
+    }
+
+    /// Writes the queues of the connections scheduled so far. Connections scheduled while
+    /// it runs (a handler that queues more when its queue drained) wait for the next pass.
+    private func flushConnections() {
+        flushes &+= 1
+        swap(&flushQueue, &flushing)
+        for connection in flushing { connection.flush() }
+        flushing.removeAll(keepingCapacity: true)
+    }
+
     /// Runs the queued work; called on `LWS_CALLBACK_EVENT_WAIT_CANCELLED`.
     func drainWork() {
-        noteActivity()
+        noteInput()
         remoteWork.takePending(into: &drained)
         for work in drained { work.run() }
         drained.removeAll(keepingCapacity: true)
@@ -256,24 +288,35 @@ public final class EventLoop: @unchecked Sendable {
 
         var lastPassWasBusy = true
         while !stopRequested.load(ordering: .acquiring) {
+            // With writes pending the pass must not wait: they are written after it.
+            let writesPending = !flushQueue.isEmpty
             // lws polls in whole milliseconds: when idle, sleep through a timer's last
             // fraction of one rather than polling with a zero timeout until it is due
             // (while busy, keep servicing: more I/O may be ready).
-            if case .sleep(let nanoseconds) = timer.wait(
+            if !writesPending, case .sleep(let nanoseconds) = timer.wait(
                 now: EventLoop.monotonicNanoseconds(), hasPendingWork: lastPassWasBusy || remoteWork.isWakePending)
             {
                 EventLoop.sleep(nanoseconds: nanoseconds)
             }
             let before = activity
+            let inputsBefore = inputs
             servicePasses &+= 1
-            if lws_service(context, 0) < 0 { break }
+            // A negative timeout makes lws poll without waiting.
+            if lws_service(context, writesPending ? -1 : 0) < 0 { break }
             lastPassWasBusy = activity != before
+            if !flushQueue.isEmpty,
+                coalescing.afterPass(handledInput: inputs != inputsBefore, now: EventLoop.monotonicNanoseconds())
+                    == .write
+            {
+                flushConnections()
+            }
         }
 
         // Run what was handed in before the stop, then refuse more and destroy.
         for work in remoteWork.close() { work.run() }
         runLocalWork()
         localWork.removeAll()
+        flushQueue.removeAll()
         cws_timer_cancel(timerHandle)
         remoteWork.detachWaker()
         isDestroying = true

@@ -11,12 +11,22 @@ extension EventLoop {
         /// Whether lws checks that inbound text messages are valid UTF-8 and closes with
         /// 1007 when they are not (an lws context option, so it holds for every endpoint).
         public var validatesUTF8: Bool
+        /// How long the loop may hold back writes while input keeps arriving, so that
+        /// the messages of back-to-back inputs share one write per connection (at most
+        /// 64 service passes; see ``WriteCoalescing``). Writes never wait once a pass
+        /// brings no input, so a lone message is written at the end of its pass.
+        /// `.zero` writes after every pass.
+        public var writeCoalescingDelay: Duration
 
         /// Creates a configuration.
-        public init(name: String = "hub-event-loop", maximumFileDescriptors: Int = 0, validatesUTF8: Bool = true) {
+        public init(
+            name: String = "hub-event-loop", maximumFileDescriptors: Int = 0, validatesUTF8: Bool = true,
+            writeCoalescingDelay: Duration = .microseconds(500)
+        ) {
             self.name = name
             self.maximumFileDescriptors = maximumFileDescriptors
             self.validatesUTF8 = validatesUTF8
+            self.writeCoalescingDelay = writeCoalescingDelay
         }
 
         /// The descriptor table size to give lws.
@@ -28,5 +38,15 @@ extension EventLoop {
             }
             return 65_536
         }
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds (saturating).
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return seconds < 0 ? .min : .max }
+        return scaled.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
     }
 }

@@ -75,7 +75,7 @@ public final class WebSocketServer: WebSocketEndpoint {
         let arena = eventLoop.arena
         let protocols = WebSocketCallbackDispatcher.protocolTable(
             for: self, on: eventLoop, name: configuration.subprotocol,
-            receiveBufferSize: configuration.receiveBufferSize)
+            receiveBufferSize: configuration.receiveBufferSize, limits: configuration.limits)
 
         var info = lws_context_creation_info()
         info.port = Int32(configuration.port)
@@ -148,6 +148,11 @@ public final class WebSocketServer: WebSocketEndpoint {
 
     func filter(_ wsi: OpaquePointer, slot: UnsafeMutableRawPointer) -> Int32 {
         guard !isClosed, !isRefusingUpgrades else { return 1 }
+        // RFC 6455 §4.2.1: version 13 only (lws would also upgrade drafts 7 and 8).
+        guard WebSocketCallbackDispatcher.header(wsi, WSI_TOKEN_VERSION) == "13" else {
+            _ = lws_return_http_status(wsi, 426, "only Sec-WebSocket-Version: 13 is supported")
+            return 1
+        }
         let request = WebSocketUpgradeRequest(
             path: WebSocketCallbackDispatcher.header(wsi, WSI_TOKEN_GET_URI) ?? "/",
             authorization: WebSocketCallbackDispatcher.header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION))

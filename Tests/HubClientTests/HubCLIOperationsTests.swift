@@ -78,11 +78,23 @@ struct HubCLIOperationsTests {
         #expect(try await HTTPTestClient.request(port: port, path: "/health").status == 200)
         #expect(try await HTTPTestClient.request(port: port, path: "/ready").status == 200)
         #expect(try await HTTPTestClient.request(port: port, path: "/metrics").text.contains("hub_connections"))
+        // A client that the drain moves away: its subscription ends with shutting_down
+        // and its connection closes with 1012 (the broker logs the close code).
+        let subscriber = try RunningProcess(hubcli, ["subscribe", "prices", "--url", url])
+        let observer = try await HubClient.connect(to: url + "/", configuration: testConfiguration())
+        try await waitForSubscribers(1, of: "prices", client: observer)
+        await observer.close()
         let drained = try await run(hubcli, ["drain", "--grace", "1", "--url", url])
         #expect(drained.status == 0, "\(drained.stderr)")
         #expect(drained.stderr.contains("draining"))
+        let ended = try await subscriber.finish()
+        #expect(ended.status == 3, "\(ended.stderr)")
+        #expect(ended.stderr.contains("shutting_down"), "\(ended.stderr)")
         let stopped = try await server.finish(timeout: .seconds(40))
         #expect(stopped.status == 0, "\(stopped.stderr)")
+        #expect(stopped.stderr.contains("draining"))
+        #expect(stopped.stderr.contains("requested_by=client"), "\(stopped.stderr)")
+        #expect(stopped.stderr.contains("code=1012"), "\(stopped.stderr)")
     }
 
     @Test func statsTopAndJSONLogs() async throws {

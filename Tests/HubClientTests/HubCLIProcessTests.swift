@@ -46,7 +46,10 @@ struct HubCLIProcessTests {
         #expect(afterComplete.stderr.contains("completed"))
         #expect(try await run(hubcli, ["fail", "doomed", #"{"reason":"x"}"#, "--url", url]).status == 0)
 
-        // list: a table, or the catalog as JSON.
+        // list: a table, or the catalog as JSON; a trigger's subscribers and the
+        // connections (the observer, the trigger's subscriber, list itself) are counted.
+        let activations = try RunningProcess(hubcli, ["subscribe", "refresh", "--count", "1", "--url", url])
+        try await waitForSubscribers(1, of: "refresh", client: observer)
         let table = try await run(hubcli, ["list", "--url", url])
         #expect(table.status == 0)
         let rows = table.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
@@ -54,13 +57,17 @@ struct HubCLIProcessTests {
         #expect(rows.contains(["subject", "prices", "passthrough", "open", "0"]))
         #expect(rows.contains(["subject", "lines", "passthrough", "completed", "0"]))
         #expect(rows.contains(["subject", "doomed", "passthrough", "failed", "0"]))
-        #expect(rows.contains(["trigger", "refresh", "-", "-", "0"]))
+        #expect(rows.contains(["trigger", "refresh", "-", "-", "1"]))
+        // At least those three (a command that just exited may not have been counted out yet).
         #expect(rows.last?.first == "connections:")
+        #expect(rows.last.flatMap { Int($0.last ?? "") } ?? 0 >= 3, "\(rows)")
         let json = try await run(hubcli, ["list", "--json", "--url", url])
         #expect(json.status == 0)
         let catalog = try Value.parse(json.stdout)
-        #expect(catalog["triggers"] == [["name": "refresh", "subscribers": 0]])
-        #expect(catalog["connections"]?.intValue ?? 0 >= 1)
+        #expect(catalog["triggers"] == [["name": "refresh", "subscribers": 1]])
+        #expect(catalog["connections"]?.intValue ?? 0 >= 3)
+        #expect(try await run(hubcli, ["trigger", "refresh", "--url", url]).status == 0)
+        #expect(try await activations.finish().status == 0)
 
         // delete: a completed subject takes values again; a trigger is not a subject.
         #expect(try await run(hubcli, ["delete", "lines", "--url", url]).status == 0)
@@ -101,6 +108,10 @@ struct ProcessResult: Sendable {
 }
 
 /// A child process whose output is collected as it arrives.
+///
+/// Each pipe is read by a thread of its own with blocking reads until its end (not with
+/// FileHandle's readabilityHandler, whose dispatch source could still watch a descriptor
+/// that had been closed and reused: the test process then crashed in libdispatch).
 final class RunningProcess: @unchecked Sendable {
     let process = Process()
     private let lock = NSLock()
@@ -108,6 +119,7 @@ final class RunningProcess: @unchecked Sendable {
     private var err = Data()
     private let stderrChunks = EventQueue<String>()
     private let exited = EventQueue<Int32>()
+    private let pipesEnded = EventQueue<Bool>()
 
     /// Starts `executable`; `environment` adds to (or, with a nil value, removes from) this process's.
     init(_ executable: URL, _ arguments: [String], stdin: String? = nil, environment: [String: String?] = [:]) throws {
@@ -130,23 +142,25 @@ final class RunningProcess: @unchecked Sendable {
         } else {
             process.standardInput = FileHandle.nullDevice
         }
-        outPipe.fileHandleForReading.readabilityHandler = { [self] handle in
-            let data = handle.availableData
-            lock.lock()
-            out.append(data)
-            lock.unlock()
-        }
-        errPipe.fileHandleForReading.readabilityHandler = { [self] handle in
-            let data = handle.availableData
-            lock.lock()
-            err.append(data)
-            lock.unlock()
-            if !data.isEmpty { stderrChunks.push(String(decoding: data, as: UTF8.self)) }
-        }
         process.terminationHandler = { [self] process in
             exited.push(process.terminationStatus)
         }
         try process.run()
+        let outHandle = outPipe.fileHandleForReading
+        let errHandle = errPipe.fileHandleForReading
+        Thread.detachNewThread { [self] in
+            while case let data = outHandle.availableData, !data.isEmpty {
+                lock.withLock { out.append(data) }
+            }
+            pipesEnded.push(true)
+        }
+        Thread.detachNewThread { [self] in
+            while case let data = errHandle.availableData, !data.isEmpty {
+                lock.withLock { err.append(data) }
+                stderrChunks.push(String(decoding: data, as: UTF8.self))
+            }
+            pipesEnded.push(true)
+        }
     }
 
     /// The port of `hubcli: listening on ws://127.0.0.1:PORT/` (or `scheme://`) on standard error.
@@ -191,15 +205,11 @@ final class RunningProcess: @unchecked Sendable {
             kill(process.processIdentifier, SIGKILL)
             throw error
         }
-        // Let the readability handlers see the end of both pipes.
-        (process.standardOutput as? Pipe)?.fileHandleForReading.readabilityHandler = nil
-        (process.standardError as? Pipe)?.fileHandleForReading.readabilityHandler = nil
-        let restOut = (try? (process.standardOutput as? Pipe)?.fileHandleForReading.readToEnd()) ?? nil
-        let restErr = (try? (process.standardError as? Pipe)?.fileHandleForReading.readToEnd()) ?? nil
+        // Both readers reach the end of their pipe (a grandchild holding a pipe open would
+        // keep it: bounded by the timeout).
+        _ = try? await pipesEnded.next(2, timeout: timeout, "the ends of the output pipes")
         return lock.withLock {
-            out.append(restOut ?? Data())
-            err.append(restErr ?? Data())
-            return ProcessResult(
+            ProcessResult(
                 status: status, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
         }
     }

@@ -217,4 +217,40 @@ struct AbuseReproductionTests {
             try await Self.expectServing(server)
         }
     }
+
+    // 7. Unauthenticated sockets counted toward maxConnections: 20 token-less connections
+    //    locked out a valid client (4429) until their auth timeout.
+    @Test func connectionsWaitingToAuthenticateDoNotCountTowardMaxConnections() async throws {
+        let session = SessionConfiguration(tokens: ["s3cret"], authenticationTimeout: .seconds(30))
+        var configuration = serviceConfiguration(session: session, maxConnections: 20)
+        configuration.maxUnauthenticated = 10
+        try await withServer(configuration) { server in
+            var idle: [TestClient] = []
+            for _ in 0..<20 { idle.append(try await server.connect()) }
+            // The pool of connections waiting to authenticate holds 10: each newcomer
+            // displaced the one that had waited longest (dropped at once).
+            for client in idle.prefix(10) {
+                #expect(try await client.expectClose().code == nil)
+            }
+            // 20 valid clients fit beside the 10 still waiting.
+            var valid: [TestClient] = []
+            for index in 0..<20 {
+                let client = try await server.connect(authorization: "Bearer s3cret")
+                try await client.send(json(["op": "subscribe", "id": 1, "to": "s", "demand": 1]))
+                #expect(try await client.next() == ["op": "subscribed", "id": 1, "kind": "subject"], "client \(index)")
+                valid.append(client)
+            }
+            // The 21st authenticated one is over maxConnections.
+            let over = try await server.connect(authorization: "Bearer s3cret")
+            #expect(try await over.next()["code"] == "limit_exceeded")
+            #expect(try await over.expectClose().code == 4429)
+            // The ones still waiting can still authenticate... once a slot is free.
+            try await valid[0].close()
+            _ = try await valid[0].expectClose()
+            _ = try await server.eventuallyStatistics { $0.sessions == 30 }
+            let waiting = idle[19]
+            try await waiting.send(json(["op": "hello", "token": "s3cret"]), json(["op": "list", "ack": 1]))
+            #expect(try await waiting.next()["op"] == "catalog")
+        }
+    }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import NetworkTestSupport
 import HubServer
 import HubTransport
@@ -51,7 +52,35 @@ struct ServerHTTPTests {
             #expect(try await HTTPTestClient.request(port: port, path: "/health").status == 200)
             #expect(try await HTTPTestClient.request(port: port, path: "/ready").status == 200)
         }
+        // The operators' paths are on the admin listener only.
+        #expect(try await HTTPTestClient.request(port: harness.port, path: "/metrics").status == 404)
+        #expect(try await HTTPTestClient.request(port: harness.port, path: "/dashboard/").status == 404)
+        #expect(try await HTTPTestClient.request(port: adminPort, path: "/metrics").status == 200)
+        #expect(try await HTTPTestClient.request(port: adminPort, path: "/dashboard/").status == 200)
         let statistics = await harness.service.statistics
         #expect(statistics.connections == 0)
+    }
+
+    @Test func theDashboardIsServedFromTheBinaryAndIsUpToDateWithItsFiles() async throws {
+        let harness = try await HubServerHarness()
+        defer { Task { await harness.stop() } }
+        let root = HubCLIExecutable.packageRoot
+        let files = [
+            ("/dashboard/", "Dashboard/index.html", "text/html"),
+            ("/dashboard/dashboard.js", "Dashboard/dashboard.js", "text/javascript"),
+            ("/dashboard/dashboard.css", "Dashboard/dashboard.css", "text/css"),
+            ("/dashboard/hub.js", "clients/js/hub.js", "text/javascript"),
+        ]
+        for (path, file, type) in files {
+            let response = try await HTTPTestClient.request(port: harness.port, path: path)
+            #expect(response.status == 200, "\(path)")
+            #expect(response.headers["content-type"]?.hasPrefix(type) == true, "\(path)")
+            let onDisk = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
+            #expect(response.text == onDisk, "\(path) is not \(file): run scripts/embed-dashboard")
+        }
+        let root302 = try await HTTPTestClient.request(port: harness.port, path: "/")
+        #expect(root302.status == 302)
+        #expect(root302.headers["location"] == "/dashboard/")
+        #expect(try await HTTPTestClient.request(port: harness.port, path: "/dashboard/nothing.js").status == 404)
     }
 }

@@ -7,6 +7,9 @@ import HubTransport
 /// |---|---|
 /// | `GET /health` | `200 ok`: the process is alive and its loop answers |
 /// | `GET /ready` | `200 ready` while serving; `503` with the reason while starting, draining or stopping, or while a readiness check fails |
+/// | `GET /metrics` | Prometheus text (with auth: an accepted `Authorization: Bearer` token, else `401`) |
+/// | `GET /dashboard/` | the dashboard (static files inside the binary; its data comes over WebSocket, through the same auth) |
+/// | `GET /` | `302` to `/dashboard/` (a WebSocket upgrade on `/` is the protocol) |
 /// | anything else | `404` |
 ///
 /// With an admin listener, the main port keeps only `/health` and `/ready` (load
@@ -55,8 +58,29 @@ struct ServiceRoutes {
             exchange.respond(HTTPResponse(
                 status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
                 headers: [.init("cache-control", "no-store")], body: body))
+        case "/":
+            exchange.respond(HTTPResponse(status: 302, headers: [.init("location", "/dashboard/")], text: "/dashboard/\n"))
+        case "/dashboard":
+            exchange.respond(HTTPResponse(status: 301, headers: [.init("location", "/dashboard/")], text: "/dashboard/\n"))
         default:
-            exchange.respond(.notFound(request.path))
+            guard request.path.hasPrefix("/dashboard/") else {
+                exchange.respond(.notFound(request.path))
+                return
+            }
+            var file = String(request.path.dropFirst("/dashboard/".count))
+            if file.isEmpty { file = "index.html" }
+            guard let asset = DashboardAssets.files[file] else {
+                exchange.respond(.notFound(request.path))
+                return
+            }
+            exchange.respond(HTTPResponse(
+                status: 200, contentType: asset.contentType,
+                headers: [
+                    .init("cache-control", "no-cache"),
+                    .init("content-security-policy", "default-src 'self'; connect-src 'self' ws: wss:; style-src 'self'"),
+                    .init("x-content-type-options", "nosniff"),
+                ],
+                text: asset.text))
         }
     }
 

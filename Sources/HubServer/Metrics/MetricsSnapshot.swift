@@ -45,6 +45,8 @@ public struct MetricsSnapshot: Sendable, Equatable {
     public var protocolErrors = 0
     /// Pipeline subscriptions that failed.
     public var pipelineFailures = 0
+    /// Failures of named pipelines (once per failure, running ones included).
+    public var namedPipelineFailures = 0
     /// Values published into subjects.
     public var published = 0
     /// Trigger activations.
@@ -79,6 +81,7 @@ public struct MetricsSnapshot: Sendable, Equatable {
         authFailures += other.authFailures
         protocolErrors += other.protocolErrors
         pipelineFailures += other.pipelineFailures
+        namedPipelineFailures += other.namedPipelineFailures
         published += other.published
         activations += other.activations
         delivered += other.delivered
