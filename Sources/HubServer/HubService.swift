@@ -435,6 +435,8 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         snapshot.authFailures = counters.authFailures
         snapshot.protocolErrors = counters.protocolErrors
         snapshot.pipelineFailures = counters.pipelineFailures
+        snapshot.rateLimitCloses = counters.rateLimitCloses
+        snapshot.connectionRefusals = counters.connectionRefusals
         let metrics = hub.metrics
         snapshot.published = metrics.published
         snapshot.activations = metrics.activations

@@ -129,6 +129,7 @@ public final class Session {
             // No authentication: every client is `anonymous`, admitted at once; one over
             // the service's limit is closed with 4429 before anything is sent.
             if case .refused(let error) = admit(Authentication(identity: .anonymous)) {
+                counters.connectionRefusals += 1
                 outbound.logger.notice("connection refused", metadata: ["reason": "\(error.message)"])
                 outbound.end(closing: .tooManyConnections, reason: "too many connections", discardingQueued: true)
                 return
@@ -188,7 +189,8 @@ public final class Session {
         }
         authenticationTimer.take()?.cancel()
         if case .refused(let error) = admit(authentication) {
-            outbound.logger.notice("connection refused", metadata: ["reason": "\(error.message)"])
+            counters.connectionRefusals += 1
+                outbound.logger.notice("connection refused", metadata: ["reason": "\(error.message)"])
             outbound.sendError(error, id: nil, ack: nil)
             outbound.end(closing: .tooManyConnections, reason: "too many connections", discardingQueued: false)
             return
@@ -255,6 +257,7 @@ public final class Session {
         let error = HubError(
             .limitExceeded, "this connection sent more than \(value) \(unit) a second (limits.perConnection.\(limit))",
             data: ["limit": .string(limit), "value": .int(Int64(value))])
+        counters.rateLimitCloses += 1
         outbound.logger.warning("rate limit exceeded: closing", metadata: ["limit": "\(limit)", "value": "\(value)"])
         counters.emit("rate_limited", ["session": .string(id), "limit": .string(limit)])
         outbound.sendError(error, id: nil, ack: nil)

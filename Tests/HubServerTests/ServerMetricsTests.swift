@@ -222,4 +222,25 @@ struct ServerMetricsTests {
             #expect((samples["hub_event_loop_lag_seconds_sum"] ?? 0) >= 0.3)
         }
     }
+
+    @Test func rateLimitClosesAndConnectionRefusalsAreCounted() async throws {
+        var configuration = serviceConfiguration(maxConnections: 2)
+        configuration.session.inboundRate = InboundRateLimits(messagesPerSecond: 5)
+        try await withServer(configuration) { server in
+            let flooder = try await server.connect()
+            try await flooder.send((0..<40).map { json(["op": "send", "to": "s", "value": .int(Int64($0))]) })
+            _ = try await flooder.expectClose()
+            _ = try await server.eventuallyStatistics { $0.connections == 0 }
+            #expect(try await Self.scrape(server.port).samples["hub_rate_limit_closes_total"] == 1)
+
+            let first = try await server.connect()
+            let second = try await server.connect()
+            let third = try await server.connect(welcome: false)
+            #expect(try await third.expectClose().code == 4429)
+            let samples = try await Self.scrape(server.port).samples
+            #expect(samples["hub_connection_refusals_total"] == 1)
+            #expect(samples["hub_connections_opened_total"] == 4)
+            _ = (first, second)
+        }
+    }
 }
