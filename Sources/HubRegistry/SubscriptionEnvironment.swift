@@ -58,6 +58,14 @@ final class SubscriptionEnvironment: PipelineEnvironment {
                 "pipeline '\(name)' called \(depth + 1) levels deep: the limit is \(hub.limits.maxCallDepth) (limits.pipelines.maxCallDepth)",
                 data: ["limit": .int(Int64(hub.limits.maxCallDepth))])
         }
+        // Each level nests synchronously (its subscription, and every value through it):
+        // a bound set higher than the thread's stack allows ends the same way, never in a crash.
+        guard StackSpace.allowsNesting() else {
+            throw HubError(
+                .limitExceeded,
+                "pipeline '\(name)' called \(depth + 1) levels deep: too little stack is left for another level (lower limits.pipelines.maxCallDepth)",
+                data: ["limit": "stack"])
+        }
         return try called.instance(
             in: hub, argument: argument, bufferSize: bufferSize, overflow: overflow, budget: budget,
             permissions: permissions, depth: depth + 1)

@@ -1,3 +1,4 @@
+import HubPipeline
 import HubRegistry
 import HubValue
 import Testing
@@ -98,6 +99,62 @@ struct PipelineFormsWireTests {
             #expect(try await client.next() == ["op": "ack", "ack": 2])
             try await client.send(json(["op": "send", "to": "divisor", "value": 4]))
             #expect(try await client.values(1, id: 1) == [25])
+        }
+    }
+
+    /// A pipeline that calls itself with no signal in between nests synchronously, on the
+    /// broker's loop thread: it ends at the call-depth bound with `limit_exceeded`, after the
+    /// values of every level it reached, and never exhausts the stack.
+    @Test func aPipelineCallingItselfWithoutASignalStopsAtTheBound() async throws {
+        try await withServer(setUp: { hub in
+            try hub.declarePipeline("loop", source: "loop(.)", shared: false)
+            try hub.declarePipeline("count", source: "just(.) | flatMap(count(. + 1) | prepend(.))", shared: false)
+        }) { server in
+            let client = try await server.connect()
+            try await client.send(json(["op": "subscribe", "id": 1, "pipeline": "loop(0)", "demand": "unlimited"]))
+            #expect(try await client.next()["op"] == "subscribed")
+            let looped = try await client.next()
+            #expect(looped["op"] == "error" && looped["id"] == 1 && looped["code"] == "limit_exceeded", "\(looped)")
+            #expect(looped["message"]?.stringValue?.contains("the limit is 100 (limits.pipelines.maxCallDepth)") == true)
+
+            try await client.send(json(["op": "subscribe", "id": 2, "pipeline": "count(0)", "demand": "unlimited"]))
+            #expect(try await client.next()["op"] == "subscribed")
+            #expect(try await client.values(100, id: 2) == (0..<100).map { Value.int(Int64($0)) })
+            let counted = try await client.next()
+            #expect(counted["op"] == "error" && counted["id"] == 2 && counted["code"] == "limit_exceeded", "\(counted)")
+        }
+    }
+
+    /// A bound higher than the loop thread's stack allows (each level of `count` nests its
+    /// operators' frames) still ends with `limit_exceeded`: without the stack check this
+    /// crashed the broker (signal 11) between 250 and 500 levels in a debug build.
+    @Test func aCallDepthBoundBeyondTheStackEndsWithAnErrorNotACrash() async throws {
+        let hub = Hub.Configuration(limits: PipelineLimits(maxCallDepth: 100_000))
+        try await withServer(serviceConfiguration(hub: hub), setUp: { hub in
+            try hub.declarePipeline("count", source: "just(.) | flatMap(count(. + 1) | prepend(.))", shared: false)
+        }) { server in
+            let client = try await server.connect()
+            try await client.send(json(["op": "subscribe", "id": 1, "pipeline": "count(0)", "demand": "unlimited"]))
+            #expect(try await client.next()["op"] == "subscribed")
+            var count: Int64 = 0
+            while true {
+                let message = try await client.next()
+                if message["op"] == "next" {
+                    for value in message["values"]?.arrayValue ?? [message["value"] ?? .null] {
+                        #expect(value == .int(count))
+                        count += 1
+                    }
+                    continue
+                }
+                #expect(message["code"] == "limit_exceeded", "\(message)")
+                #expect(message["message"]?.stringValue?.contains("too little stack is left") == true, "\(message)")
+                break
+            }
+            #expect(count > 50, "\(count) levels")
+            // The broker goes on serving.
+            try await client.send(json(["op": "subscribe", "id": 2, "pipeline": "just(1)", "demand": "unlimited"]))
+            #expect(try await client.next()["op"] == "subscribed")
+            #expect(try await client.values(1, id: 2) == [1])
         }
     }
 }
