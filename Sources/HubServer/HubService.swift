@@ -1,5 +1,6 @@
 import HubRegistry
 import HubTransport
+import HubValue
 import HubWire
 import Logging
 import ServiceLifecycle
@@ -396,6 +397,11 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         let system = try SystemSubjects(hub: hub, interval: configuration.statsInterval)
         self.system = system
         counters.eventSink = { [unowned system] type, fields in system.event(type, fields) }
+        hub.onNamedPipelineFailure = { [weak counters] pipeline, sender, error in
+            counters?.emit("named_pipeline_failure", [
+                "pipeline": .string(pipeline), "sender": sender.map(Value.string) ?? .null, "error": .string(error.message),
+            ])
+        }
         system.start { [unowned self] in
             (self.snapshot(for: .stats), self.connectionFigures, self.isDraining)
         }
@@ -669,6 +675,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
             lagMonitor.stop()
             system?.stop()
             counters.eventSink = nil
+            hub.onNamedPipelineFailure = nil
             let live = handlers.values
             for handler in live { handler.session?.shutDown() }
             hub.stopRunningPipelines()
