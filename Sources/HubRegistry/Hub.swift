@@ -448,10 +448,11 @@ public final class Hub: PipelineEnvironment {
     }
 
     /// Compiles `source`, the text of `named` when it is a named pipeline's (whose failure
-    /// policy and logs its environment follows).
+    /// policy and logs its environment follows); `outer` is `.` in its top-level arguments
+    /// and `depth` how deeply named pipelines were called to get here (`page(.next)`).
     func compile(
         pipeline source: String, bufferSize: Int?, overflow: OverflowPolicy?, budget: ResourceBudget?,
-        permissions: Permissions?, named: NamedPipeline?
+        permissions: Permissions?, named: NamedPipeline?, outer: Value = .null, depth: Int = 0
     ) throws(HubError) -> AnyPublisher<Value, HubError> {
         let length = source.utf8.count
         guard length <= limits.maxSourceLength else {
@@ -464,11 +465,12 @@ public final class Hub: PipelineEnvironment {
         // The subscription's buffer settings travel with the environment the pipeline is
         // compiled against (and that its nested pipelines compile against later).
         let environment = SubscriptionEnvironment(
-            hub: self, bufferSize: size, overflow: overflow, budget: budget, permissions: permissions, pipeline: named)
-        guard let budget else { return try PipelineCompiler.compile(source, environment: environment) }
+            hub: self, bufferSize: size, overflow: overflow, budget: budget, permissions: permissions, pipeline: named,
+            depth: depth)
+        guard let budget else { return try PipelineCompiler.compile(source, environment: environment, outer: outer) }
         // The compiled text (its syntax, constants and closures) is held while the pipeline lives.
         let lease = try budget.lease(bytes: length * PipelineCompiler.compiledBytesPerSourceByte, for: "pipeline")
-        let compiled = try PipelineCompiler.compile(source, environment: environment)
+        let compiled = try PipelineCompiler.compile(source, environment: environment, outer: outer)
         return compiled
             .handleEvents(receiveCompletion: { _ in lease.release() }, receiveCancel: { lease.release() })
             .eraseToAnyPublisher()

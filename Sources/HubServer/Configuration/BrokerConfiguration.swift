@@ -154,6 +154,7 @@ public struct BrokerConfiguration: Sendable {
     /// The keys of `limits.pipelines`.
     public static let pipelineLimitsKeys = [
         "maxSourceLength", "maxStages", "maxExpressionDepth", "minimumInterval", "maxValueDepth", "maxValueBytes",
+        "maxCallDepth",
     ]
     /// The keys of `limits.perConnection`.
     public static let perConnectionKeys = [
