@@ -108,6 +108,10 @@ public final class Hub: PipelineEnvironment {
     public let logger: Logger
     /// The sender of the value being handled (see ``ValueOrigin``).
     public let origin = ValueOrigin()
+    /// Told of each failure of a named pipeline (its name, the sender of the value that
+    /// failed it if any, the error placed in the configuration file), after it is logged
+    /// and counted: the broker publishes it on `$sys.events`. Called on the hub's loop.
+    public var onNamedPipelineFailure: ((_ pipeline: String, _ sender: String?, _ error: HubError) -> Void)?
 
     /// An empty hub. `wallClock` is the clock of `now()` in pipelines: the
     /// system's calendar time unless given (tests pass virtual time).

@@ -1,6 +1,7 @@
 import HubEngine
 import HubRegistry
 import HubTransport
+import HubValue
 import HubWire
 import Logging
 import ServiceLifecycle
@@ -402,6 +403,11 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         let system = try SystemSubjects(hub: hub, interval: configuration.statsInterval)
         self.system = system
         counters.eventSink = { [unowned system] type, fields in system.event(type, fields) }
+        hub.onNamedPipelineFailure = { [weak counters] pipeline, sender, error in
+            counters?.emit("named_pipeline_failure", [
+                "pipeline": .string(pipeline), "sender": sender.map(Value.string) ?? .null, "error": .string(error.message),
+            ])
+        }
         system.start { [unowned self] in
             (self.snapshot(for: .stats), self.connectionFigures, self.isDraining)
         }
@@ -693,6 +699,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
             idleSweep.take()?.cancel()
             system?.stop()
             counters.eventSink = nil
+            hub.onNamedPipelineFailure = nil
             let live = handlers.values
             for handler in live { handler.session?.shutDown() }
             hub.stopRunningPipelines()
