@@ -1,3 +1,4 @@
+import HubEngine
 import HubRegistry
 import HubTransport
 import HubValue
@@ -307,6 +308,10 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     private var jwtVerifier: JWTVerifier?
     /// Bounds the connections, of the service and of each identity.
     let admission: Admission
+    /// Forgets idle names created on first use, every `hub.idleNameTimeout`.
+    private var idleSweep: (any Cancellable)?
+    /// The interval ``idleSweep`` runs at.
+    private var idleSweepInterval: Duration?
 
     init(configuration: HubService.Configuration, eventLoop: EventLoop, logger: Logger) {
         self.configuration = configuration
@@ -394,6 +399,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         self.server = server
         port = server.port
         lagMonitor.start()
+        scheduleIdleSweep()
         let system = try SystemSubjects(hub: hub, interval: configuration.statsInterval)
         self.system = system
         counters.eventSink = { [unowned system] type, fields in system.event(type, fields) }
@@ -568,6 +574,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         configuration.maxMessageSize = new.maxMessageSize
         configuration.drainGrace = new.drainGrace
         hub.reconfigure(new.hub)
+        if server != nil, !stopped { scheduleIdleSweep() }
         for server in [server, adminServer].compactMap({ $0 }) {
             server.updateLimits(
                 maximumConnections: transportConnectionLimit, limits: .init(maximumMessageSize: new.maxMessageSize))
@@ -666,6 +673,22 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
             exchange, on: server === adminServer ? .admin : .main, adminSplit: adminServer != nil, core: self)
     }
 
+    /// (Re)starts the sweep of idle names at the hub's `idleNameTimeout` (none when it is
+    /// `nil`); a reload that keeps the interval keeps the running sweep.
+    private func scheduleIdleSweep() {
+        let interval = hub.configuration.idleNameTimeout
+        guard idleSweep == nil || interval != idleSweepInterval else { return }
+        idleSweep.take()?.cancel()
+        idleSweepInterval = interval
+        guard let interval else { return }
+        let scheduler = hub.scheduler
+        idleSweep = scheduler.schedule(after: scheduler.now.advanced(by: interval), interval: interval) { [weak self] in
+            guard let self else { return }
+            let forgotten = self.hub.sweepIdleNames()
+            if forgotten > 0 { self.logger.info("forgot idle names", metadata: ["count": "\(forgotten)"]) }
+        }
+    }
+
     /// Ends every session (their subscriptions' `shutting_down` go out before the close
     /// frames) and closes the listener; `whenDrained` runs once the last connection has
     /// closed, or `grace` from now if some are still open then.
@@ -673,6 +696,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         if !stopped {
             stopped = true
             lagMonitor.stop()
+            idleSweep.take()?.cancel()
             system?.stop()
             counters.eventSink = nil
             hub.onNamedPipelineFailure = nil
