@@ -238,6 +238,7 @@ public final class NamedPipeline {
                 } else {
                     hub.logger.error("pipeline failed", metadata: metadata)
                 }
+                hub.onNamedPipelineFailure?(self.name, hub.origin.sender, error)
             })
         guard restarts else { return placed.eraseToAnyPublisher() }
         return Self.restarting(placed.eraseToAnyPublisher(), on: hub.scheduler)

@@ -130,6 +130,7 @@ public final class Session {
             // the service's limit is closed with 4429 before anything is sent.
             if case .refused(let error) = admit(Authentication(identity: .anonymous)) {
                 counters.connectionRefusals += 1
+                counters.emit("connection_refused", ["session": .string(id), "reason": .string(error.message)])
                 outbound.logger.notice("connection refused", metadata: ["reason": "\(error.message)"])
                 outbound.end(closing: .tooManyConnections, reason: "too many connections", discardingQueued: true)
                 return
@@ -190,6 +191,7 @@ public final class Session {
         authenticationTimer.take()?.cancel()
         if case .refused(let error) = admit(authentication) {
             counters.connectionRefusals += 1
+                counters.emit("connection_refused", ["session": .string(id), "reason": .string(error.message)])
                 outbound.logger.notice("connection refused", metadata: ["reason": "\(error.message)"])
             outbound.sendError(error, id: nil, ack: nil)
             outbound.end(closing: .tooManyConnections, reason: "too many connections", discardingQueued: false)

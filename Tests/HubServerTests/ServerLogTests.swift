@@ -32,13 +32,18 @@ struct ServerLogTests {
             #expect(try await feeder.next() == ["op": "ack", "ack": 1])
             let sender = #"session \#(feederSession) (client "feeder")"#
 
-            // The watcher: the feeder's connect event, its subscription's failure, the failure event.
-            let seen = try await watcher.next(3)
+            // The watcher: the feeder's connect event, its subscription's failure, and the
+            // failure events of the named pipeline (once) and of the subscription.
+            let seen = try await watcher.next(4)
             #expect(seen.contains { $0["op"] == "error" && $0["id"] == 1 && $0["code"] == "failed" }, "\(seen)")
             let failureEvent = seen.compactMap { $0["value"] }.first { $0["type"] == "pipeline_failure" }
             #expect(failureEvent?["pipeline"] == "bids")
             #expect(failureEvent?["sender"] == .string(sender))
             #expect(failureEvent?["session"] == .string(watcherSession))
+            let namedEvent = seen.compactMap { $0["value"] }.first { $0["type"] == "named_pipeline_failure" }
+            #expect(namedEvent?["pipeline"] == "bids")
+            #expect(namedEvent?["sender"] == .string(sender))
+            #expect(namedEvent?["error"]?.stringValue?.contains("'.bid' needs an object") == true, "\(seen)")
 
             try await feeder.send("not json")
             #expect(try await feeder.next()["code"] == "bad_message")

@@ -161,6 +161,12 @@ struct ServerMetricsTests {
             let (text, after) = try await Self.scrape(server.port)
             #expect(after[#"hub_published_total{name="news",kind="subject"}"#] == 3)
             #expect(text.components(separatedBy: #"hub_published_total{name="news""#).count == 2, "\(text)")
+            // $sys.stats names it as it was too.
+            try await feeder.send(json(["op": "subscribe", "id": 9, "to": "$sys.stats", "demand": 1]))
+            #expect(try await feeder.next()["op"] == "subscribed")
+            let stats = try await feeder.values(1, id: 9)[0]
+            let news = stats["names"]?.arrayValue?.first { $0["name"] == "news" }
+            #expect(news?["kind"] == "subject" && news?["published"] == 3, "\(String(describing: news))")
         }
     }
 
@@ -234,9 +240,14 @@ struct ServerMetricsTests {
             #expect(try await Self.scrape(server.port).samples["hub_rate_limit_closes_total"] == 1)
 
             let first = try await server.connect()
+            try await first.send(json(["op": "subscribe", "id": 1, "to": "$sys.events", "demand": "unlimited"]))
+            #expect(try await first.next()["op"] == "subscribed")
             let second = try await server.connect()
             let third = try await server.connect(welcome: false)
             #expect(try await third.expectClose().code == 4429)
+            // The events: second's connect, third's connect and refusal (and disconnect).
+            let events = try await first.values(3, id: 1)
+            #expect(events.map { $0["type"] } == ["connect", "connect", "connection_refused"], "\(events)")
             let samples = try await Self.scrape(server.port).samples
             #expect(samples["hub_connection_refusals_total"] == 1)
             #expect(samples["hub_connections_opened_total"] == 4)

@@ -167,6 +167,9 @@ extension BrokerConfiguration {
                 service.session.maxConnectionsPerIdentity = try reader.int(field.value, field.path, in: positive)
             }
         }
+        if let field = fields["idleNameTimeout"] {
+            service.hub.idleNameTimeout = try reader.duration(field.value, field.path, minimum: .milliseconds(1))
+        }
         if let field = fields["maxUnauthenticated"] {
             service.maxUnauthenticated = try reader.int(field.value, field.path, in: positive)
         }

@@ -149,6 +149,7 @@ public struct BrokerConfiguration: Sendable {
     public static let limitsKeys = [
         "maxMessageBytes", "maxConnections", "maxSubscriptionsPerConnection", "maxQueuedBytesPerConnection",
         "pipelines", "defaultBuffer", "maxBuffer", "perConnection", "perIdentity", "maxUnauthenticated",
+        "idleNameTimeout",
     ]
     /// The keys of `limits.pipelines`.
     public static let pipelineLimitsKeys = [
