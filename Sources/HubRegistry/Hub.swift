@@ -197,7 +197,7 @@ public final class Hub: PipelineEnvironment {
             bufferSize: bufferSize ?? configuration.defaultBufferSize,
             overflow: overflow ?? configuration.defaultOverflow, schema: schema)
         // System subjects count apart: they are the broker's, not the clients'.
-        if !HubName.isSystem(name) { subject.counters = metrics.counters(for: name) }
+        if !HubName.isSystem(name) { subject.counters = metrics.counters(for: name, kind: "subject") }
         entries[name] = .subject(subject)
         return subject
     }
@@ -210,7 +210,7 @@ public final class Hub: PipelineEnvironment {
             throw HubError(.badMessage, "'\(name)' is already declared as a \(entries[name]!.kindName)")
         }
         let trigger = HubTrigger(name: name)
-        trigger.counters = metrics.counters(for: name)
+        trigger.counters = metrics.counters(for: name, kind: "trigger")
         entries[name] = .trigger(trigger)
         return trigger
     }
@@ -241,7 +241,7 @@ public final class Hub: PipelineEnvironment {
         _ = try PipelineCompiler.parse(source, limits: limits)
         let pipeline = NamedPipeline(name: name, source: source, shared: shared, bufferSize: bufferSize, overflow: overflow,
                                      currentValue: currentValue, onError: onError, runs: runs, locate: locate)
-        pipeline.counters = metrics.counters(for: name)
+        pipeline.counters = metrics.counters(for: name, kind: "pipeline")
         entries[name] = .pipeline(pipeline)
         return pipeline
     }

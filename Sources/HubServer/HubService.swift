@@ -465,7 +465,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         for counters in metrics.allCounters {
             snapshot.delivered += counters.delivered
             var figures = MetricsSnapshot.NameFigures(
-                name: counters.name, kind: hub.entry(named: counters.name)?.kindName ?? "shared")
+                name: counters.name, kind: counters.kind ?? hub.entry(named: counters.name)?.kindName ?? "shared")
             figures.published = counters.published
             figures.delivered = counters.delivered
             figures.dropped = counters.dropped

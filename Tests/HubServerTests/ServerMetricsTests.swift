@@ -161,6 +161,12 @@ struct ServerMetricsTests {
             let (text, after) = try await Self.scrape(server.port)
             #expect(after[#"hub_published_total{name="news",kind="subject"}"#] == 3)
             #expect(text.components(separatedBy: #"hub_published_total{name="news""#).count == 2, "\(text)")
+            // $sys.stats names it as it was too.
+            try await feeder.send(json(["op": "subscribe", "id": 9, "to": "$sys.stats", "demand": 1]))
+            #expect(try await feeder.next()["op"] == "subscribed")
+            let stats = try await feeder.values(1, id: 9)[0]
+            let news = stats["names"]?.arrayValue?.first { $0["name"] == "news" }
+            #expect(news?["kind"] == "subject" && news?["published"] == 3, "\(String(describing: news))")
         }
     }
 
