@@ -43,6 +43,9 @@ public final class HubService: Sendable {
         public var pingInterval: UInt16
         /// Seconds without an answer to pings before a connection is dropped.
         public var idleTimeout: UInt16
+        /// Seconds a new connection may take to send its upgrade request before it is
+        /// dropped (issue 12: sockets that never send one held a descriptor for 10 s).
+        public var handshakeTimeout: UInt16 = 5
         /// The certificate and private key to serve `wss://` with; `nil` serves `ws://`.
         public var tls: TLSConfiguration?
         /// How long a lame-duck drain (SIGUSR2, `hubcli drain`) takes to close every
@@ -393,7 +396,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
                 maximumConnections: transportConnectionLimit,
                 connectionLimitCloseCode: WebSocketCloseCode(HubCloseCode.tooManyConnections.rawValue),
                 pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout,
-                tls: configuration.tls),
+                tls: configuration.tls, handshakeTimeout: configuration.handshakeTimeout),
             delegate: self)
         try server.start()
         self.server = server
@@ -419,7 +422,8 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
                     limits: .init(maximumMessageSize: configuration.maxMessageSize),
                     maximumConnections: transportConnectionLimit,
                     connectionLimitCloseCode: WebSocketCloseCode(HubCloseCode.tooManyConnections.rawValue),
-                    pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout),
+                    pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout,
+                    handshakeTimeout: configuration.handshakeTimeout),
                 delegate: self)
             try adminServer.start()
             self.adminServer = adminServer

@@ -82,6 +82,7 @@ public final class WebSocketServer: WebSocketEndpoint {
         info.iface = UnsafePointer(arena.cString(configuration.host))
         info.vhost_name = UnsafePointer(arena.cString("hub-server-\(ObjectIdentifier(self).hashValue)"))
         info.protocols = UnsafePointer(protocols)
+        info.timeout_secs_ah_idle = UInt32(max(1, configuration.handshakeTimeout))
         if configuration.pingInterval > 0 {
             info.retry_and_idle_policy = UnsafePointer(arena.keepalivePolicy(
                 pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout))

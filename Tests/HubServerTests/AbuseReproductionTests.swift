@@ -2,6 +2,7 @@ import HubPipeline
 import HubRegistry
 import HubServer
 import HubValue
+import NetworkTestSupport
 import Testing
 
 /// The reproductions of issue 12, each found by one client on the broker's embedded
@@ -283,6 +284,27 @@ struct AbuseReproductionTests {
             #expect(names.contains("declared") && names.contains("watched"))
             try await client.send(json(["op": "list", "ack": 1]))
             #expect(try await client.next()["subjects"]?.arrayValue?.count ?? .max < 10)
+            try await Self.expectServing(server)
+        }
+    }
+
+    // 8. Connections that never sent the upgrade were held 10 s each (1,100 of them
+    //    starved real clients of descriptors). They are now dropped after
+    //    `handshakeTimeout` (default 5 s; 1 s here), and the broker serves meanwhile.
+    @Test func aConnectionThatNeverSendsItsUpgradeIsDropped() async throws {
+        var configuration = serviceConfiguration()
+        configuration.handshakeTimeout = 1
+        try await withServer(configuration) { server in
+            let port = server.port
+            let started = ContinuousClock.now
+            let ended = try await Task.detached {
+                let silent = try HTTPTestClient(port: port, timeoutSeconds: 30)
+                return silent.readsEndOfStream()
+            }.value
+            let waited = ContinuousClock.now - started
+            #expect(ended)
+            // lws checks its timeouts once a second; 10 s was the old hold.
+            #expect(waited < .seconds(8), "held \(waited)")
             try await Self.expectServing(server)
         }
     }
