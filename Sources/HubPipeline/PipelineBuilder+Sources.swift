@@ -81,6 +81,11 @@ extension PipelineBuilder {
             }
         default:
             if environment.isPipeline(named: stage.name) { return try call(stage) }
+            if let kind = environment.kind(ofName: stage.name) {
+                throw Self.error(
+                    "'\(stage.name)' is a \(kind): only a named pipeline takes an argument (write '\(stage.name)' bare)",
+                    at: stage.position)
+            }
             if Self.operatorNames.contains(stage.name) {
                 throw Self.error("'\(stage.name)' is an operator: a pipeline starts with a source", at: stage.position)
             }

@@ -68,6 +68,10 @@ public protocol PipelineEnvironment: AnyObject {
     /// (`page(.next)`) as a source. The default is `false`.
     func isPipeline(named name: String) -> Bool
 
+    /// What `name` is in the hub ("subject", "trigger", "pipeline"), for messages, or `nil`
+    /// when it is none of them (or the environment does not say). The default is `nil`.
+    func kind(ofName name: String) -> String?
+
     /// `name(argument)` as a source: a new instance of the named pipeline `name` with `.`
     /// bound to `argument` in its top-level arguments, as `flatMap` binds it in the
     /// pipelines it builds. It may call itself (a recursive paginated publisher), at most
@@ -101,6 +105,9 @@ extension PipelineEnvironment {
 
     /// No named pipelines.
     public func isPipeline(named name: String) -> Bool { false }
+
+    /// Not said.
+    public func kind(ofName name: String) -> String? { nil }
 
     /// Refused: no named pipelines.
     public func call(pipeline name: String, with argument: Value) throws(HubError) -> AnyPublisher<Value, HubError> {

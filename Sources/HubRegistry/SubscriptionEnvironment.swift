@@ -40,6 +40,8 @@ final class SubscriptionEnvironment: PipelineEnvironment {
         self.depth = depth
     }
 
+    func kind(ofName name: String) -> String? { hub.entry(named: name)?.kindName }
+
     func isPipeline(named name: String) -> Bool {
         if case .pipeline? = hub.entry(named: name) { return true }
         return false

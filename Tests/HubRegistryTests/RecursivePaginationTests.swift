@@ -78,5 +78,12 @@ struct RecursivePaginationTests {
             try hub.compile(pipeline: "page(0, 1)")
         }
         #expect(throws: HubError.self) { try hub.compile(pipeline: "pag(0)") }
+        // A subject or trigger called like a pipeline says what it is.
+        #expect(throws: HubError(
+            .pipelineError, "1:1: 'pages' is a subject: only a named pipeline takes an argument (write 'pages' bare)",
+            data: ["line": 1, "column": 1])) { try hub.compile(pipeline: "pages(1)") }
+        #expect(throws: HubError(
+            .pipelineError, "1:7: 'more' is a trigger: only a named pipeline takes an argument (write 'more' bare)",
+            data: ["line": 1, "column": 7])) { try hub.compile(pipeline: "merge(more(), pages)") }
     }
 }
