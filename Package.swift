@@ -55,9 +55,13 @@ let package = Package(
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ]
         ),
+        // The calling thread's stack bounds (glibc's pthread_getattr_np, which the Glibc
+        // module does not export): how deep a pipeline that nests at run time may go.
+        .systemLibrary(name: "CStackBounds", path: "Sources/CStackBounds"),
         .target(
             name: "HubPipeline",
             dependencies: [
+                "CStackBounds",
                 "HubEngine",
                 "HubValue",
                 "HubWire",

@@ -45,11 +45,13 @@ public final class HubMetrics {
     /// Counts one subscription ended by overflow.
     public func recordOverflow() { overflows += 1 }
 
-    /// The counters of `name`: its own while the table has room, else ``other``.
-    public func counters(for name: String) -> NameCounters {
+    /// The counters of `name` (a `kind`: `subject`, `trigger`, `pipeline`): its own while
+    /// the table has room, else ``other``. A name keeps the kind it was first counted as.
+    public func counters(for name: String, kind: String? = nil) -> NameCounters {
         if let counters = byName[name] { return counters }
         guard byName.count < nameCapacity else { return other }
         let counters = NameCounters(name: name)
+        counters.kind = kind
         byName[name] = counters
         return counters
     }

@@ -1,5 +1,7 @@
+import HubEngine
 import HubRegistry
 import HubTransport
+import HubValue
 import HubWire
 import Logging
 import ServiceLifecycle
@@ -41,6 +43,9 @@ public final class HubService: Sendable {
         public var pingInterval: UInt16
         /// Seconds without an answer to pings before a connection is dropped.
         public var idleTimeout: UInt16
+        /// Seconds a new connection may take to send its upgrade request before it is
+        /// dropped (issue 12: sockets that never send one held a descriptor for 10 s).
+        public var handshakeTimeout: UInt16 = 5
         /// The certificate and private key to serve `wss://` with; `nil` serves `ws://`.
         public var tls: TLSConfiguration?
         /// How long a lame-duck drain (SIGUSR2, `hubcli drain`) takes to close every
@@ -306,6 +311,10 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     private var jwtVerifier: JWTVerifier?
     /// Bounds the connections, of the service and of each identity.
     let admission: Admission
+    /// Forgets idle names created on first use, every `hub.idleNameTimeout`.
+    private var idleSweep: (any Cancellable)?
+    /// The interval ``idleSweep`` runs at.
+    private var idleSweepInterval: Duration?
 
     init(configuration: HubService.Configuration, eventLoop: EventLoop, logger: Logger) {
         self.configuration = configuration
@@ -387,15 +396,21 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
                 maximumConnections: transportConnectionLimit,
                 connectionLimitCloseCode: WebSocketCloseCode(HubCloseCode.tooManyConnections.rawValue),
                 pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout,
-                tls: configuration.tls),
+                tls: configuration.tls, handshakeTimeout: configuration.handshakeTimeout),
             delegate: self)
         try server.start()
         self.server = server
         port = server.port
         lagMonitor.start()
+        scheduleIdleSweep()
         let system = try SystemSubjects(hub: hub, interval: configuration.statsInterval)
         self.system = system
         counters.eventSink = { [unowned system] type, fields in system.event(type, fields) }
+        hub.onNamedPipelineFailure = { [weak counters] pipeline, sender, error in
+            counters?.emit("named_pipeline_failure", [
+                "pipeline": .string(pipeline), "sender": sender.map(Value.string) ?? .null, "error": .string(error.message),
+            ])
+        }
         system.start { [unowned self] in
             (self.snapshot(for: .stats), self.connectionFigures, self.isDraining)
         }
@@ -407,7 +422,8 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
                     limits: .init(maximumMessageSize: configuration.maxMessageSize),
                     maximumConnections: transportConnectionLimit,
                     connectionLimitCloseCode: WebSocketCloseCode(HubCloseCode.tooManyConnections.rawValue),
-                    pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout),
+                    pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout,
+                    handshakeTimeout: configuration.handshakeTimeout),
                 delegate: self)
             try adminServer.start()
             self.adminServer = adminServer
@@ -435,6 +451,8 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         snapshot.authFailures = counters.authFailures
         snapshot.protocolErrors = counters.protocolErrors
         snapshot.pipelineFailures = counters.pipelineFailures
+        snapshot.rateLimitCloses = counters.rateLimitCloses
+        snapshot.connectionRefusals = counters.connectionRefusals
         let metrics = hub.metrics
         snapshot.published = metrics.published
         snapshot.activations = metrics.activations
@@ -447,7 +465,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         for counters in metrics.allCounters {
             snapshot.delivered += counters.delivered
             var figures = MetricsSnapshot.NameFigures(
-                name: counters.name, kind: hub.entry(named: counters.name)?.kindName ?? "shared")
+                name: counters.name, kind: counters.kind ?? hub.entry(named: counters.name)?.kindName ?? "shared")
             figures.published = counters.published
             figures.delivered = counters.delivered
             figures.dropped = counters.dropped
@@ -560,6 +578,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         configuration.maxMessageSize = new.maxMessageSize
         configuration.drainGrace = new.drainGrace
         hub.reconfigure(new.hub)
+        if server != nil, !stopped { scheduleIdleSweep() }
         for server in [server, adminServer].compactMap({ $0 }) {
             server.updateLimits(
                 maximumConnections: transportConnectionLimit, limits: .init(maximumMessageSize: new.maxMessageSize))
@@ -658,6 +677,22 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
             exchange, on: server === adminServer ? .admin : .main, adminSplit: adminServer != nil, core: self)
     }
 
+    /// (Re)starts the sweep of idle names at the hub's `idleNameTimeout` (none when it is
+    /// `nil`); a reload that keeps the interval keeps the running sweep.
+    private func scheduleIdleSweep() {
+        let interval = hub.configuration.idleNameTimeout
+        guard idleSweep == nil || interval != idleSweepInterval else { return }
+        idleSweep.take()?.cancel()
+        idleSweepInterval = interval
+        guard let interval else { return }
+        let scheduler = hub.scheduler
+        idleSweep = scheduler.schedule(after: scheduler.now.advanced(by: interval), interval: interval) { [weak self] in
+            guard let self else { return }
+            let forgotten = self.hub.sweepIdleNames()
+            if forgotten > 0 { self.logger.info("forgot idle names", metadata: ["count": "\(forgotten)"]) }
+        }
+    }
+
     /// Ends every session (their subscriptions' `shutting_down` go out before the close
     /// frames) and closes the listener; `whenDrained` runs once the last connection has
     /// closed, or `grace` from now if some are still open then.
@@ -665,8 +700,10 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         if !stopped {
             stopped = true
             lagMonitor.stop()
+            idleSweep.take()?.cancel()
             system?.stop()
             counters.eventSink = nil
+            hub.onNamedPipelineFailure = nil
             let live = handlers.values
             for handler in live { handler.session?.shutDown() }
             hub.stopRunningPipelines()

@@ -118,6 +118,10 @@ public final class Session {
     /// The number of live subscriptions.
     public var subscriptionCount: Int { subscriptions.count }
 
+    /// The connection's protocol errors and pipeline failures so far (for its close line:
+    /// past a few, they are no longer logged one by one).
+    var problemCount: Int { outbound.problems }
+
     /// Sends `welcome` and, when authentication is required and not yet given,
     /// starts the clock for `hello` (or, after a wrong bearer token, refuses at once).
     public func start() {
@@ -125,6 +129,8 @@ public final class Session {
             // No authentication: every client is `anonymous`, admitted at once; one over
             // the service's limit is closed with 4429 before anything is sent.
             if case .refused(let error) = admit(Authentication(identity: .anonymous)) {
+                counters.connectionRefusals += 1
+                counters.emit("connection_refused", ["session": .string(id), "reason": .string(error.message)])
                 outbound.logger.notice("connection refused", metadata: ["reason": "\(error.message)"])
                 outbound.end(closing: .tooManyConnections, reason: "too many connections", discardingQueued: true)
                 return
@@ -184,7 +190,9 @@ public final class Session {
         }
         authenticationTimer.take()?.cancel()
         if case .refused(let error) = admit(authentication) {
-            outbound.logger.notice("connection refused", metadata: ["reason": "\(error.message)"])
+            counters.connectionRefusals += 1
+                counters.emit("connection_refused", ["session": .string(id), "reason": .string(error.message)])
+                outbound.logger.notice("connection refused", metadata: ["reason": "\(error.message)"])
             outbound.sendError(error, id: nil, ack: nil)
             outbound.end(closing: .tooManyConnections, reason: "too many connections", discardingQueued: false)
             return
@@ -251,6 +259,7 @@ public final class Session {
         let error = HubError(
             .limitExceeded, "this connection sent more than \(value) \(unit) a second (limits.perConnection.\(limit))",
             data: ["limit": .string(limit), "value": .int(Int64(value))])
+        counters.rateLimitCloses += 1
         outbound.logger.warning("rate limit exceeded: closing", metadata: ["limit": "\(limit)", "value": "\(value)"])
         counters.emit("rate_limited", ["session": .string(id), "limit": .string(limit)])
         outbound.sendError(error, id: nil, ack: nil)
@@ -588,8 +597,10 @@ public final class Session {
             counters.emit("protocol_error", [
                 "session": .string(self.id), "code": .string(error.code.rawValue), "message": .string(error.message),
             ])
-            outbound.logger.notice(
-                "protocol error", metadata: ["code": "\(error.code)", "error": "\(error.message)"])
+            if outbound.mayLogProblem() {
+                outbound.logger.notice(
+                    "protocol error", metadata: ["code": "\(error.code)", "error": "\(error.message)"])
+            }
         default:
             break
         }

@@ -94,7 +94,7 @@ final class SessionHandler: WebSocketConnectionHandler, SessionConnection {
                 metadata: [
                     "code": "\(code.map { String($0.rawValue) } ?? "none")", "reason": "\(reason)",
                     "authenticated": "\(session.isAuthenticated)", "identity": "\(session.identity?.name ?? "none")",
-                    "seconds": "\((seconds * 1000).rounded() / 1000)",
+                    "seconds": "\((seconds * 1000).rounded() / 1000)", "problems": "\(session.problemCount)",
                     "bytes_in": "\(connection.bytesReceived)", "bytes_out": "\(connection.bytesWritten)",
                 ])
             sessions.counters.emit("disconnect", [

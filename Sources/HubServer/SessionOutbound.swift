@@ -89,6 +89,7 @@ final class SessionOutbound {
             "session": sessionField, "pipeline": .string(pipeline), "subscription": .int(Int64(id)),
             "sender": sender.map(Value.string) ?? .null, "error": .string(error.message),
         ])
+        guard mayLogProblem() else { return }
         // Not "pipeline failed": the hub logs that once per named pipeline; this is one
         // subscriber's end (and the only line of an ad-hoc pipeline's failure).
         logger.notice(
@@ -103,6 +104,26 @@ final class SessionOutbound {
     private static let nextTailString: StaticString = "}"
     static var nextTail: UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(start: nextTailString.utf8Start, count: nextTailString.utf8CodeUnitCount)
+    }
+
+    /// How many of one connection's protocol errors and pipeline failures are logged: a
+    /// client that sends nothing but bad messages (or subscribes to failing pipelines
+    /// over and over) must not flood the log. The rest are counted (metrics,
+    /// `$sys.events`) and their number logged when the connection closes.
+    static let loggedProblemLimit = 20
+    /// The connection's protocol errors and pipeline failures so far.
+    private(set) var problems = 0
+
+    /// Counts one protocol error or pipeline failure; whether to log it (the first
+    /// ``loggedProblemLimit``; the next one logs that the rest are not).
+    func mayLogProblem() -> Bool {
+        problems += 1
+        if problems == SessionOutbound.loggedProblemLimit + 1 {
+            logger.notice(
+                "further protocol errors and pipeline failures of this connection are not logged",
+                metadata: ["limit": "\(SessionOutbound.loggedProblemLimit)"])
+        }
+        return problems <= SessionOutbound.loggedProblemLimit
     }
 
     /// The session's id (from the logger's metadata), for events.

@@ -66,8 +66,10 @@ enum WebSocketCallbackDispatcher {
             endpoint.established(connection, wsi: wsi)
             return 0
         case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
-            if let wsi { connection(wsi, user)?.handlePeerClose(input, length) }
-            return 0
+            // Nonzero: the close frame breaks RFC 6455 and is answered with the close
+            // reason set (1002) instead of being echoed.
+            guard let wsi, let connection = connection(wsi, user) else { return 0 }
+            return connection.handlePeerClose(input, length)
         case LWS_CALLBACK_CLOSED, LWS_CALLBACK_CLIENT_CLOSED:
             guard let wsi, let connection = connection(wsi, user) else { return 0 }
             connection.eventLoop.noteActivity()

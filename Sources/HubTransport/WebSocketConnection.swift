@@ -418,15 +418,34 @@ public final class WebSocketConnection {
     }
 
     /// The peer sent a close frame (`input`: big-endian code, then the reason).
-    func handlePeerClose(_ input: UnsafeMutableRawPointer?, _ length: Int) {
-        guard let input, length >= 2 else {
+    ///
+    /// A close frame that breaks RFC 6455 §5.5.1/§7.4 (a one-byte payload, a code no
+    /// peer may send such as 1005 or 5000) is not echoed: lws is given 1002 as this
+    /// side's close reason and told to close (returns nonzero), so that it answers with
+    /// that close frame.
+    func handlePeerClose(_ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
+        guard let input, length > 0 else {
             handshake.peerClosed(code: nil, reason: "")
-            return
+            return 0
         }
         let bytes = UnsafeRawBufferPointer(start: input, count: length)
-        handshake.peerClosed(
-            code: WebSocketCloseCode(UInt16(bytes[0]) << 8 | UInt16(bytes[1])),
-            reason: String(decoding: bytes[2...], as: UTF8.self))
+        guard length >= 2 else { return refuseClose(.protocolError, "close payload of one byte") }
+        let code = WebSocketCloseCode(UInt16(bytes[0]) << 8 | UInt16(bytes[1]))
+        guard code.isValidOnTheWire else { return refuseClose(.protocolError, "invalid close code \(code.rawValue)") }
+        handshake.peerClosed(code: code, reason: String(decoding: bytes[2...], as: UTF8.self))
+        return 0
+    }
+
+    /// Answers an invalid close frame with `code` and `reason` (and records them as how
+    /// the connection ended); returns what lws must be told (close).
+    private func refuseClose(_ code: WebSocketCloseCode, _ reason: String) -> Int32 {
+        logger.debug("invalid close frame from the peer", metadata: ["reason": "\(reason)"])
+        handshake.peerClosed(code: code, reason: reason)
+        if let wsi {
+            var bytes = Array(reason.utf8.prefix(123))
+            lws_close_reason(wsi, lws_close_status(rawValue: UInt32(code.rawValue)), &bytes, bytes.count)
+        }
+        return -1
     }
 
     /// The connection closed (lws's CLOSED / CLIENT_CLOSED).

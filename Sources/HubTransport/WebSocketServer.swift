@@ -84,6 +84,7 @@ public final class WebSocketServer: WebSocketEndpoint {
         info.iface = UnsafePointer(arena.cString(configuration.host))
         info.vhost_name = UnsafePointer(arena.cString("hub-server-\(ObjectIdentifier(self).hashValue)"))
         info.protocols = UnsafePointer(protocols)
+        info.timeout_secs_ah_idle = UInt32(max(1, configuration.handshakeTimeout))
         if configuration.pingInterval > 0 {
             info.retry_and_idle_policy = UnsafePointer(arena.keepalivePolicy(
                 pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout))
@@ -150,6 +151,11 @@ public final class WebSocketServer: WebSocketEndpoint {
 
     func filter(_ wsi: OpaquePointer, slot: UnsafeMutableRawPointer) -> Int32 {
         guard !isClosed, !isRefusingUpgrades else { return 1 }
+        // RFC 6455 §4.2.1: version 13 only (lws would also upgrade drafts 7 and 8).
+        guard WebSocketCallbackDispatcher.header(wsi, WSI_TOKEN_VERSION) == "13" else {
+            _ = lws_return_http_status(wsi, 426, "only Sec-WebSocket-Version: 13 is supported")
+            return 1
+        }
         let request = WebSocketUpgradeRequest(
             path: WebSocketCallbackDispatcher.header(wsi, WSI_TOKEN_GET_URI) ?? "/",
             authorization: WebSocketCallbackDispatcher.header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION))

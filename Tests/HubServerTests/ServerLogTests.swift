@@ -32,13 +32,18 @@ struct ServerLogTests {
             #expect(try await feeder.next() == ["op": "ack", "ack": 1])
             let sender = #"session \#(feederSession) (client "feeder")"#
 
-            // The watcher: the feeder's connect event, its subscription's failure, the failure event.
-            let seen = try await watcher.next(3)
+            // The watcher: the feeder's connect event, its subscription's failure, and the
+            // failure events of the named pipeline (once) and of the subscription.
+            let seen = try await watcher.next(4)
             #expect(seen.contains { $0["op"] == "error" && $0["id"] == 1 && $0["code"] == "failed" }, "\(seen)")
             let failureEvent = seen.compactMap { $0["value"] }.first { $0["type"] == "pipeline_failure" }
             #expect(failureEvent?["pipeline"] == "bids")
             #expect(failureEvent?["sender"] == .string(sender))
             #expect(failureEvent?["session"] == .string(watcherSession))
+            let namedEvent = seen.compactMap { $0["value"] }.first { $0["type"] == "named_pipeline_failure" }
+            #expect(namedEvent?["pipeline"] == "bids")
+            #expect(namedEvent?["sender"] == .string(sender))
+            #expect(namedEvent?["error"]?.stringValue?.contains("'.bid' needs an object") == true, "\(seen)")
 
             try await feeder.send("not json")
             #expect(try await feeder.next()["code"] == "bad_message")
@@ -113,6 +118,28 @@ struct ServerLogTests {
             #expect(closed.first?.metadata["code"] == "4401")
             #expect(closed.first?.metadata["authenticated"] == "false")
             #expect(closed.first?.metadata["identity"] == "none")
+        }
+    }
+
+    @Test func aClientCannotFloodTheLogWithBadMessages() async throws {
+        let log = LogRecorder()
+        try await withServer(logger: log.logger()) { server in
+            let client = try await server.connect()
+            try await client.send((0..<50).map { _ in "not json" })
+            #expect(try await client.next(50).allSatisfy { $0["code"] == "bad_message" })
+            try await client.send(json(["op": "subscribe", "id": 1, "pipeline": "fail(1)", "demand": 1]))
+            #expect(try await client.next(2).map { $0["op"] } == ["subscribed", "error"])
+            #expect(log.entries("protocol error").count == 20)
+            #expect(log.entries("pipeline subscription failed").isEmpty)
+            #expect(log.entries("further protocol errors and pipeline failures of this connection are not logged").count == 1)
+            // Counted all the same.
+            let samples = try await ServerMetricsTests.scrape(server.port).samples
+            #expect(samples["hub_protocol_errors_total"] == 50)
+            #expect(samples["hub_pipeline_failures_total"] == 1)
+            try await client.close(code: 1000)
+            _ = try await client.expectClose()
+            _ = try await server.eventuallyStatistics { $0.connections == 0 }
+            #expect(log.entries("connection closed").first?.metadata["problems"] == "51")
         }
     }
 }

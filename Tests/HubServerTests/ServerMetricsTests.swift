@@ -161,6 +161,12 @@ struct ServerMetricsTests {
             let (text, after) = try await Self.scrape(server.port)
             #expect(after[#"hub_published_total{name="news",kind="subject"}"#] == 3)
             #expect(text.components(separatedBy: #"hub_published_total{name="news""#).count == 2, "\(text)")
+            // $sys.stats names it as it was too.
+            try await feeder.send(json(["op": "subscribe", "id": 9, "to": "$sys.stats", "demand": 1]))
+            #expect(try await feeder.next()["op"] == "subscribed")
+            let stats = try await feeder.values(1, id: 9)[0]
+            let news = stats["names"]?.arrayValue?.first { $0["name"] == "news" }
+            #expect(news?["kind"] == "subject" && news?["published"] == 3, "\(String(describing: news))")
         }
     }
 
@@ -220,6 +226,32 @@ struct ServerMetricsTests {
             #expect((samples["hub_event_loop_lag_max_seconds"] ?? 0) >= 0.3, "\(samples)")
             #expect((samples["hub_event_loop_lag_seconds_count"] ?? 0) >= 1)
             #expect((samples["hub_event_loop_lag_seconds_sum"] ?? 0) >= 0.3)
+        }
+    }
+
+    @Test func rateLimitClosesAndConnectionRefusalsAreCounted() async throws {
+        var configuration = serviceConfiguration(maxConnections: 2)
+        configuration.session.inboundRate = InboundRateLimits(messagesPerSecond: 5)
+        try await withServer(configuration) { server in
+            let flooder = try await server.connect()
+            try await flooder.send((0..<40).map { json(["op": "send", "to": "s", "value": .int(Int64($0))]) })
+            _ = try await flooder.expectClose()
+            _ = try await server.eventuallyStatistics { $0.connections == 0 }
+            #expect(try await Self.scrape(server.port).samples["hub_rate_limit_closes_total"] == 1)
+
+            let first = try await server.connect()
+            try await first.send(json(["op": "subscribe", "id": 1, "to": "$sys.events", "demand": "unlimited"]))
+            #expect(try await first.next()["op"] == "subscribed")
+            let second = try await server.connect()
+            let third = try await server.connect(welcome: false)
+            #expect(try await third.expectClose().code == 4429)
+            // The events: second's connect, third's connect and refusal (and disconnect).
+            let events = try await first.values(3, id: 1)
+            #expect(events.map { $0["type"] } == ["connect", "connect", "connection_refused"], "\(events)")
+            let samples = try await Self.scrape(server.port).samples
+            #expect(samples["hub_connection_refusals_total"] == 1)
+            #expect(samples["hub_connections_opened_total"] == 4)
+            _ = (first, second)
         }
     }
 }

@@ -145,6 +145,7 @@ extension BrokerConfiguration {
             if let field = fields["minimumInterval"] { bounds.minimumInterval = try reader.duration(field.value, field.path) }
             if let field = fields["maxValueDepth"] { bounds.maxValueDepth = try reader.int(field.value, field.path, in: 1...4096) }
             if let field = fields["maxValueBytes"] { bounds.maxValueBytes = try reader.int(field.value, field.path, in: positive) }
+            if let field = fields["maxCallDepth"] { bounds.maxCallDepth = try reader.int(field.value, field.path, in: positive) }
             service.hub.limits = bounds
         }
         if let perConnection = fields["perConnection"] {
@@ -165,6 +166,9 @@ extension BrokerConfiguration {
             if let field = connections["connections"] {
                 service.session.maxConnectionsPerIdentity = try reader.int(field.value, field.path, in: positive)
             }
+        }
+        if let field = fields["idleNameTimeout"] {
+            service.hub.idleNameTimeout = try reader.duration(field.value, field.path, minimum: .milliseconds(1))
         }
         if let field = fields["maxUnauthenticated"] {
             service.maxUnauthenticated = try reader.int(field.value, field.path, in: positive)

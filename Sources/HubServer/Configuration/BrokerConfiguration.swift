@@ -149,10 +149,12 @@ public struct BrokerConfiguration: Sendable {
     public static let limitsKeys = [
         "maxMessageBytes", "maxConnections", "maxSubscriptionsPerConnection", "maxQueuedBytesPerConnection",
         "pipelines", "defaultBuffer", "maxBuffer", "perConnection", "perIdentity", "maxUnauthenticated",
+        "idleNameTimeout",
     ]
     /// The keys of `limits.pipelines`.
     public static let pipelineLimitsKeys = [
         "maxSourceLength", "maxStages", "maxExpressionDepth", "minimumInterval", "maxValueDepth", "maxValueBytes",
+        "maxCallDepth",
     ]
     /// The keys of `limits.perConnection`.
     public static let perConnectionKeys = [

@@ -37,6 +37,8 @@ final class MetricsExporter {
         "hub_auth_failures_total": "Connections refused with 4401 for a missing or wrong token.",
         "hub_protocol_errors_total": "Client messages answered with bad_message, unknown_op, duplicate_id or invalid_demand.",
         "hub_pipeline_failures_total": "Pipeline subscriptions that ended with failed (an evaluation error).",
+        "hub_rate_limit_closes_total": "Connections closed with 4429 for sending more messages or bytes a second than allowed.",
+        "hub_connection_refusals_total": "Connections refused with 4429 at the broker's or their identity's connection limit.",
         "hub_named_pipeline_failures_total":
             "Failures of named pipelines, once per failure however many clients share it (running pipelines and restarts included).",
         "hub_published_total": "Values published into a name (send, or a trigger's activations); names past the label limit are summed under name=\"$other\".",
@@ -69,6 +71,8 @@ final class MetricsExporter {
         count("hub_protocol_errors_total", snapshot.protocolErrors)
         count("hub_pipeline_failures_total", snapshot.pipelineFailures)
         count("hub_named_pipeline_failures_total", snapshot.namedPipelineFailures)
+        count("hub_rate_limit_closes_total", snapshot.rateLimitCloses)
+        count("hub_connection_refusals_total", snapshot.connectionRefusals)
         gauge("hub_connections", snapshot.connections)
         gauge("hub_subscriptions", snapshot.subscriptions)
         gauge("hub_queued_bytes", snapshot.queuedBytes)

@@ -132,6 +132,8 @@ final class SystemSubjects {
                 "protocolErrors": .int(Int64(snapshot.protocolErrors)),
                 "pipelineFailures": .int(Int64(snapshot.pipelineFailures)),
                 "namedPipelineFailures": .int(Int64(snapshot.namedPipelineFailures)),
+                "rateLimitCloses": .int(Int64(snapshot.rateLimitCloses)),
+                "connectionRefusals": .int(Int64(snapshot.connectionRefusals)),
             ],
             "rates": [
                 "published": rate(snapshot.published, before?.published),
