@@ -30,6 +30,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
     ],
     targets: [
         // MARK: the layers, bottom up
@@ -54,9 +55,13 @@ let package = Package(
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ]
         ),
+        // The calling thread's stack bounds (glibc's pthread_getattr_np, which the Glibc
+        // module does not export): how deep a pipeline that nests at run time may go.
+        .systemLibrary(name: "CStackBounds", path: "Sources/CStackBounds"),
         .target(
             name: "HubPipeline",
             dependencies: [
+                "CStackBounds",
                 "HubEngine",
                 "HubValue",
                 "HubWire",
@@ -128,6 +133,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "JWTKit", package: "jwt-kit"),
             ]
         ),
         .target(
@@ -246,6 +252,7 @@ let package = Package(
                 "HubTransport",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "JWTKit", package: "jwt-kit"),
             ]
         ),
         .testTarget(

@@ -97,6 +97,10 @@ async def checks(browser, broker, auth_broker):
         await page.wait_for(
             f"JSON.stringify({texts('#tail li')}) === JSON.stringify(['{{\"bid\":99.25}}', '{{\"bid\":102}}', '{{\"bid\":101.5}}'])",
             "three values in the tail, newest first")
+        # The catalog counts the tail as a subscriber of prices (its next refresh).
+        await page.wait_for(
+            "[...document.querySelectorAll('#catalog tr')].some(r => r.cells[0].textContent === 'prices' && Number(r.cells[3].textContent) >= 1)",
+            "the tail counted in the catalog's subscribers")
 
     async def playground_values():
         await page.evaluate("""(() => {

@@ -7,6 +7,11 @@
 #define CWEBSOCKETS_SHIM_H
 
 #include <libwebsockets.h>
+/* libev, the event library the loop runs lws on (epoll on Linux); without its
+   libev 3 compatibility names, whose ev_loop function clashes with struct ev_loop. */
+#define EV_COMPAT3 0
+#include <ev.h>
+#include <poll.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -53,6 +58,11 @@ static const int cws_lccscf_allow_selfsigned = LCCSCF_ALLOW_SELFSIGNED;
 /* Kills a connection at the next service opportunity, without a close handshake. */
 static inline void cws_kill_async(struct lws *wsi) {
     lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+}
+
+/* Closes a connection now, without a close handshake: only outside lws's callbacks. */
+static inline void cws_kill_sync(struct lws *wsi) {
+    lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_SYNC);
 }
 
 /* Sentinel to cancel a scheduled sul. */
@@ -117,11 +127,84 @@ static inline int cws_append_handshake_header(struct lws *wsi, enum lws_token_in
     return lws_add_http_header_by_token(wsi, token, value, value_len, p, end);
 }
 
+/*
+ * Whether the peer of `wsi` hung up or shut its side down (POLLHUP, POLLERR or
+ * POLLRDHUP on its socket). lws 4.1 stops reading an HTTP connection that read its end
+ * and relies on poll()'s report to close it, which its libev glue never passes on.
+ */
+#ifndef POLLRDHUP
+#define POLLRDHUP 0x2000
+#endif
+static inline int cws_peer_hung_up(struct lws *wsi) {
+    struct pollfd p;
+    p.fd = lws_get_socket_fd(wsi);
+    p.events = POLLRDHUP;
+    p.revents = 0;
+    if (p.fd < 0) return 0;
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLRDHUP)) != 0;
+}
+
 /* Monotonic clock (CLOCK_MONOTONIC) in nanoseconds. */
 static inline int64_t cws_monotonic_nanoseconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000LL + (int64_t)ts.tv_nsec;
+}
+
+/*
+ * libev: lws runs on a loop the hub owns (a "foreign" loop), so that each service
+ * pass is one ev_run the hub controls (lws 4.1's own run_pt for libev never returns).
+ */
+static const uint64_t cws_option_libev = LWS_SERVER_OPTION_LIBEV;
+
+/* A new libev loop on the best backend (epoll on Linux), or NULL. */
+static inline void *cws_ev_loop_new(void) {
+    return ev_loop_new(EVFLAG_AUTO | EVFLAG_NOENV | EVFLAG_NOSIGMASK);
+}
+
+/* One pass of `loop`: waits for an event unless `nowait`, then handles every ready one.
+   Returns nonzero while the loop has active watchers. */
+static inline int cws_ev_run(void *loop, int nowait) {
+    return ev_run((struct ev_loop *)loop, nowait ? EVRUN_NOWAIT : EVRUN_ONCE);
+}
+
+/* Whether `loop` waits with epoll. */
+static inline int cws_ev_backend_is_epoll(void *loop) {
+    return ev_backend((struct ev_loop *)loop) == EVBACKEND_EPOLL;
+}
+
+/*
+ * A timer on the libev loop that only wakes it: the hub runs its own timers after the
+ * pass (lws 4.1's libev glue re-arms its own timer with ev_timer_set while it may be
+ * active, so an earlier deadline can wait for a later one).
+ */
+typedef struct cws_ev_wakeup {
+    ev_timer timer;
+} cws_ev_wakeup_t;
+
+static inline void cws_ev_wakeup_fired(struct ev_loop *loop, ev_timer *timer, int revents) {
+    (void)loop; (void)timer; (void)revents;
+}
+
+static inline void cws_ev_wakeup_init(cws_ev_wakeup_t *wakeup) {
+    ev_timer_init(&wakeup->timer, cws_ev_wakeup_fired, 0., 0.);
+}
+
+/* (Re)arms `wakeup` `seconds` from now (0: at the next pass). */
+static inline void cws_ev_wakeup_arm(void *loop, cws_ev_wakeup_t *wakeup, double seconds) {
+    struct ev_loop *l = (struct ev_loop *)loop;
+    ev_timer_stop(l, &wakeup->timer);
+    ev_now_update(l);
+    ev_timer_set(&wakeup->timer, seconds, 0.);
+    ev_timer_start(l, &wakeup->timer);
+}
+
+static inline void cws_ev_wakeup_stop(void *loop, cws_ev_wakeup_t *wakeup) {
+    ev_timer_stop((struct ev_loop *)loop, &wakeup->timer);
+}
+
+static inline void cws_ev_loop_destroy(void *loop) {
+    ev_loop_destroy((struct ev_loop *)loop);
 }
 
 #endif /* CWEBSOCKETS_SHIM_H */

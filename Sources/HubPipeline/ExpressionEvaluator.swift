@@ -178,6 +178,8 @@ public struct ExpressionEvaluator {
             return .object(result)
         case let .call(name, arguments, _):
             return try call(name, arguments, at: at)
+        case .pipeline:
+            throw Failure("a pipeline is not a value", at: at)
         case .lambda:
             throw Failure("a lambda can only be an argument of map, filter or sort", at: at)
         }

@@ -77,7 +77,7 @@ extension PipelineBuilder {
     /// returns a value that was already bounded.
     static func mayBuildContainers(_ e: ExpressionSyntax) -> Bool {
         switch e.kind {
-        case .current, .variable, .name, .literal, .lambda:
+        case .current, .variable, .name, .literal, .lambda, .pipeline:
             return false
         case .array, .object, .call:
             return true

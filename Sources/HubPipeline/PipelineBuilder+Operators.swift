@@ -389,6 +389,8 @@ extension PipelineBuilder {
         }
         // retry() / retry(backoff: d): forever, on the hub's scheduler, waiting between attempts
         // (at least the minimum interval of the limits), so that a failing upstream cannot spin.
+        // A limit_exceeded failure is not retried: the same limit would refuse the next attempt,
+        // and retrying would hide from the subscriber why nothing comes.
         let initial = try arguments.first.map { argument throws(HubError) in try duration(argument, of: stage) } ?? Self.retryBackoff
         let maximum = Swift.max(Self.retryMaximumBackoff, initial)
         let scheduler = environment.scheduler
@@ -396,7 +398,8 @@ extension PipelineBuilder {
     }
 
     static func retryForever<S: Scheduler>(_ up: Pub, _ initial: Duration, _ maximum: Duration, _ scheduler: S) -> Pub {
-        up.retry(backoff: initial, maximum: maximum, scheduler: scheduler).eraseToAnyPublisher()
+        up.retry(backoff: initial, maximum: maximum, scheduler: scheduler, isRetryable: { $0.code != .limitExceeded })
+            .eraseToAnyPublisher()
     }
 
     private func makePrepend(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
@@ -633,8 +636,11 @@ extension PipelineBuilder {
         case .duration: return false
         case let .expression(e):
             switch e.kind {
-            case .name: return true
+            case .name, .pipeline: return true
             case let .call(name, _, _): return ExpressionFunctions.arity[name] == nil
+            case let .conditional(_, then, otherwise):
+                return denotesPipeline(ArgumentSyntax(label: nil, kind: .expression(then), position: then.position))
+                    && denotesPipeline(ArgumentSyntax(label: nil, kind: .expression(otherwise), position: otherwise.position))
             default: return false
             }
         }

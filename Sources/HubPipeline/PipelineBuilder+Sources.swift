@@ -80,10 +80,40 @@ extension PipelineBuilder {
                 return Publishers.publish(onOutputFrom: signal) { inner }.eraseToAnyPublisher()
             }
         default:
+            if environment.isPipeline(named: stage.name) { return try call(stage) }
+            if let kind = environment.kind(ofName: stage.name) {
+                throw Self.error(
+                    "'\(stage.name)' is a \(kind): only a named pipeline takes an argument (write '\(stage.name)' bare)",
+                    at: stage.position)
+            }
             if Self.operatorNames.contains(stage.name) {
                 throw Self.error("'\(stage.name)' is an operator: a pipeline starts with a source", at: stage.position)
             }
             throw Self.error("unknown source '\(stage.name)'\(Self.didYouMean(stage.name, among: Self.sources))", at: stage.position)
+        }
+    }
+
+    /// `name(argument)`: the named pipeline `name` called with `.` bound to `argument` (seed
+    /// 000's `itemsPublisher(at: page)`, which calls itself for the next page).
+    private func call(_ stage: StageSyntax) throws(HubError) -> Build {
+        try noLabels(stage)
+        let argument = try arguments(stage, 1...1)[0]
+        try authorize(.subscribe, stage.name, at: stage.position)
+        let value = try constant(argument, of: stage)
+        let environment = self.environment
+        let name = stage.name
+        // The argument is evaluated now; the called pipeline is compiled when subscribed, so a
+        // page behind `wait` costs nothing until its signal, and each resubscription (`retry`)
+        // gets a new instance.
+        return { outer throws(HubError) in
+            let argument = try value(outer)
+            return Deferred { () -> Pub in
+                do throws(HubError) {
+                    return try environment.call(pipeline: name, with: argument)
+                } catch {
+                    return Fail(error: error).eraseToAnyPublisher()
+                }
+            }.eraseToAnyPublisher()
         }
     }
 

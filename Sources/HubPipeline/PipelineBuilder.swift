@@ -116,24 +116,43 @@ final class PipelineBuilder {
         }
     }
 
-    /// A pipeline argument: `a | b`, or a bare name or call standing for one stage.
+    /// A pipeline argument: `a | b`, or a bare name or call standing for one stage, or a
+    /// choice `c ? p : q` between two of them (`(a | b)` in parentheses in a branch).
     func pipeline(_ argument: ArgumentSyntax, of stage: StageSyntax) throws(HubError) -> Build {
         switch argument.kind {
         case let .pipeline(p):
             return try pipeline(p)
         case let .expression(e):
-            switch e.kind {
-            case let .name(name):
-                return try pipeline(PipelineSyntax(
-                    stages: [StageSyntax(name: name, arguments: nil, position: e.position, text: name)], position: e.position))
-            case let .call(name, arguments, text):
-                return try pipeline(PipelineSyntax(
-                    stages: [StageSyntax(name: name, arguments: arguments, position: e.position, text: text)], position: e.position))
-            default:
-                throw Self.error("\(stage.name) expects a pipeline here", at: argument.position)
-            }
+            return try pipeline(e, of: stage)
         case .duration:
             throw Self.error("\(stage.name) expects a pipeline here, not a duration", at: argument.position)
+        }
+    }
+
+    /// The pipeline an expression in a pipeline's place stands for.
+    private func pipeline(_ e: ExpressionSyntax, of stage: StageSyntax) throws(HubError) -> Build {
+        switch e.kind {
+        case let .name(name):
+            return try pipeline(PipelineSyntax(
+                stages: [StageSyntax(name: name, arguments: nil, position: e.position, text: name)], position: e.position))
+        case let .call(name, arguments, text):
+            return try pipeline(PipelineSyntax(
+                stages: [StageSyntax(name: name, arguments: arguments, position: e.position, text: text)], position: e.position))
+        case let .pipeline(p):
+            return try pipeline(p)
+        case let .conditional(condition, then, otherwise):
+            // The seed's `if let next = result.next { ... } else { Just(result) }`: the
+            // condition is evaluated with `.` the outer value, when the pipeline is built.
+            try validate(condition, variables: [], names: [])
+            let test = try element(
+                ArgumentSyntax(label: nil, kind: .expression(condition), position: condition.position), of: stage)
+            let first = try pipeline(then, of: stage)
+            let second = try pipeline(otherwise, of: stage)
+            return { outer throws(HubError) in
+                ExpressionEvaluator.isTruthy(try test(outer, nil)) ? try first(outer) : try second(outer)
+            }
+        default:
+            throw Self.error("\(stage.name) expects a pipeline here", at: e.position)
         }
     }
 
@@ -266,6 +285,8 @@ final class PipelineBuilder {
             }
         case .lambda:
             throw Self.error("a lambda can only be the second argument of map, filter or sort", at: e.position)
+        case .pipeline:
+            throw Self.error("a pipeline in parentheses is only valid where a pipeline is expected", at: e.position)
         }
     }
 

@@ -27,17 +27,22 @@ public enum PipelineCompiler {
 
     /// Parses `source` and compiles it against `environment`'s sources,
     /// triggers, scheduler and limits.
-    public static func compile(_ source: String, environment: some PipelineEnvironment) throws(HubError) -> AnyPublisher<Value, HubError> {
+    public static func compile(
+        _ source: String, environment: some PipelineEnvironment, outer: Value = .null
+    ) throws(HubError) -> AnyPublisher<Value, HubError> {
         let syntax = try PipelineParser.parse(source, limits: environment.limits)
-        return try compile(syntax, environment: environment)
+        return try compile(syntax, environment: environment, outer: outer)
     }
 
-    /// Compiles an already parsed pipeline against `environment`.
-    public static func compile(_ syntax: PipelineSyntax, environment: some PipelineEnvironment) throws(HubError) -> AnyPublisher<Value, HubError> {
+    /// Compiles an already parsed pipeline against `environment`; `.` in its top-level
+    /// arguments is `outer` (the argument of a named pipeline called as `name(argument)`).
+    public static func compile(
+        _ syntax: PipelineSyntax, environment: some PipelineEnvironment, outer: Value = .null
+    ) throws(HubError) -> AnyPublisher<Value, HubError> {
         let builder = PipelineBuilder(environment: environment)
         let build = try builder.pipeline(syntax)
         do {
-            return try build(.null)
+            return try build(outer)
         } catch where error.code == .failed {
             // An argument that failed to evaluate while building: a compile error here.
             let line = error.data?["line"]?.intValue ?? 1

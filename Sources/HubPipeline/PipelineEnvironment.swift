@@ -63,6 +63,20 @@ public protocol PipelineEnvironment: AnyObject {
     /// (`subject(expr)`, `trigger(expr)`). A stage that writes into a subject (`into`)
     /// asks for ``PipelineAccess/publish``.
     func authorize(_ access: PipelineAccess, name: String) throws(HubError)
+
+    /// Whether `name` is a named pipeline, which a pipeline may call with an argument
+    /// (`page(.next)`) as a source. The default is `false`.
+    func isPipeline(named name: String) -> Bool
+
+    /// What `name` is in the hub ("subject", "trigger", "pipeline"), for messages, or `nil`
+    /// when it is none of them (or the environment does not say). The default is `nil`.
+    func kind(ofName name: String) -> String?
+
+    /// `name(argument)` as a source: a new instance of the named pipeline `name` with `.`
+    /// bound to `argument` in its top-level arguments, as `flatMap` binds it in the
+    /// pipelines it builds. It may call itself (a recursive paginated publisher), at most
+    /// ``PipelineLimits/maxCallDepth`` deep. The default refuses.
+    func call(pipeline name: String, with argument: Value) throws(HubError) -> AnyPublisher<Value, HubError>
 }
 
 extension PipelineEnvironment {
@@ -88,6 +102,17 @@ extension PipelineEnvironment {
 
     /// Everything is allowed.
     public func authorize(_ access: PipelineAccess, name: String) throws(HubError) {}
+
+    /// No named pipelines.
+    public func isPipeline(named name: String) -> Bool { false }
+
+    /// Not said.
+    public func kind(ofName name: String) -> String? { nil }
+
+    /// Refused: no named pipelines.
+    public func call(pipeline name: String, with argument: Value) throws(HubError) -> AnyPublisher<Value, HubError> {
+        throw HubError(.notFound, "no pipeline named '\(name)'")
+    }
 }
 
 /// What a pipeline does with a name, for ``PipelineEnvironment/authorize(_:name:)``.
@@ -118,6 +143,9 @@ public struct PipelineLimits: Hashable, Sendable {
     /// The largest value built inside a pipeline, in estimated bytes
     /// (``HubValue/Value/estimatedBytes``, counting shared parts each time they appear).
     public var maxValueBytes: Int
+    /// The deepest nesting of named pipelines called with an argument (`page(.next)` inside
+    /// `page`): the most pages a recursive paginated pipeline loads.
+    public var maxCallDepth: Int
 
     /// Limits with the defaults of a shared broker.
     public init(
@@ -126,7 +154,8 @@ public struct PipelineLimits: Hashable, Sendable {
         maxExpressionDepth: Int = 32,
         minimumInterval: Duration = .milliseconds(10),
         maxValueDepth: Int = Value.defaultMaxDepth,
-        maxValueBytes: Int = 16 << 20
+        maxValueBytes: Int = 16 << 20,
+        maxCallDepth: Int = 100
     ) {
         self.maxSourceLength = maxSourceLength
         self.maxStages = maxStages
@@ -134,5 +163,6 @@ public struct PipelineLimits: Hashable, Sendable {
         self.minimumInterval = minimumInterval
         self.maxValueDepth = maxValueDepth
         self.maxValueBytes = maxValueBytes
+        self.maxCallDepth = maxCallDepth
     }
 }

@@ -419,6 +419,13 @@ public struct PipelineParser {
         case .symbol("("):
             advance()
             let inner = try parseExpression()
+            if isSymbol("|"), let first = try stage(of: inner) {
+                // A pipeline in parentheses: `(page(.next) | map(.items))`.
+                var stages = [first]
+                while accept("|") { stages.append(try parseStage()) }
+                try expect(")", "expected ')' after the pipeline")
+                return ExpressionSyntax(.pipeline(PipelineSyntax(stages: stages, position: inner.position)), at: start.position)
+            }
             try expect(")", "expected ')' after expression")
             return inner
         case .symbol("["):

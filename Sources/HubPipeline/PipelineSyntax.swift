@@ -147,6 +147,9 @@ public struct ExpressionSyntax: Hashable, Sendable {
         case call(String, [ArgumentSyntax], text: String)
         /// `x -> body`: a lambda (only as a function argument).
         case lambda(String, ExpressionSyntax)
+        /// `(a | b)`: a pipeline in parentheses, only where a pipeline is expected (a branch
+        /// of `c ? p : q` choosing a pipeline in `flatMap` or `switchToLatest`).
+        case pipeline(PipelineSyntax)
     }
 
     /// One `key: value` of an object constructor.

@@ -37,6 +37,11 @@ public final class Hub: PipelineEnvironment {
         /// The history of subjects created on first use (configuration `defaults.history`);
         /// `nil`: they keep none.
         public var defaultHistory: HistoryRetention?
+        /// How long a subject created on first use may stay unused (no subscriber, nothing
+        /// sent or resolved by name) before the hub forgets it (``sweepIdleNames()``, run
+        /// by the service every `idleNameTimeout`: a name goes after between one and two
+        /// of them); `nil`: never. Declared subjects, triggers and pipelines stay.
+        public var idleNameTimeout: Duration? = .seconds(600)
 
         /// The defaults of PROTOCOL.md.
         public init(
@@ -106,6 +111,10 @@ public final class Hub: PipelineEnvironment {
     public let logger: Logger
     /// The sender of the value being handled (see ``ValueOrigin``).
     public let origin = ValueOrigin()
+    /// Told of each failure of a named pipeline (its name, the sender of the value that
+    /// failed it if any, the error placed in the configuration file), after it is logged
+    /// and counted: the broker publishes it on `$sys.events`. Called on the hub's loop.
+    public var onNamedPipelineFailure: ((_ pipeline: String, _ sender: String?, _ error: HubError) -> Void)?
 
     /// Where subjects that are not durable keep their history (the process's memory).
     public let historyStore: any SubjectStore
@@ -216,7 +225,7 @@ public final class Hub: PipelineEnvironment {
                 overflow: overflow ?? configuration.defaultOverflow, schema: schema)
         }
         // System subjects count apart: they are the broker's, not the clients'.
-        if !HubName.isSystem(name) { subject.counters = metrics.counters(for: name) }
+        if !HubName.isSystem(name) { subject.counters = metrics.counters(for: name, kind: "subject") }
         entries[name] = .subject(subject)
         return subject
     }
@@ -229,7 +238,7 @@ public final class Hub: PipelineEnvironment {
             throw HubError(.badMessage, "'\(name)' is already declared as a \(entries[name]!.kindName)")
         }
         let trigger = HubTrigger(name: name)
-        trigger.counters = metrics.counters(for: name)
+        trigger.counters = metrics.counters(for: name, kind: "trigger")
         entries[name] = .trigger(trigger)
         return trigger
     }
@@ -260,7 +269,7 @@ public final class Hub: PipelineEnvironment {
         _ = try PipelineCompiler.parse(source, limits: limits)
         let pipeline = NamedPipeline(name: name, source: source, shared: shared, bufferSize: bufferSize, overflow: overflow,
                                      currentValue: currentValue, onError: onError, runs: runs, locate: locate)
-        pipeline.counters = metrics.counters(for: name)
+        pipeline.counters = metrics.counters(for: name, kind: "pipeline")
         entries[name] = .pipeline(pipeline)
         return pipeline
     }
@@ -286,6 +295,7 @@ public final class Hub: PipelineEnvironment {
         try Hub.check(name)
         switch entries[name] {
         case .subject(let subject):
+            subject.wasUsed = true
             return subject
         case .some(let other):
             throw HubError(.notFound, "'\(name)' is a \(other.kindName), not a subject")
@@ -366,6 +376,14 @@ public final class Hub: PipelineEnvironment {
         _ value: Value, to subject: HubSubject, sender: String? = nil,
         whenStored: ((Result<UInt64?, HubError>) -> Void)?
     ) {
+        var subject = subject
+        if subject.isRemoved {
+            // Forgotten as idle while its holder (a pipeline's `into`) was quiet: the
+            // value goes to the subject of that name now, created anew if need be.
+            guard let live = try? self.subject(named: subject.name) else { return }
+            subject = live
+        }
+        subject.wasUsed = true
         metrics.published += 1
         subject.counters.published &+= 1
         let previous = origin.sender
@@ -381,6 +399,29 @@ public final class Hub: PipelineEnvironment {
             throw HubError(.badMessage, "subject '\(name)' is durable, but the hub has no durable store (storage.path)")
         }
         return durableStore
+    }
+
+    /// Forgets the subjects created on first use (not declared, not system subjects) that
+    /// have no subscriber and were not used since the previous sweep; the others are
+    /// marked unused until their next use. Returns how many were forgotten. The service
+    /// calls it every ``Configuration/idleNameTimeout``, so that names a client invents
+    /// (100,000 unique `send`s, `subject("ns" + string(.))`) do not stay forever. A
+    /// forgotten subject loses nothing a subscriber could see (a passthrough subject keeps
+    /// no value) except a completion: the next use of the name starts it afresh.
+    @discardableResult
+    public func sweepIdleNames() -> Int {
+        var forgotten = 0
+        for (name, entry) in entries {
+            guard case .subject(let subject) = entry, !subject.isDeclared, !HubName.isSystem(name) else { continue }
+            if subject.wasUsed || subject.subscriberCount > 0 {
+                subject.wasUsed = false
+                continue
+            }
+            entries[name] = nil
+            subject.isRemoved = true
+            forgotten += 1
+        }
+        return forgotten
     }
 
     /// Deletes the subject `name` so that it can start over (a completed or failed subject
@@ -463,10 +504,11 @@ public final class Hub: PipelineEnvironment {
     }
 
     /// Compiles `source`, the text of `named` when it is a named pipeline's (whose failure
-    /// policy and logs its environment follows).
+    /// policy and logs its environment follows); `outer` is `.` in its top-level arguments
+    /// and `depth` how deeply named pipelines were called to get here (`page(.next)`).
     func compile(
         pipeline source: String, bufferSize: Int?, overflow: OverflowPolicy?, budget: ResourceBudget?,
-        permissions: Permissions?, named: NamedPipeline?
+        permissions: Permissions?, named: NamedPipeline?, outer: Value = .null, depth: Int = 0
     ) throws(HubError) -> AnyPublisher<Value, HubError> {
         let length = source.utf8.count
         guard length <= limits.maxSourceLength else {
@@ -479,11 +521,12 @@ public final class Hub: PipelineEnvironment {
         // The subscription's buffer settings travel with the environment the pipeline is
         // compiled against (and that its nested pipelines compile against later).
         let environment = SubscriptionEnvironment(
-            hub: self, bufferSize: size, overflow: overflow, budget: budget, permissions: permissions, pipeline: named)
-        guard let budget else { return try PipelineCompiler.compile(source, environment: environment) }
+            hub: self, bufferSize: size, overflow: overflow, budget: budget, permissions: permissions, pipeline: named,
+            depth: depth)
+        guard let budget else { return try PipelineCompiler.compile(source, environment: environment, outer: outer) }
         // The compiled text (its syntax, constants and closures) is held while the pipeline lives.
         let lease = try budget.lease(bytes: length * PipelineCompiler.compiledBytesPerSourceByte, for: "pipeline")
-        let compiled = try PipelineCompiler.compile(source, environment: environment)
+        let compiled = try PipelineCompiler.compile(source, environment: environment, outer: outer)
         return compiled
             .handleEvents(receiveCompletion: { _ in lease.release() }, receiveCancel: { lease.release() })
             .eraseToAnyPublisher()

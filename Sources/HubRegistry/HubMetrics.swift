@@ -22,6 +22,9 @@ public final class HubMetrics {
     public internal(set) var dropped = 0
     /// Subscriptions ended by an `overflow` error.
     public internal(set) var overflows = 0
+    /// Failures of named pipelines: once per failure of a run, however many clients share
+    /// it, running pipelines (no subscriber) and those restarted after a back-off included.
+    public internal(set) var namedPipelineFailures = 0
 
     /// How many names get their own counters.
     public let nameCapacity: Int
@@ -42,11 +45,13 @@ public final class HubMetrics {
     /// Counts one subscription ended by overflow.
     public func recordOverflow() { overflows += 1 }
 
-    /// The counters of `name`: its own while the table has room, else ``other``.
-    public func counters(for name: String) -> NameCounters {
+    /// The counters of `name` (a `kind`: `subject`, `trigger`, `pipeline`): its own while
+    /// the table has room, else ``other``. A name keeps the kind it was first counted as.
+    public func counters(for name: String, kind: String? = nil) -> NameCounters {
         if let counters = byName[name] { return counters }
         guard byName.count < nameCapacity else { return other }
         let counters = NameCounters(name: name)
+        counters.kind = kind
         byName[name] = counters
         return counters
     }

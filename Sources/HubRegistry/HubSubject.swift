@@ -34,6 +34,12 @@ public final class HubSubject {
     /// Whether it was declared (configuration, or the hub's own), not created on first use:
     /// `delete` then puts a fresh one with the same settings in its place.
     public internal(set) var isDeclared = false
+    /// Whether it was used (resolved by name or published into) since the hub's last
+    /// sweep of idle names (``Hub/sweepIdleNames()``).
+    public internal(set) var wasUsed = true
+    /// Whether the hub removed it as idle (a holder that publishes into it again is
+    /// redirected to the subject now registered under its name).
+    public internal(set) var isRemoved = false
     /// The failure it ended with, if it failed (its `error` value).
     public private(set) var failure: Value?
 

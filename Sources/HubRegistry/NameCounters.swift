@@ -9,6 +9,10 @@
 public final class NameCounters {
     /// The name, or ``HubMetrics/otherName`` / ``HubMetrics/adHocName`` for the shared ones.
     public let name: String
+    /// What the name was when its counters were made (`subject`, `trigger`, `pipeline`),
+    /// kept after a `delete` so that the metrics keep labelling it the same; `nil` for
+    /// the shared ones.
+    public internal(set) var kind: String?
     /// Values published into the name.
     public var published = 0
     /// Values delivered to subscriptions `to` the name.

@@ -172,6 +172,19 @@ public final class NamedPipeline {
         return Counted(upstream: compiled, pipeline: self).eraseToAnyPublisher()
     }
 
+    /// A new instance of the pipeline with `.` bound to `argument` (a call `name(argument)` in
+    /// another pipeline, or in itself): compiled for the caller's subscription, never shared;
+    /// its failures, placed in the file, go to the caller.
+    func instance(
+        in hub: Hub, argument: Value, bufferSize: Int, overflow: OverflowPolicy?, budget: ResourceBudget?,
+        permissions: Permissions?, depth: Int
+    ) throws(HubError) -> AnyPublisher<Value, HubError> {
+        let compiled = try hub.compile(
+            pipeline: source, bufferSize: self.bufferSize ?? bufferSize, overflow: overflow ?? self.overflow,
+            budget: budget, permissions: permissions, named: self, outer: argument, depth: depth)
+        return compiled.mapError { [weak self] error in self?.placed(error) ?? error }.eraseToAnyPublisher()
+    }
+
     /// Compiles the pipeline once against `hub` without subscribing to it: a
     /// check that every name it uses resolves (configuration validation).
     public func check(in hub: Hub) throws(HubError) {
@@ -215,6 +228,7 @@ public final class NamedPipeline {
             .mapError { [weak self] error in self?.placed(error) ?? error }
             .handleEvents(receiveCompletion: { [weak self, weak hub] completion in
                 guard let self, let hub, case .failure(let error) = completion else { return }
+                hub.metrics.namedPipelineFailures += 1
                 var metadata: Logger.Metadata = [
                     "pipeline": "\(self.name)", "sender": "\(hub.origin.sender ?? "unknown")", "error": "\(error.message)",
                 ]
@@ -224,6 +238,7 @@ public final class NamedPipeline {
                 } else {
                     hub.logger.error("pipeline failed", metadata: metadata)
                 }
+                hub.onNamedPipelineFailure?(self.name, hub.origin.sender, error)
             })
         guard restarts else { return placed.eraseToAnyPublisher() }
         return Self.restarting(placed.eraseToAnyPublisher(), on: hub.scheduler)

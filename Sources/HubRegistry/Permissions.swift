@@ -56,11 +56,24 @@ public struct Permissions: Hashable, Sendable {
     }
 
     /// The rule of each operation (an operation missing here allows nothing).
-    public var rules: [Operation: Rule]
+    public var rules: [Operation: Rule] {
+        didSet { isUnrestricted = Permissions.unrestricted(rules) }
+    }
+    /// Whether every operation is allowed on every name (`>` allowed, nothing denied):
+    /// then nothing needs checking.
+    public private(set) var isUnrestricted: Bool
 
     /// Permissions with `rules`.
     public init(_ rules: [Operation: Rule] = [:]) {
         self.rules = rules
+        isUnrestricted = Permissions.unrestricted(rules)
+    }
+
+    private static func unrestricted(_ rules: [Operation: Rule]) -> Bool {
+        Operation.allCases.allSatisfy { operation in
+            guard let rule = rules[operation] else { return false }
+            return rule.deny.isEmpty && rule.allow.contains { $0.text == ">" }
+        }
     }
 
     /// Every operation on every name: what every client has on a broker without
@@ -163,16 +176,22 @@ public struct Identity: Hashable, Sendable {
     public var permissions: Permissions
     /// The most connections it may have open at once (`nil`: the broker's default).
     public var maxConnections: Int?
+    /// Whether its connections share a budget of their own (`limits.perIdentity`): a
+    /// configured identity's and a JWT subject's do; `anonymous` (every client of a
+    /// broker without auth) and the bare tokens of `auth.tokens` do not (each connection
+    /// has only its own).
+    public var hasOwnBudget: Bool
 
     /// An identity.
-    public init(name: String, permissions: Permissions, maxConnections: Int? = nil) {
+    public init(name: String, permissions: Permissions, maxConnections: Int? = nil, hasOwnBudget: Bool = true) {
         self.name = name
         self.permissions = permissions
         self.maxConnections = maxConnections
+        self.hasOwnBudget = hasOwnBudget
     }
 
     /// Every client of a broker without authentication.
-    public static let anonymous = Identity(name: "anonymous", permissions: .everything)
+    public static let anonymous = Identity(name: "anonymous", permissions: .everything, hasOwnBudget: false)
 
     /// The check issue 11's operator surface calls for metrics and system subjects:
     /// whether this identity may see the admin resource `name` (`metrics`, `$sys.stats`, …).

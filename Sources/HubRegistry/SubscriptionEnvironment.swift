@@ -24,9 +24,12 @@ final class SubscriptionEnvironment: PipelineEnvironment {
     /// The client's permissions; `nil`: everything is allowed.
     let permissions: Permissions?
 
+    /// How deeply named pipelines were called with an argument to compile this one.
+    let depth: Int
+
     init(
         hub: Hub, bufferSize: Int, overflow: OverflowPolicy?, budget: ResourceBudget?, permissions: Permissions?,
-        pipeline: NamedPipeline? = nil
+        pipeline: NamedPipeline? = nil, depth: Int = 0
     ) {
         self.hub = hub
         self.bufferSize = bufferSize
@@ -34,6 +37,40 @@ final class SubscriptionEnvironment: PipelineEnvironment {
         self.budget = budget
         self.permissions = permissions
         self.pipeline = pipeline
+        self.depth = depth
+    }
+
+    func kind(ofName name: String) -> String? { hub.entry(named: name)?.kindName }
+
+    func isPipeline(named name: String) -> Bool {
+        if case .pipeline? = hub.entry(named: name) { return true }
+        return false
+    }
+
+    /// `name(argument)`: a new instance of the named pipeline, compiled with this
+    /// subscription's buffers, budget and permissions, one level deeper.
+    func call(pipeline name: String, with argument: Value) throws(HubError) -> AnyPublisher<Value, HubError> {
+        try authorize(.subscribe, name: name)
+        guard case .pipeline(let called)? = hub.entry(named: name) else {
+            throw HubError(.notFound, "no pipeline named '\(name)'")
+        }
+        guard depth < hub.limits.maxCallDepth else {
+            throw HubError(
+                .limitExceeded,
+                "pipeline '\(name)' called \(depth + 1) levels deep: the limit is \(hub.limits.maxCallDepth) (limits.pipelines.maxCallDepth)",
+                data: ["limit": .int(Int64(hub.limits.maxCallDepth))])
+        }
+        // Each level nests synchronously (its subscription, and every value through it):
+        // a bound set higher than the thread's stack allows ends the same way, never in a crash.
+        guard StackSpace.allowsNesting() else {
+            throw HubError(
+                .limitExceeded,
+                "pipeline '\(name)' called \(depth + 1) levels deep: too little stack is left for another level (lower limits.pipelines.maxCallDepth)",
+                data: ["limit": "stack"])
+        }
+        return try called.instance(
+            in: hub, argument: argument, bufferSize: bufferSize, overflow: overflow, budget: budget,
+            permissions: permissions, depth: depth + 1)
     }
 
     /// `into(name)` and `handleEvents(into: name)`: the subject (created when the hub

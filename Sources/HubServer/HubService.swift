@@ -1,6 +1,8 @@
+import HubEngine
 import HubRegistry
 import HubSQLite
 import HubTransport
+import HubValue
 import HubWire
 import Logging
 import ServiceLifecycle
@@ -31,12 +33,20 @@ public final class HubService: Sendable {
         public var session: SessionConfiguration
         /// The largest inbound message; larger ones close the connection with 1009.
         public var maxMessageSize: Int
-        /// The most simultaneous connections; more are closed with 4429.
+        /// The most simultaneous authenticated connections (every connection, on a server
+        /// without auth); more are closed with 4429. Connections still waiting to
+        /// authenticate are not counted: see ``maxUnauthenticated``.
         public var maxConnections: Int
+        /// The most connections waiting to authenticate at once: beyond it, a newcomer
+        /// displaces the one that has waited longest (closed with 4401).
+        public var maxUnauthenticated: Int = 1000
         /// Seconds between keepalive pings of an idle connection (0: none).
         public var pingInterval: UInt16
         /// Seconds without an answer to pings before a connection is dropped.
         public var idleTimeout: UInt16
+        /// Seconds a new connection may take to send its upgrade request before it is
+        /// dropped (issue 12: sockets that never send one held a descriptor for 10 s).
+        public var handshakeTimeout: UInt16 = 5
         /// The certificate and private key to serve `wss://` with; `nil` serves `ws://`.
         public var tls: TLSConfiguration?
         /// How long a lame-duck drain (SIGUSR2, `hubcli drain`) takes to close every
@@ -121,9 +131,12 @@ public final class HubService: Sendable {
     @discardableResult
     public func start(setUp: @Sendable @escaping (Hub) throws -> Void = { _ in }) async throws -> Int {
         let core = self.core
+        // jwt-kit builds its keys asynchronously: before the loop needs them.
+        let verifier = try await JWTVerifier.make(configuration.session.auth?.jwt)
         return try await eventLoop.submit {
             try core.value.openStorage()
             try setUp(core.value.hub)
+            core.value.installJWT(verifier)
             try core.value.hub.startRunningPipelines()
             return try core.value.start()
         }
@@ -220,7 +233,11 @@ public final class HubService: Sendable {
     public func reload(_ broker: BrokerConfiguration) async throws {
         try broker.check()
         let core = self.core
-        try await eventLoop.submit { try core.value.reload(broker) }
+        let verifier = try await JWTVerifier.make(broker.service.session.auth?.jwt)
+        try await eventLoop.submit {
+            try core.value.reload(broker)
+            core.value.installJWT(verifier)
+        }
     }
 
     /// Returns once a drain (however it was asked for) has closed every connection.
@@ -309,12 +326,54 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     var readinessChecks: [(name: String, check: @Sendable () -> String?)] = []
     /// Called when the last connection has closed after ``stop(grace:whenDrained:)``.
     private var drainWaiters: [() -> Void] = []
+    /// Checks the clients' tokens; `nil` when the server requires no authentication.
+    private(set) var authenticator: Authenticator?
+    /// The JWT verifier of the configuration, once built (``installJWT(_:)``).
+    private var jwtVerifier: JWTVerifier?
+    /// Bounds the connections, of the service and of each identity.
+    let admission: Admission
+    /// Forgets idle names created on first use, every `hub.idleNameTimeout`.
+    private var idleSweep: (any Cancellable)?
+    /// The interval ``idleSweep`` runs at.
+    private var idleSweepInterval: Duration?
 
     init(configuration: HubService.Configuration, eventLoop: EventLoop, logger: Logger) {
         self.configuration = configuration
         self.eventLoop = eventLoop
         self.logger = logger
-        hub = Hub(configuration: configuration.hub, scheduler: EventLoopScheduler(eventLoop: eventLoop), logger: logger)
+        let hub = Hub(configuration: configuration.hub, scheduler: EventLoopScheduler(eventLoop: eventLoop), logger: logger)
+        self.hub = hub
+        let scheduler = hub.scheduler
+        admission = Admission(limits: ServiceCore.admissionLimits(configuration), clock: { scheduler.now })
+        authenticator = ServiceCore.authenticator(configuration.session, jwt: nil)
+    }
+
+    /// The admission's bounds in `configuration`.
+    static func admissionLimits(_ configuration: HubService.Configuration) -> Admission.Limits {
+        Admission.Limits(
+            maxConnections: configuration.maxConnections, maxUnauthenticated: configuration.maxUnauthenticated,
+            maxConnectionsPerIdentity: configuration.session.maxConnectionsPerIdentity,
+            identityBudget: configuration.session.identityBudget)
+    }
+
+    /// The authenticator of `session`'s settings, with `jwt` for JWTs.
+    static func authenticator(_ session: SessionConfiguration, jwt: JWTVerifier?) -> Authenticator? {
+        guard session.requiresAuthentication else { return nil }
+        return Authenticator(tokens: session.tokens ?? [], configuration: session.auth ?? AuthConfiguration(), jwt: jwt)
+    }
+
+    /// Uses `verifier` for JWTs from now on (built from the configuration's `auth.jwt`).
+    func installJWT(_ verifier: JWTVerifier?) {
+        jwtVerifier = verifier
+        authenticator = ServiceCore.authenticator(configuration.session, jwt: verifier)
+    }
+
+    /// How many transport connections may be open: the authenticated ones, those waiting
+    /// to authenticate, and slack for those being closed or dropped, so that the admission
+    /// (not the transport) decides who stays.
+    var transportConnectionLimit: Int {
+        let waiting = configuration.session.requiresAuthentication ? configuration.maxUnauthenticated : 0
+        return configuration.maxConnections + waiting + waiting / 4 + 16
     }
 
     /// Opens the durable store of ``HubService/Configuration/storage`` (blocking on the
@@ -370,18 +429,24 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
             configuration: .init(
                 host: configuration.host, port: configuration.port, subprotocol: HubProtocol.subprotocol,
                 limits: .init(maximumMessageSize: configuration.maxMessageSize),
-                maximumConnections: configuration.maxConnections,
+                maximumConnections: transportConnectionLimit,
                 connectionLimitCloseCode: WebSocketCloseCode(HubCloseCode.tooManyConnections.rawValue),
                 pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout,
-                tls: configuration.tls),
+                tls: configuration.tls, handshakeTimeout: configuration.handshakeTimeout),
             delegate: self)
         try server.start()
         self.server = server
         port = server.port
         lagMonitor.start()
+        scheduleIdleSweep()
         let system = try SystemSubjects(hub: hub, interval: configuration.statsInterval)
         self.system = system
         counters.eventSink = { [unowned system] type, fields in system.event(type, fields) }
+        hub.onNamedPipelineFailure = { [weak counters] pipeline, sender, error in
+            counters?.emit("named_pipeline_failure", [
+                "pipeline": .string(pipeline), "sender": sender.map(Value.string) ?? .null, "error": .string(error.message),
+            ])
+        }
         system.start { [unowned self] in
             (self.snapshot(for: .stats), self.connectionFigures, self.isDraining)
         }
@@ -391,9 +456,10 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
                 configuration: .init(
                     host: admin.host, port: admin.port, subprotocol: HubProtocol.subprotocol,
                     limits: .init(maximumMessageSize: configuration.maxMessageSize),
-                    maximumConnections: configuration.maxConnections,
+                    maximumConnections: transportConnectionLimit,
                     connectionLimitCloseCode: WebSocketCloseCode(HubCloseCode.tooManyConnections.rawValue),
-                    pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout),
+                    pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout,
+                    handshakeTimeout: configuration.handshakeTimeout),
                 delegate: self)
             try adminServer.start()
             self.adminServer = adminServer
@@ -421,18 +487,21 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         snapshot.authFailures = counters.authFailures
         snapshot.protocolErrors = counters.protocolErrors
         snapshot.pipelineFailures = counters.pipelineFailures
+        snapshot.rateLimitCloses = counters.rateLimitCloses
+        snapshot.connectionRefusals = counters.connectionRefusals
         let metrics = hub.metrics
         snapshot.published = metrics.published
         snapshot.activations = metrics.activations
         snapshot.dropped = metrics.dropped
         snapshot.overflows = metrics.overflows
+        snapshot.namedPipelineFailures = metrics.namedPipelineFailures
         for (name, entry) in hub.allEntries where !HubName.isSystem(name) {
             snapshot.namesByKind[entry.kindName, default: 0] += 1
         }
         for counters in metrics.allCounters {
             snapshot.delivered += counters.delivered
             var figures = MetricsSnapshot.NameFigures(
-                name: counters.name, kind: hub.entry(named: counters.name)?.kindName ?? "shared")
+                name: counters.name, kind: counters.kind ?? hub.entry(named: counters.name)?.kindName ?? "shared")
             figures.published = counters.published
             figures.delivered = counters.delivered
             figures.dropped = counters.dropped
@@ -448,9 +517,12 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     /// Whether an operator's HTTP request may read `/metrics` or use admin endpoints: on a
     /// server with auth, its `Authorization: Bearer` token must be accepted.
     func mayAdminister(_ request: HTTPRequest) -> Bool {
-        guard let tokens = configuration.session.tokens else { return true }
-        guard let token = Session.bearerToken(request.authorization) else { return false }
-        return tokens.contains(token)
+        guard let authenticator else { return true }
+        guard let token = Session.bearerToken(request.authorization),
+              let authentication = try? authenticator.authenticate(token, now: Session.wallSeconds(hub)) else {
+            return false
+        }
+        return authentication.identity.mayAdminister("metrics")
     }
 
     /// The open connections, for `$sys.connections`.
@@ -459,7 +531,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
             guard let session = handler.session, !session.isClosed else { return nil }
             return SystemSubjects.ConnectionFigures(
                 session: session.id, peer: handler.peer, client: session.clientName,
-                authenticated: session.isAuthenticated, since: handler.openedAt,
+                authenticated: session.isAuthenticated, identity: session.identity?.name, since: handler.openedAt,
                 subscriptions: session.subscriptionCount, queuedBytes: handler.queuedBytes,
                 bytesIn: handler.bytesReceived, bytesOut: handler.bytesSent)
         }
@@ -536,12 +608,16 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         configuration.session = new.session
         configuration.hub = new.hub
         configuration.maxConnections = new.maxConnections
+        configuration.maxUnauthenticated = new.maxUnauthenticated
+        admission.limits = ServiceCore.admissionLimits(configuration)
+        authenticator = ServiceCore.authenticator(configuration.session, jwt: jwtVerifier)
         configuration.maxMessageSize = new.maxMessageSize
         configuration.drainGrace = new.drainGrace
         hub.reconfigure(new.hub)
+        if server != nil, !stopped { scheduleIdleSweep() }
         for server in [server, adminServer].compactMap({ $0 }) {
             server.updateLimits(
-                maximumConnections: new.maxConnections, limits: .init(maximumMessageSize: new.maxMessageSize))
+                maximumConnections: transportConnectionLimit, limits: .init(maximumMessageSize: new.maxMessageSize))
         }
         var added = 0, replaced = 0, removed = 0, kept: [String] = []
         for subject in broker.subjects {
@@ -637,6 +713,22 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
             exchange, on: server === adminServer ? .admin : .main, adminSplit: adminServer != nil, core: self)
     }
 
+    /// (Re)starts the sweep of idle names at the hub's `idleNameTimeout` (none when it is
+    /// `nil`); a reload that keeps the interval keeps the running sweep.
+    private func scheduleIdleSweep() {
+        let interval = hub.configuration.idleNameTimeout
+        guard idleSweep == nil || interval != idleSweepInterval else { return }
+        idleSweep.take()?.cancel()
+        idleSweepInterval = interval
+        guard let interval else { return }
+        let scheduler = hub.scheduler
+        idleSweep = scheduler.schedule(after: scheduler.now.advanced(by: interval), interval: interval) { [weak self] in
+            guard let self else { return }
+            let forgotten = self.hub.sweepIdleNames()
+            if forgotten > 0 { self.logger.info("forgot idle names", metadata: ["count": "\(forgotten)"]) }
+        }
+    }
+
     /// Ends every session (their subscriptions' `shutting_down` go out before the close
     /// frames) and closes the listener; `whenDrained` runs once the last connection has
     /// closed, or `grace` from now if some are still open then.
@@ -644,8 +736,10 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         if !stopped {
             stopped = true
             lagMonitor.stop()
+            idleSweep.take()?.cancel()
             system?.stop()
             counters.eventSink = nil
+            hub.onNamedPipelineFailure = nil
             let live = handlers.values
             for handler in live { handler.session?.shutDown() }
             hub.stopRunningPipelines()
@@ -679,7 +773,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     private var sessionFactory: SessionFactory {
         SessionFactory(
             hub: hub, configuration: configuration.session, encodingCache: encodingCache, logger: logger,
-            counters: counters, service: self)
+            counters: counters, service: self, authenticator: authenticator, admission: admission)
     }
 
     private func forget(_ handler: SessionHandler) {

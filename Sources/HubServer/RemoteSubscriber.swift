@@ -30,6 +30,8 @@ final class RemoteSubscriber: Subscriber {
     private let counters: NameCounters
     /// The pipeline it subscribes to (its name, or "ad-hoc"), for failures; `nil` otherwise.
     private let pipeline: String?
+    /// The hub's record of who sent the value being handled, for a failure's sender.
+    private let origin: ValueOrigin?
     // Confined to the loop, and never re-entered while one of these accesses is open:
     // the dynamic exclusivity check would only cost.
     @exclusivity(unchecked) private var upstream: (any Subscription)?
@@ -43,7 +45,7 @@ final class RemoteSubscriber: Subscriber {
 
     init(
         id: UInt64, batch: Bool, outbound: SessionOutbound, subscriptions: SessionSubscriptions,
-        counters: NameCounters, pipeline: String? = nil
+        counters: NameCounters, pipeline: String? = nil, origin: ValueOrigin? = nil
     ) {
         self.id = id
         self.batch = batch
@@ -52,6 +54,7 @@ final class RemoteSubscriber: Subscriber {
         self.subscriptions = subscriptions
         self.counters = counters
         self.pipeline = pipeline
+        self.origin = origin
     }
 
     /// Adds the client's demand, as `request` or the initial `demand` of `subscribe`.
@@ -127,7 +130,9 @@ final class RemoteSubscriber: Subscriber {
             outbound.send(.complete(id: id))
         case .failure(let error):
             if let pipeline, error.code == .failed {
-                outbound.pipelineFailed(pipeline, subscription: id, error: error)
+                // A failure caused by a value fails while that value propagates: the
+                // origin still names its sender (none for a timer's or a delay's).
+                outbound.pipelineFailed(pipeline, subscription: id, error: error, sender: origin?.sender)
             }
             outbound.sendError(error, id: id, ack: nil)
         }

@@ -27,14 +27,35 @@ public final class Session {
     private let subscriptions = SessionSubscriptions()
     private let logger: Logger
     private var batchAll = false
-    private var authenticated: Bool
+    /// Who the client is, once authenticated (at once, as `anonymous`, on a server without auth).
+    private var authentication: Authentication?
+    private var authenticated: Bool { authentication != nil }
+    /// Checks tokens; `nil` on a server without authentication.
+    private let authenticator: Authenticator?
+    /// The service's admission of connections (limits per service and identity), if any:
+    /// set before ``start()``.
+    weak var admission: Admission?
+    /// Counted in ``admission`` as an authenticated connection of the identity.
+    private var admitted = false
+    /// Waiting in ``admission``'s pool of connections that have not authenticated yet.
+    private var waitingInAdmission = false
+    /// The authentication the upgrade request's bearer token gave (admitted at start).
+    private var bearerAuthentication: Authentication?
     private var authenticationTimer: (any Cancellable)?
-    /// A bearer token on the upgrade request that is not accepted (refused at start).
-    private var refusedBearer = false
+    /// Ends the connection when its token expires (unless a `hello` refreshes it).
+    private var expiryTimer: (any Cancellable)?
+    /// Why the bearer token on the upgrade request is not accepted (refused at start).
+    private var refusedBearer: String?
     /// The token the client authenticated with, if any.
     private var token: String?
-    /// What this connection's pipelines and buffers spend.
-    let budget: ResourceBudget
+    /// The connection's inbound rate limits, if it has any.
+    private var rateLimiter: InboundRateLimiter?
+    /// The permissions checked, by name: a bit per operation allowed, and one per
+    /// operation checked (so that a `send` stream matches its patterns once).
+    private var permissionCache: [String: UInt16] = [:]
+    /// What this connection's pipelines and buffers spend (with its identity's budget as
+    /// parent, once admitted).
+    private(set) var budget: ResourceBudget
     /// Whether the session has ended (connection closed, slow consumer, refusal, shutdown).
     public var isClosed: Bool { outbound.isClosed }
     /// The service loop's counters this session adds to.
@@ -45,13 +66,20 @@ public final class Session {
     public private(set) var clientName: String?
     /// Whether the client is authenticated (always, on a server without auth).
     public var isAuthenticated: Bool { authenticated }
+    /// Who the client is, once authenticated.
+    public var identity: Identity? { authentication?.identity }
+    /// Whether the connection waits for a `hello` with a token (for the admission pool).
+    var isWaitingForAuthentication: Bool { waitingInAdmission && !isClosed }
 
     /// A session for a new connection. `authorization` is the upgrade request's
     /// `Authorization` header, if any.
+    ///
+    /// `authenticator` checks tokens (`nil`: the server requires none, unless
+    /// `configuration` has tokens: then an authenticator of those).
     public init(
         id: String, hub: Hub, connection: any SessionConnection, configuration: SessionConfiguration,
         authorization: String?, encodingCache: ValueEncodingCache, logger: Logger,
-        counters: ServiceCounters = ServiceCounters()
+        counters: ServiceCounters = ServiceCounters(), authenticator: Authenticator? = nil
     ) {
         self.id = id
         self.hub = hub
@@ -65,34 +93,124 @@ public final class Session {
             connection: connection, subscriptions: subscriptions, encodingCache: encodingCache,
             scheduler: hub.scheduler, maxQueuedBytes: configuration.maxQueuedBytes,
             closeTimeout: configuration.closeTimeout, logger: logger, counters: counters)
-        if let tokens = configuration.tokens {
-            let bearer = Session.bearerToken(authorization)
-            authenticated = bearer.map(tokens.contains) ?? false
-            refusedBearer = bearer != nil && !authenticated
-            if authenticated { token = bearer }
-        } else {
-            authenticated = true
+        let authenticator = authenticator ?? (configuration.requiresAuthentication
+            ? Authenticator(tokens: configuration.tokens ?? [], configuration: configuration.auth ?? AuthConfiguration())
+            : nil)
+        self.authenticator = authenticator
+        if !configuration.inboundRate.isUnlimited {
+            rateLimiter = InboundRateLimiter(limits: configuration.inboundRate, now: hub.scheduler.now.nanoseconds)
         }
+        if let authenticator, let bearer = Session.bearerToken(authorization) {
+            do {
+                bearerAuthentication = try authenticator.authenticate(bearer, now: Session.wallSeconds(hub))
+                token = bearer
+            } catch {
+                refusedBearer = "the bearer token is not accepted: \(error.message)"
+            }
+        }
+    }
+
+    /// The hub's calendar time in seconds since the epoch (JWT claims' clock).
+    static func wallSeconds(_ hub: Hub) -> Double {
+        Double(hub.wallClock().nanoseconds) / 1e9
     }
 
     /// The number of live subscriptions.
     public var subscriptionCount: Int { subscriptions.count }
 
+    /// The connection's protocol errors and pipeline failures so far (for its close line:
+    /// past a few, they are no longer logged one by one).
+    var problemCount: Int { outbound.problems }
+
     /// Sends `welcome` and, when authentication is required and not yet given,
     /// starts the clock for `hello` (or, after a wrong bearer token, refuses at once).
     public func start() {
-        outbound.send(.welcome(server: configuration.serverName, session: id))
-        if refusedBearer {
-            // A wrong token is refused at once (PROTOCOL.md §2), wherever it came from.
-            refuseUnauthenticated("the bearer token is not accepted")
+        guard authenticator != nil else {
+            // No authentication: every client is `anonymous`, admitted at once; one over
+            // the service's limit is closed with 4429 before anything is sent.
+            if case .refused(let error) = admit(Authentication(identity: .anonymous)) {
+                counters.connectionRefusals += 1
+                counters.emit("connection_refused", ["session": .string(id), "reason": .string(error.message)])
+                outbound.logger.notice("connection refused", metadata: ["reason": "\(error.message)"])
+                outbound.end(closing: .tooManyConnections, reason: "too many connections", discardingQueued: true)
+                return
+            }
+            outbound.send(.welcome(server: configuration.serverName, session: id))
             return
         }
-        if !authenticated {
-            let deadline = hub.scheduler.now.advanced(by: configuration.authenticationTimeout)
-            authenticationTimer = hub.scheduler.schedule(after: deadline) { [weak self] in
-                guard let self, !self.authenticated, !self.isClosed else { return }
-                self.refuseUnauthenticated("no token within \(self.configuration.authenticationTimeout)")
+        outbound.send(.welcome(server: configuration.serverName, session: id))
+        if let refusedBearer {
+            // A wrong token is refused at once (PROTOCOL.md §2), wherever it came from.
+            refuseUnauthenticated(refusedBearer)
+            return
+        }
+        if let bearer = bearerAuthentication.take() {
+            establish(bearer)
+            return
+        }
+        // Waiting for a hello: in the pool of unauthenticated connections (not counted in
+        // maxConnections), which displaces the longest waiting one when full.
+        waitingInAdmission = true
+        if let displaced = admission?.wait(self) { displaced.displace() }
+        let deadline = hub.scheduler.now.advanced(by: configuration.authenticationTimeout)
+        authenticationTimer = hub.scheduler.schedule(after: deadline) { [weak self] in
+            guard let self, !self.authenticated, !self.isClosed else { return }
+            self.refuseUnauthenticated("no token within \(self.configuration.authenticationTimeout)")
+        }
+    }
+
+    /// Counts the connection in the admission as `authentication`'s identity; returns the
+    /// refusal when the service or the identity is at its limit.
+    private func admit(_ authentication: Authentication) -> Admission.Verdict {
+        let identity = authentication.identity
+        guard let admission else {
+            self.authentication = authentication
+            return .admitted(identityBudget: nil)
+        }
+        let verdict = admission.admit(identity, budgeted: identity.hasOwnBudget)
+        if case .admitted(let identityBudget) = verdict {
+            admitted = true
+            self.authentication = authentication
+            if let identityBudget {
+                let scheduler = hub.scheduler
+                budget = ResourceBudget(
+                    owner: "this connection", limits: configuration.connectionBudget, parent: identityBudget,
+                    clock: { scheduler.now })
             }
+        }
+        return verdict
+    }
+
+    /// The client proved who it is: stop waiting, count it for its identity (or refuse it
+    /// with 4429 when at a limit), and watch its token's expiry.
+    private func establish(_ authentication: Authentication) {
+        if waitingInAdmission {
+            waitingInAdmission = false
+            admission?.stopWaiting(self)
+        }
+        authenticationTimer.take()?.cancel()
+        if case .refused(let error) = admit(authentication) {
+            counters.connectionRefusals += 1
+                counters.emit("connection_refused", ["session": .string(id), "reason": .string(error.message)])
+                outbound.logger.notice("connection refused", metadata: ["reason": "\(error.message)"])
+            outbound.sendError(error, id: nil, ack: nil)
+            outbound.end(closing: .tooManyConnections, reason: "too many connections", discardingQueued: false)
+            return
+        }
+        outbound.logger[metadataKey: "identity"] = "\(authentication.identity.name)"
+        watchExpiry(authentication.expiresAt)
+    }
+
+    /// Ends the connection with 4401 at `expiresAt` (seconds since the epoch), unless a
+    /// new `hello` moves it.
+    private func watchExpiry(_ expiresAt: Double?) {
+        expiryTimer.take()?.cancel()
+        guard let expiresAt else { return }
+        let left = max(0, expiresAt - Session.wallSeconds(hub))
+        let deadline = hub.scheduler.now.advanced(by: .nanoseconds(Int64(min(left, 1e9) * 1e9)))
+        expiryTimer = hub.scheduler.schedule(after: deadline) { [weak self] in
+            guard let self, !self.isClosed else { return }
+            self.refuseUnauthenticated("the token has expired: send a hello with a new token before it does")
         }
     }
 
@@ -100,7 +218,7 @@ public final class Session {
 
     /// Handles one complete text message.
     public func receive(text payload: UnsafeRawBufferPointer) {
-        guard !isClosed else { return }
+        guard !isClosed, withinRate(bytes: payload.count) else { return }
         let message: ClientMessage
         do {
             message = try ClientMessage.decode(payload)
@@ -125,9 +243,9 @@ public final class Session {
         outbound.drained()
     }
 
-    /// Handles a binary message: the protocol has none.
-    public func receiveBinary() {
-        guard !isClosed else { return }
+    /// Handles a binary message of `bytes` bytes: the protocol has none.
+    public func receiveBinary(bytes: Int = 0) {
+        guard !isClosed, withinRate(bytes: bytes) else { return }
         guard authenticated else {
             refuseUnauthenticated("authenticate with a hello carrying a token first")
             return
@@ -135,11 +253,44 @@ public final class Session {
         sendError(HubError(.badMessage, "binary messages are not part of protocol v1; send JSON text"), id: nil, ack: nil)
     }
 
+    /// Whether a message of `bytes` bytes is within the connection's rate limits; if not,
+    /// the client gets `limit_exceeded` naming the limit and the connection is closed with
+    /// 4429 (what was queued before still goes out first).
+    private func withinRate(bytes: Int) -> Bool {
+        guard rateLimiter != nil, let (limit, value) = rateLimiter!.admit(bytes: bytes, now: hub.scheduler.now.nanoseconds) else {
+            return true
+        }
+        let unit = limit == "messagesPerSecond" ? "messages" : "bytes"
+        let error = HubError(
+            .limitExceeded, "this connection sent more than \(value) \(unit) a second (limits.perConnection.\(limit))",
+            data: ["limit": .string(limit), "value": .int(Int64(value))])
+        counters.rateLimitCloses += 1
+        outbound.logger.warning("rate limit exceeded: closing", metadata: ["limit": "\(limit)", "value": "\(value)"])
+        counters.emit("rate_limited", ["session": .string(id), "limit": .string(limit)])
+        outbound.sendError(error, id: nil, ack: nil)
+        outbound.end(closing: .rateLimited, reason: "rate limit: \(limit)", discardingQueued: false)
+        return false
+    }
+
     /// The connection closed: every subscription is cancelled upstream, and the
     /// session's timers are cancelled (also when the session had closed it itself).
     public func connectionClosed() {
         authenticationTimer.take()?.cancel()
+        expiryTimer.take()?.cancel()
+        leaveAdmission()
         outbound.connectionClosed()
+    }
+
+    /// Gives back the connection's place in the admission (once).
+    private func leaveAdmission() {
+        if waitingInAdmission {
+            waitingInAdmission = false
+            admission?.stopWaiting(self)
+        }
+        if admitted, let name = authentication?.identity.name {
+            admitted = false
+            admission?.leave(identity: name)
+        }
     }
 
     /// The server is stopping: subscriptions are cancelled and the connection closed with 1001.
@@ -183,28 +334,30 @@ public final class Session {
             send(value, to: name, ack: ack)
         case .complete(let name, let ack):
             perform(ack: ack) { () throws(HubError) in
-                try checkWritable(name)
+                try checkWritable(name, doing: "complete")
                 let subject = try hub.openSubject(named: name)
                 return { subject.send(completion: .finished) }
             }
         case .fail(let name, let error, let ack):
             perform(ack: ack) { () throws(HubError) in
-                try checkWritable(name)
+                try checkWritable(name, doing: "fail")
                 let subject = try hub.openSubject(named: name)
                 return { subject.fail(with: error) }
             }
         case .trigger(let name, let key, let ack):
             perform(ack: ack) { () throws(HubError) in
+                try permit(.trigger, name, doing: "trigger")
                 let trigger = try hub.trigger(named: name)
                 return { [hub] in hub.activate(trigger, key: key) }
             }
         case .list(let ack):
             var catalog = hub.catalog()
+            if let permissions = restrictedPermissions { catalog = Session.visible(catalog, to: permissions) }
             catalog.connections = service?.connectionCount
             outbound.send(.catalog(ack: ack, catalog))
         case .delete(let name, let ack):
             perform(ack: ack) { () throws(HubError) in
-                try checkWritable(name)
+                try checkWritable(name, doing: "delete")
                 guard case .subject = hub.entry(named: name) else {
                     _ = try hub.subject(named: name)  // the not_found that names what it is
                     throw HubError(.notFound, "no subject named '\(name)'")
@@ -216,7 +369,7 @@ public final class Session {
             }
         case .drain(let grace, let ack):
             perform(ack: ack) { () throws(HubError) in
-                try checkAdmin("drain")
+                try checkAdmin("drain", "drain")
                 guard let service else { throw HubError(.forbidden, "this server cannot be drained from a client") }
                 return { [clientName, id] in
                     _ = service.drain(grace: grace, requestedBy: "client \(clientName ?? "?") (session \(id))")
@@ -226,24 +379,67 @@ public final class Session {
     }
 
     // MARK: Permissions
-    //
-    // The seam for issue 12's identities and permissions: until they land, an authenticated
-    // client (every client, on a server without auth) may publish and administer.
 
-    /// Whether this client has the `admin` permission (system subjects, drain).
-    var mayAdminister: Bool { authenticated }
+    /// The identity's permissions when they restrict anything (`nil`: everything is allowed,
+    /// as for every client of a server without auth and for bare tokens).
+    private var restrictedPermissions: Permissions? {
+        guard let permissions = authentication?.identity.permissions, !permissions.isUnrestricted else { return nil }
+        return permissions
+    }
 
-    /// Refuses an admin operation to a client without the `admin` permission.
-    private func checkAdmin(_ what: String) throws(HubError) {
-        guard mayAdminister else { throw HubError(.forbidden, "\(what) needs the admin permission") }
+    /// Throws `forbidden` naming `name` unless the identity may do `operation` on it
+    /// (decisions are cached per name for the session, so a stream of sends matches once).
+    private func permit(_ operation: Permissions.Operation, _ name: String, doing: String) throws(HubError) {
+        guard let permissions = restrictedPermissions else { return }
+        let bit = UInt16(1) << UInt16(Permissions.Operation.allCases.firstIndex(of: operation)!)
+        let known = permissionCache[name] ?? 0
+        let allowed: Bool
+        if known & (bit << 8) != 0 {
+            allowed = known & bit != 0
+        } else {
+            allowed = permissions.allows(operation, name)
+            if permissionCache.count >= 4096 { permissionCache.removeAll(keepingCapacity: true) }
+            permissionCache[name] = known | (bit << 8) | (allowed ? bit : 0)
+        }
+        guard allowed else { throw Permissions.forbidden(operation, name, doing: doing) }
+    }
+
+    /// Whether this client may use the admin resource `name` (`drain`, a system subject
+    /// `$sys.…`): the `admin` permission on that name.
+    func mayAdminister(_ name: String) -> Bool {
+        guard authenticated else { return false }
+        return restrictedPermissions?.allows(.admin, name) ?? true
+    }
+
+    /// Refuses an admin operation on `name` to a client without the `admin` permission for it.
+    private func checkAdmin(_ name: String, _ what: String) throws(HubError) {
+        guard mayAdminister(name) else {
+            throw HubError(
+                .forbidden, "\(what) needs the admin permission for '\(name)'",
+                data: ["name": .string(name), "permission": "admin"])
+        }
     }
 
     /// Refuses `send`, `complete`, `fail` and `delete` on a system subject (only the
-    /// broker writes them).
-    private func checkWritable(_ name: String) throws(HubError) {
+    /// broker writes them), and on a subject the identity may not publish into.
+    private func checkWritable(_ name: String, doing: String) throws(HubError) {
         if HubName.isSystem(name) {
             throw HubError(.forbidden, "'\(name)' is a system subject: only the broker writes it")
         }
+        try permit(.publish, name, doing: doing)
+    }
+
+    /// `catalog` reduced to the names `permissions` allow anything on.
+    static func visible(_ catalog: Catalog, to permissions: Permissions) -> Catalog {
+        func visible(_ name: String) -> Bool {
+            permissions.allows(.subscribe, name) || permissions.allows(.publish, name)
+                || permissions.allows(.trigger, name) || permissions.allows(.admin, name)
+        }
+        var reduced = catalog
+        reduced.subjects = catalog.subjects.filter { visible($0.name) }
+        reduced.pipelines = catalog.pipelines.filter { visible($0.name) }
+        reduced.triggers = catalog.triggers.filter { visible($0.name) }
+        return reduced
     }
 
     /// Runs a request in two steps: `check` validates and returns the effect; the
@@ -268,7 +464,7 @@ public final class Session {
         let subject: HubSubject
         let sender = self.sender
         do {
-            try checkWritable(name)
+            try checkWritable(name, doing: "send to")
             subject = try hub.openSubject(named: name)
             try hub.validate(value, for: subject, sender: sender)
         } catch {
@@ -304,14 +500,34 @@ public final class Session {
             outbound.logger[metadataKey: "client"] = "\(clientName!)"
         }
         if batch { batchAll = true }
-        guard let tokens = configuration.tokens, !authenticated else { return }
-        guard let token, tokens.contains(token) else {
-            refuseUnauthenticated(token == nil ? "hello carries no token" : "the token is not accepted")
+        guard let authenticator else { return }
+        guard let token else {
+            // A hello without a token after authentication only sets client and batch.
+            if !authenticated { refuseUnauthenticated("hello carries no token") }
             return
         }
-        authenticated = true
+        let fresh: Authentication
+        do {
+            fresh = try authenticator.authenticate(token, now: Session.wallSeconds(hub))
+        } catch {
+            refuseUnauthenticated(error.message)
+            return
+        }
+        guard let current = authentication else {
+            self.token = token
+            establish(fresh)
+            return
+        }
+        // A refresh: the same identity with a new token (a later expiry, new permissions).
+        guard fresh.identity.name == current.identity.name else {
+            refuseUnauthenticated(
+                "a new hello must authenticate the same identity ('\(current.identity.name)', not '\(fresh.identity.name)')")
+            return
+        }
         self.token = token
-        authenticationTimer.take()?.cancel()
+        authentication = fresh
+        permissionCache.removeAll()
+        watchExpiry(fresh.expiresAt)
     }
 
     private func subscribe(id: UInt64, _ check: SubscribeCheck) {
@@ -339,8 +555,10 @@ public final class Session {
             switch request.target {
             case .name(let name):
                 if HubName.isSystem(name) {
-                    try checkAdmin("subscribing to '\(name)'")
+                    try checkAdmin(name, "subscribing to '\(name)'")
                     service?.refreshSystemSubjects()
+                } else {
+                    try permit(.subscribe, name, doing: "subscribe to")
                 }
                 if case .subject(let subject) = try hub.resolve(name), subject.history != nil {
                     try subscribe(id: id, to: subject, request)
@@ -361,11 +579,19 @@ public final class Session {
                 guard configuration.allowsPipelines else {
                     throw HubError(.forbidden, "this server does not accept ad-hoc pipelines")
                 }
-                if let allowed = configuration.pipelineTokens, !(token.map(allowed.contains) ?? false) {
+                if let allowed = configuration.pipelineTokens, authentication?.identity == Authenticator.bareTokenIdentity,
+                   !(token.map(allowed.contains) ?? false) {
                     throw HubError(.forbidden, "this client's token may not subscribe to ad-hoc pipelines")
                 }
+                let permissions = restrictedPermissions
+                if let permissions, !permissions.allowsAny(.pipelines) {
+                    throw HubError(
+                        .forbidden, "not allowed to send ad-hoc pipelines (no pipelines permission)",
+                        data: ["permission": "pipelines"])
+                }
                 publisher = try hub.compile(
-                    pipeline: source, bufferSize: request.buffer, overflow: request.overflow, budget: budget)
+                    pipeline: source, bufferSize: request.buffer, overflow: request.overflow, budget: budget,
+                    permissions: permissions)
                 kind = .pipeline
                 pipeline = "ad-hoc"
                 counters = hub.metrics.adHoc
@@ -376,7 +602,7 @@ public final class Session {
         }
         let remote = RemoteSubscriber(
             id: id, batch: request.batch ?? batchAll, outbound: outbound, subscriptions: subscriptions,
-            counters: counters, pipeline: pipeline)
+            counters: counters, pipeline: pipeline, origin: hub.origin)
         subscriptions.insert(remote)
         // A `since` on a name without history: the subscription goes on live from now.
         outbound.send(.subscribed(id: id, kind: kind, recovered: request.since == nil ? nil : false))
@@ -426,17 +652,32 @@ public final class Session {
             counters.emit("protocol_error", [
                 "session": .string(self.id), "code": .string(error.code.rawValue), "message": .string(error.message),
             ])
-            outbound.logger.notice(
-                "protocol error", metadata: ["code": "\(error.code)", "error": "\(error.message)"])
+            if outbound.mayLogProblem() {
+                outbound.logger.notice(
+                    "protocol error", metadata: ["code": "\(error.code)", "error": "\(error.message)"])
+            }
         default:
             break
         }
         outbound.sendError(error, id: id, ack: ack)
     }
 
-    private func refuseUnauthenticated(_ reason: String) {
+    /// Drops a connection that has waited longest to authenticate, for a newcomer (the
+    /// pool of waiting connections is full): at once, without a close handshake, so that
+    /// a flood of tokenless sockets cannot hold slots.
+    func displace() {
         guard !isClosed else { return }
         authenticationTimer.take()?.cancel()
+        leaveAdmission()
+        counters.authFailures += 1
+        outbound.logger.notice("dropped: too many connections waiting to authenticate")
+        outbound.drop()
+    }
+
+    func refuseUnauthenticated(_ reason: String) {
+        guard !isClosed else { return }
+        authenticationTimer.take()?.cancel()
+        expiryTimer.take()?.cancel()
         counters.authFailures += 1
         counters.emit("auth_failure", ["session": .string(id), "reason": .string(reason)])
         outbound.logger.warning("authentication failed", metadata: ["reason": "\(reason)"])

@@ -25,6 +25,21 @@ public struct SessionConfiguration: Sendable {
     /// What one connection's pipelines and buffers may spend: evaluation steps per second,
     /// bytes held (buffers, `collect`, `zip`, compiled pipelines), live timers.
     public var connectionBudget: ResourceBudget.Limits = .connection
+    /// The rates one connection may send at; over them it gets `limit_exceeded` and is
+    /// closed with 4429 (not limited by default).
+    public var inboundRate = InboundRateLimits()
+    /// The identities and JWT keys (`auth.identities`, `auth.jwt`); with them (or with
+    /// ``tokens``) authentication is required.
+    public var auth: AuthConfiguration?
+    /// What all the connections of one identity may spend together (a configured identity
+    /// or a JWT subject; not `anonymous` or the bare tokens).
+    public var identityBudget: ResourceBudget.Limits = .identity
+    /// The most connections one identity may have open at once, unless it sets its own
+    /// (`nil`: only ``HubService/Configuration/maxConnections`` bounds them).
+    public var maxConnectionsPerIdentity: Int?
+
+    /// Whether clients must authenticate.
+    public var requiresAuthentication: Bool { tokens != nil || auth != nil }
 
     /// The defaults of PROTOCOL.md.
     public init(

@@ -14,6 +14,10 @@ struct SessionFactory {
     let counters: ServiceCounters
     /// The service, for `list` and the admin operations.
     weak var service: (any ServiceControl)?
+    /// Checks tokens (`nil`: no authentication).
+    var authenticator: Authenticator?
+    /// Bounds the connections of the service and of each identity.
+    weak var admission: Admission?
 
     /// A session with a fresh id on `connection`, whose client is at `peer`.
     func makeSession(on connection: any SessionConnection, authorization: String?, peer: String?) -> Session {
@@ -23,7 +27,9 @@ struct SessionFactory {
         if let peer { sessionLogger[metadataKey: "peer"] = "\(peer)" }
         let session = Session(
             id: id, hub: hub, connection: connection, configuration: configuration,
-            authorization: authorization, encodingCache: encodingCache, logger: sessionLogger, counters: counters)
+            authorization: authorization, encodingCache: encodingCache, logger: sessionLogger, counters: counters,
+            authenticator: authenticator)
+        session.admission = admission
         session.service = service
         return session
     }
@@ -75,7 +81,7 @@ final class SessionHandler: WebSocketConnectionHandler, SessionConnection {
     func connection(_ connection: WebSocketConnection, didReceive payload: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {
         switch kind {
         case .text: session?.receive(text: payload)
-        case .binary: session?.receiveBinary()
+        case .binary: session?.receiveBinary(bytes: payload.count)
         }
     }
 
@@ -91,13 +97,14 @@ final class SessionHandler: WebSocketConnectionHandler, SessionConnection {
                 "connection closed",
                 metadata: [
                     "code": "\(code.map { String($0.rawValue) } ?? "none")", "reason": "\(reason)",
-                    "authenticated": "\(session.isAuthenticated)",
-                    "seconds": "\((seconds * 1000).rounded() / 1000)",
+                    "authenticated": "\(session.isAuthenticated)", "identity": "\(session.identity?.name ?? "none")",
+                    "seconds": "\((seconds * 1000).rounded() / 1000)", "problems": "\(session.problemCount)",
                     "bytes_in": "\(connection.bytesReceived)", "bytes_out": "\(connection.bytesWritten)",
                 ])
             sessions.counters.emit("disconnect", [
                 "session": .string(session.id), "peer": connection.peer.map(Value.string) ?? .null,
                 "client": session.clientName.map(Value.string) ?? .null,
+                "identity": session.identity.map { .string($0.name) } ?? .null,
                 "code": code.map { .int(Int64($0.rawValue)) } ?? .null, "reason": .string(reason),
             ])
         }

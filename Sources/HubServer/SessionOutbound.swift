@@ -73,13 +73,9 @@ final class SessionOutbound {
             }
         } else {
             // Straight into the connection's queue: head, the value encoded once, tail.
-            let connection = self.connection
-            encodingCache.withEncoded(value) { body in
-                envelope.head.withUnsafeBytes { head in
-                    NextEnvelope.tail.withUnsafeBytes { tail in
-                        _ = connection.sendMessage(prefix: head, body: body, suffix: tail)
-                    }
-                }
+            let body = encodingCache.encoded(value)
+            envelope.head.withUnsafeBytes { head in
+                _ = connection.sendMessage(prefix: head, body: body, suffix: SessionOutbound.nextTail)
             }
         }
         checkQueue()
@@ -127,16 +123,50 @@ final class SessionOutbound {
         for resume in waiters { resume() }
     }
 
-    /// A pipeline subscription ended with `failed`: counted and logged with the pipeline's name.
-    func pipelineFailed(_ pipeline: String, subscription id: UInt64, error: HubError) {
+    /// A pipeline subscription ended with `failed`: counted, published on `$sys.events` and
+    /// logged with the pipeline's name and the sender of the value that failed it
+    /// (`unknown` when no client's value caused it: a timer, a delay).
+    func pipelineFailed(_ pipeline: String, subscription id: UInt64, error: HubError, sender: String?) {
         counters.pipelineFailures += 1
         counters.emit("pipeline_failure", [
             "session": sessionField, "pipeline": .string(pipeline), "subscription": .int(Int64(id)),
-            "error": .string(error.message),
+            "sender": sender.map(Value.string) ?? .null, "error": .string(error.message),
         ])
+        guard mayLogProblem() else { return }
+        // Not "pipeline failed": the hub logs that once per named pipeline; this is one
+        // subscriber's end (and the only line of an ad-hoc pipeline's failure).
         logger.notice(
-            "pipeline failed",
-            metadata: ["pipeline": "\(pipeline)", "subscription": "\(id)", "error": "\(error.message)"])
+            "pipeline subscription failed",
+            metadata: [
+                "pipeline": "\(pipeline)", "subscription": "\(id)", "sender": "\(sender ?? "unknown")",
+                "error": "\(error.message)",
+            ])
+    }
+
+    /// ``NextEnvelope/tail`` where it costs no reference counting to read.
+    private static let nextTailString: StaticString = "}"
+    static var nextTail: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: nextTailString.utf8Start, count: nextTailString.utf8CodeUnitCount)
+    }
+
+    /// How many of one connection's protocol errors and pipeline failures are logged: a
+    /// client that sends nothing but bad messages (or subscribes to failing pipelines
+    /// over and over) must not flood the log. The rest are counted (metrics,
+    /// `$sys.events`) and their number logged when the connection closes.
+    static let loggedProblemLimit = 20
+    /// The connection's protocol errors and pipeline failures so far.
+    private(set) var problems = 0
+
+    /// Counts one protocol error or pipeline failure; whether to log it (the first
+    /// ``loggedProblemLimit``; the next one logs that the rest are not).
+    func mayLogProblem() -> Bool {
+        problems += 1
+        if problems == SessionOutbound.loggedProblemLimit + 1 {
+            logger.notice(
+                "further protocol errors and pipeline failures of this connection are not logged",
+                metadata: ["limit": "\(SessionOutbound.loggedProblemLimit)"])
+        }
+        return problems <= SessionOutbound.loggedProblemLimit
     }
 
     /// The session's id (from the logger's metadata), for events.
@@ -164,6 +194,15 @@ final class SessionOutbound {
             self.logger.info("dropping a connection that did not take its close frame")
             self.connection.abort()
         }
+    }
+
+    /// Drops the connection at once, without a close handshake (a connection displaced
+    /// from the pool of those waiting to authenticate: its slot is needed now).
+    func drop() {
+        guard !isClosed else { return }
+        isClosed = true
+        subscriptions.cancelAll()
+        connection.abort()
     }
 
     /// The connection closed (whichever side began): subscriptions are cancelled, the

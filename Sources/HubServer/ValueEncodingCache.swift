@@ -15,7 +15,13 @@ public final class ValueEncodingCache {
     // check (a runtime call per access, the release builds once skipped it by a flag) only costs.
     @exclusivity(unchecked) private var cachedValue: Value = .null
     @exclusivity(unchecked) private var cachedKey: (UnsafeRawPointer, UnsafeRawPointer?, Int)?
-    @exclusivity(unchecked) private var cachedBytes: [UInt8] = []
+    /// The JSON last handed out by ``encoded(_:)``, in memory the cache owns (no array to
+    /// retain and release on every delivery of a fan-out).
+    @exclusivity(unchecked) private var bytes: UnsafeMutableRawPointer?
+    @exclusivity(unchecked) private var byteCount = 0
+    @exclusivity(unchecked) private var byteCapacity = 0
+    /// Whether ``bytes`` hold the cached value's JSON (not an uncacheable value's).
+    @exclusivity(unchecked) private var bytesAreCached = false
     @exclusivity(unchecked) private var scratch: [UInt8] = []
     /// Values served from the cache.
     @exclusivity(unchecked) public private(set) var hits = 0
@@ -25,51 +31,67 @@ public final class ValueEncodingCache {
     /// An empty cache.
     public init() {}
 
-    /// Appends `value`'s JSON to `buffer`, from the cache when `value` is the one encoded last.
-    public func append(_ value: Value, to buffer: inout [UInt8]) {
-        guard let key = ValueEncodingCache.identity(of: value) else {
-            value.writeJSON(into: &buffer)
-            return
-        }
-        if let cachedKey, cachedKey == key {
-            hits += 1
-            buffer.append(contentsOf: cachedBytes)
-            return
-        }
-        misses += 1
-        cachedBytes.removeAll(keepingCapacity: true)
-        value.writeJSON(into: &cachedBytes)
-        cachedValue = value
-        cachedKey = key
-        buffer.append(contentsOf: cachedBytes)
+    deinit {
+        bytes?.deallocate()
     }
 
-    /// Calls `body` with `value`'s JSON: the cached bytes when `value` is the one encoded
-    /// last (or is cacheable and now encoded), else bytes encoded into a reused scratch
-    /// buffer. The bytes are only valid during the call.
-    public func withEncoded<R>(_ value: Value, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+    /// Appends `value`'s JSON to `buffer`, from the cache when `value` is the one encoded last.
+    public func append(_ value: Value, to buffer: inout [UInt8]) {
+        buffer.append(contentsOf: encoded(value))
+    }
+
+    /// `value`'s JSON: the cached bytes when `value` is the one encoded last (or is
+    /// cacheable and now encoded), else the bytes of a fresh encoding. The bytes stay
+    /// valid until the next call on the cache.
+    @inline(__always)
+    public func encoded(_ value: Value) -> UnsafeRawBufferPointer {
         guard let key = ValueEncodingCache.identity(of: value) else {
-            scratch.removeAll(keepingCapacity: true)
-            value.writeJSON(into: &scratch)
-            return scratch.withUnsafeBytes(body)
+            store(value)
+            bytesAreCached = false
+            return UnsafeRawBufferPointer(start: bytes, count: byteCount)
         }
-        if let cachedKey, cachedKey == key {
+        if bytesAreCached, let cachedKey, cachedKey == key {
             hits += 1
         } else {
             misses += 1
-            cachedBytes.removeAll(keepingCapacity: true)
-            value.writeJSON(into: &cachedBytes)
+            store(value)
+            bytesAreCached = true
             cachedValue = value
             cachedKey = key
         }
-        return cachedBytes.withUnsafeBytes(body)
+        return UnsafeRawBufferPointer(start: bytes, count: byteCount)
+    }
+
+    /// Calls `body` with `value`'s JSON (see ``encoded(_:)``).
+    public func withEncoded<R>(_ value: Value, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        body(encoded(value))
+    }
+
+    /// Encodes `value` into ``bytes``.
+    private func store(_ value: Value) {
+        scratch.removeAll(keepingCapacity: true)
+        value.writeJSON(into: &scratch)
+        if scratch.count > byteCapacity {
+            bytes?.deallocate()
+            byteCapacity = max(scratch.count, 256)
+            bytes = UnsafeMutableRawPointer.allocate(byteCount: byteCapacity, alignment: 16)
+        }
+        byteCount = scratch.count
+        scratch.withUnsafeBytes { source in
+            if let base = source.baseAddress { bytes!.copyMemory(from: base, byteCount: source.count) }
+        }
     }
 
     /// Forgets the cached value (and releases its storage).
     public func clear() {
         cachedValue = .null
         cachedKey = nil
-        cachedBytes = []
+        bytesAreCached = false
+        bytes?.deallocate()
+        bytes = nil
+        byteCount = 0
+        byteCapacity = 0
+        scratch = []
     }
 
     /// The storage identity of a string, array or object worth caching.

@@ -122,6 +122,15 @@ struct CloseHandshake {
         return .open(closePending: pending != nil)
     }
 
+    /// Whether queued messages may be written now, outside a writable callback (no close
+    /// or abort is due before them): what ``writable(queueIsEmpty:)`` would answer with
+    /// `.write`, without its transition.
+    func writesQueued(queueIsEmpty: Bool) -> Bool {
+        guard !isAborting, !queueIsEmpty else { return false }
+        guard let pending else { return true }
+        return !pending.discardsQueued
+    }
+
     /// The socket can take a write.
     mutating func writable(queueIsEmpty: Bool) -> WritableAction {
         guard !isAborting else { return .abort }

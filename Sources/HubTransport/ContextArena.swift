@@ -50,13 +50,14 @@ final class ContextArena {
     /// finds `user` through `lws_get_protocol`), then the terminating zero entry.
     func protocolTable(
         name: String, callback: ProtocolCallback, user: UnsafeMutableRawPointer? = nil,
-        perSessionDataSize: Int = 0, receiveBufferSize: Int = 0
+        perSessionDataSize: Int = 0, receiveBufferSize: Int = 0, transmitChunkSize: Int = 0
     ) -> UnsafeMutablePointer<lws_protocols> {
         let protocols = allocate(lws_protocols.self, count: 2)
         protocols[0].name = UnsafePointer(cString(name))
         protocols[0].callback = callback
         protocols[0].per_session_data_size = perSessionDataSize
         protocols[0].rx_buffer_size = receiveBufferSize
+        protocols[0].tx_packet_size = transmitChunkSize
         protocols[0].user = user
         return protocols
     }

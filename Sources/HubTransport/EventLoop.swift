@@ -26,6 +26,22 @@ public final class EventLoop: @unchecked Sendable {
 
     // Loop-confined state.
     private var context: OpaquePointer?
+    /// The libev loop lws runs on (nil: lws's own `poll`).
+    private var eventLibraryLoop: UnsafeMutableRawPointer?
+    /// How the loop waits for its sockets (``Configuration/eventLibrary``, or `.poll` when
+    /// lws could not load libev); `waitsWithEpoll` whether libev chose epoll. Written
+    /// before the loop reports ready.
+    public private(set) var eventLibrary: Configuration.EventLibrary = .poll
+    public private(set) var waitsWithEpoll = false
+    /// On libev: the timer that wakes the loop for its next deadline, the deadline it is
+    /// armed for, and when lws last had a pass of its own timers (see ``kickLibWebSockets()``).
+    private var wakeup: UnsafeMutablePointer<cws_ev_wakeup_t>?
+    @exclusivity(unchecked) private var armedWake: Int64 = .max
+    @exclusivity(unchecked) private var lastKick: Int64 = 0
+    /// Until when pending writes wait for more input (``WriteCoalescing/Decision/waitUntil(_:)``).
+    @exclusivity(unchecked) private var writesWaitUntil: Int64?
+    /// How often lws's own timers (pings, timeouts) are serviced at least, on libev.
+    static let libWebSocketsTimerInterval: Int64 = 100_000_000
     /// Set while the context is being destroyed: no new timers, listeners or connections.
     private(set) var isDestroying = false
     // @exclusivity(unchecked) on the hot fields: they are loop-confined and no access to
@@ -47,6 +63,15 @@ public final class EventLoop: @unchecked Sendable {
     /// Events handled so far (connection and endpoint callbacks, handed-in work, timers):
     /// a pass that changed it was busy, and more may be ready at once.
     @exclusivity(unchecked) private var activity: UInt64 = 0
+    /// Input handled so far (inbound chunks, handed-in work): while a pass handles some,
+    /// writes may wait for the next pass (``WriteCoalescing``).
+    @exclusivity(unchecked) private var inputs: UInt64 = 0
+    /// Connections with messages queued since their last write, written at the end of the pass.
+    @exclusivity(unchecked) private var flushQueue: [WebSocketConnection] = []
+    @exclusivity(unchecked) private var flushing: [WebSocketConnection] = []
+    @exclusivity(unchecked) private var coalescing: WriteCoalescing
+    /// Flushes so far (each writes every connection queued since the last), for tests.
+    @exclusivity(unchecked) private(set) var flushes = 0
 
     /// Starts the loop thread and creates its libwebsockets context.
     ///
@@ -58,6 +83,7 @@ public final class EventLoop: @unchecked Sendable {
     public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "hub.transport")) throws {
         _ = LibWebSocketsLogging.installDefault
         self.configuration = configuration
+        coalescing = WriteCoalescing(maximumDelay: Int64(configuration.writeCoalescingDelay.nanoseconds))
         var logger = logger
         logger[metadataKey: "loop"] = "\(configuration.name)"
         self.logger = logger
@@ -135,9 +161,31 @@ public final class EventLoop: @unchecked Sendable {
         activity &+= 1
     }
 
+    /// Notes that the current service pass handled input (it may produce more output soon).
+    @inline(__always)
+    func noteInput() {
+        activity &+= 1
+        inputs &+= 1
+    }
+
+    /// Writes `connection`'s queue at the end of the service pass (``WebSocketConnection/flush()``).
+    @inline(__always)
+    func scheduleFlush(_ connection: WebSocketConnection) {
+        flushQueue.append(connection)
+    }
+
+    /// Writes the queues of the connections scheduled so far. Connections scheduled while
+    /// it runs (a handler that queues more when its queue drained) wait for the next pass.
+    private func flushConnections() {
+        flushes &+= 1
+        swap(&flushQueue, &flushing)
+        for connection in flushing { connection.flush() }
+        flushing.removeAll(keepingCapacity: true)
+    }
+
     /// Runs the queued work; called on `LWS_CALLBACK_EVENT_WAIT_CANCELLED`.
     func drainWork() {
-        noteActivity()
+        noteInput()
         remoteWork.takePending(into: &drained)
         for work in drained { work.run() }
         drained.removeAll(keepingCapacity: true)
@@ -178,7 +226,8 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func armTimer() {
-        guard !isDestroying, let context, let timerHandle else { return }
+        // On libev the loop wakes itself for the next deadline (``serviceOnLibev``).
+        guard !isDestroying, eventLibraryLoop == nil, let context, let timerHandle else { return }
         switch timer.update(nextDeadline: timers.nextDeadline, now: EventLoop.monotonicNanoseconds()) {
         case .keep:
             break
@@ -237,7 +286,34 @@ public final class EventLoop: @unchecked Sendable {
         if configuration.validatesUTF8 {
             info.options |= cws_option_validate_utf8
         }
-        guard let context = TLSContextSetup.createContext(&info) else {
+        if configuration.eventLibrary == .libev, let loop = cws_ev_loop_new() {
+            // lws runs on our libev loop (a "foreign" one): each pass is one ev_run.
+            let loops = arena.allocate(UnsafeMutableRawPointer?.self)
+            loops[0] = loop
+            info.foreign_loops = loops
+            info.options |= cws_option_libev
+            eventLibraryLoop = loop
+        }
+        var created = TLSContextSetup.createContext(&info)
+        if created == nil, let loop = eventLibraryLoop {
+            logger.warning("libwebsockets could not run on libev (is libwebsockets-evlib-ev installed?): using poll")
+            info.foreign_loops = nil
+            info.options &= ~cws_option_libev
+            cws_ev_loop_destroy(loop)
+            eventLibraryLoop = nil
+            created = TLSContextSetup.createContext(&info)
+        }
+        if let loop = eventLibraryLoop {
+            eventLibrary = .libev
+            waitsWithEpoll = cws_ev_backend_is_epoll(loop) != 0
+            // Passes are cheap on epoll: while messages stream in, wait for more before writing.
+            coalescing = WriteCoalescing(
+                maximumDelay: coalescing.maximumDelay, maximumPasses: coalescing.maximumPasses, waitsForInput: true)
+            let wakeup = arena.allocate(cws_ev_wakeup_t.self)
+            cws_ev_wakeup_init(wakeup)
+            self.wakeup = wakeup
+        }
+        guard let context = created else {
             startError = TransportError(code: .contextCreationFailed, message: "lws_create_context failed")
             _ = remoteWork.close()
             arena.releaseAll()
@@ -256,35 +332,103 @@ public final class EventLoop: @unchecked Sendable {
 
         var lastPassWasBusy = true
         while !stopRequested.load(ordering: .acquiring) {
+            if let eventLibraryLoop, let wakeup {
+                serviceOnLibev(eventLibraryLoop, wakeup, context)
+                continue
+            }
+            // With writes pending the pass must not wait: they are written after it.
+            let writesPending = !flushQueue.isEmpty
             // lws polls in whole milliseconds: when idle, sleep through a timer's last
             // fraction of one rather than polling with a zero timeout until it is due
             // (while busy, keep servicing: more I/O may be ready).
-            if case .sleep(let nanoseconds) = timer.wait(
+            if !writesPending, case .sleep(let nanoseconds) = timer.wait(
                 now: EventLoop.monotonicNanoseconds(), hasPendingWork: lastPassWasBusy || remoteWork.isWakePending)
             {
                 EventLoop.sleep(nanoseconds: nanoseconds)
             }
             let before = activity
+            let inputsBefore = inputs
             servicePasses &+= 1
-            if lws_service(context, 0) < 0 { break }
+            // A negative timeout makes lws poll without waiting.
+            if lws_service(context, writesPending ? -1 : 0) < 0 { break }
             lastPassWasBusy = activity != before
+            if !flushQueue.isEmpty,
+                coalescing.afterPass(handledInput: inputs != inputsBefore, now: EventLoop.monotonicNanoseconds())
+                    == .write
+            {
+                flushConnections()
+            }
         }
 
         // Run what was handed in before the stop, then refuse more and destroy.
         for work in remoteWork.close() { work.run() }
         runLocalWork()
         localWork.removeAll()
+        flushQueue.removeAll()
         cws_timer_cancel(timerHandle)
+        if let eventLibraryLoop, let wakeup { cws_ev_wakeup_stop(eventLibraryLoop, wakeup) }
         remoteWork.detachWaker()
         isDestroying = true
         lws_context_destroy(context)
         self.context = nil
+        if let loop = eventLibraryLoop {
+            cws_ev_loop_destroy(loop)
+            eventLibraryLoop = nil
+        }
         timers.removeAll()
         self.timerHandle = nil
         arena.releaseAll()
         buffers.removeAll()
         logger.debug("event loop stopped")
         thread.signalExit()
+    }
+
+    /// One pass on libev: waits (unless writes are pending) until a socket is ready, work
+    /// is handed in, or the next deadline, handles what is ready, runs the due timers, then
+    /// writes what the pass queued (``WriteCoalescing``).
+    private func serviceOnLibev(
+        _ loop: UnsafeMutableRawPointer, _ wakeup: UnsafeMutablePointer<cws_ev_wakeup_t>, _ context: OpaquePointer
+    ) {
+        // Pending writes make the pass poll without waiting, unless they wait for input.
+        let noWait = !flushQueue.isEmpty && writesWaitUntil == nil
+        if !noWait {
+            var wake = lastKick &+ EventLoop.libWebSocketsTimerInterval
+            if let deadline = timers.nextDeadline { wake = min(wake, deadline) }
+            if let writesWaitUntil { wake = min(wake, writesWaitUntil) }
+            if wake != armedWake {
+                let seconds = Double(max(0, wake - EventLoop.monotonicNanoseconds())) / 1e9
+                cws_ev_wakeup_arm(loop, wakeup, seconds)
+                armedWake = wake
+            }
+        }
+        let inputsBefore = inputs
+        servicePasses &+= 1
+        _ = cws_ev_run(loop, noWait ? 1 : 0)
+        var now = EventLoop.monotonicNanoseconds()
+        if now >= armedWake { armedWake = .max }
+        if let deadline = timers.nextDeadline, deadline <= now {
+            fireTimers()
+            now = EventLoop.monotonicNanoseconds()
+            // What the timers did may need lws's own service (a kill, a paused read).
+            kickLibWebSockets(context, now: now)
+        } else if now - lastKick >= EventLoop.libWebSocketsTimerInterval {
+            kickLibWebSockets(context, now: now)
+        }
+        writesWaitUntil = nil
+        guard !flushQueue.isEmpty else { return }
+        switch coalescing.afterPass(handledInput: inputs != inputsBefore, now: now) {
+        case .write: flushConnections()
+        case .holdBack: break
+        case .waitUntil(let deadline): writesWaitUntil = deadline
+        }
+    }
+
+    /// lws 4.1 on libev services its own timers (pings, timeouts, kills) and forced work
+    /// (buffered input) only after it handled a socket event: waking it through its event
+    /// pipe makes it do so now.
+    private func kickLibWebSockets(_ context: OpaquePointer, now: Int64) {
+        lastKick = now
+        lws_cancel_service(context)
     }
 
     /// Sleeps the loop thread (less than a millisecond, before a timer lws cannot wait for).

@@ -11,12 +11,36 @@ extension EventLoop {
         /// Whether lws checks that inbound text messages are valid UTF-8 and closes with
         /// 1007 when they are not (an lws context option, so it holds for every endpoint).
         public var validatesUTF8: Bool
+        /// How long the loop may hold back writes while input keeps arriving, so that
+        /// the messages of back-to-back inputs share one write per connection (at most
+        /// 64 service passes; see ``WriteCoalescing``). Writes never wait once a pass
+        /// brings no input, so a lone message is written at the end of its pass.
+        /// `.zero` writes after every pass.
+        public var writeCoalescingDelay: Duration
+        /// How the loop waits for its sockets.
+        public var eventLibrary: EventLibrary
+
+        /// How a loop waits for its sockets.
+        public enum EventLibrary: String, Sendable, CaseIterable {
+            /// libev (Debian's `libwebsockets-evlib-ev` plugin), on epoll on Linux: a
+            /// wake-up costs the same however many connections are idle. When lws cannot
+            /// load the plugin, the loop logs a warning and uses ``poll``.
+            case libev
+            /// lws's own `poll()`: every wake-up walks every descriptor (thousands of idle
+            /// connections make each one slow).
+            case poll
+        }
 
         /// Creates a configuration.
-        public init(name: String = "hub-event-loop", maximumFileDescriptors: Int = 0, validatesUTF8: Bool = true) {
+        public init(
+            name: String = "hub-event-loop", maximumFileDescriptors: Int = 0, validatesUTF8: Bool = true,
+            writeCoalescingDelay: Duration = .microseconds(500), eventLibrary: EventLibrary = .libev
+        ) {
             self.name = name
             self.maximumFileDescriptors = maximumFileDescriptors
             self.validatesUTF8 = validatesUTF8
+            self.writeCoalescingDelay = writeCoalescingDelay
+            self.eventLibrary = eventLibrary
         }
 
         /// The descriptor table size to give lws.
@@ -28,5 +52,15 @@ extension EventLoop {
             }
             return 65_536
         }
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds (saturating).
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return seconds < 0 ? .min : .max }
+        return scaled.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
     }
 }

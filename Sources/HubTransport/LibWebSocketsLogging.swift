@@ -1,4 +1,7 @@
 import CWebsockets
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 
 /// Routes libwebsockets' own log lines into swift-log (label `libwebsockets`).
@@ -40,6 +43,8 @@ public enum LibWebSocketsLogging {
 }
 
 private let lwsLogger = Logger(label: "libwebsockets")
+/// One repeated line at most ten times a second (lws may log on every loop pass).
+private let lwsThrottle = LockedState(LogLineThrottle())
 
 /// lws's log emitter: a top-level non-capturing function, as lws calls it from its own thread.
 private func cwsEmitLogLine(_ level: Int32, _ line: UnsafePointer<CChar>?) {
@@ -58,5 +63,11 @@ private func cwsEmitLogLine(_ level: Int32, _ line: UnsafePointer<CChar>?) {
     } else {
         swiftLevel = .debug
     }
-    lwsLogger.log(level: swiftLevel, "\(text)")
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    let (emit, summary) = lwsThrottle.withLock {
+        $0.admit(text, now: Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec))
+    }
+    if let summary { lwsLogger.log(level: swiftLevel, "\(summary)") }
+    if emit { lwsLogger.log(level: swiftLevel, "\(text)") }
 }

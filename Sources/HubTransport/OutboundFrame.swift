@@ -5,8 +5,8 @@ import CWebsockets
 ///
 /// A *preframed* entry instead holds several complete small WebSocket frames, headers
 /// (and, client side, masking keys and masked payloads) included, appended one after the
-/// other and written raw in one `lws_write`: small messages cost one copy and no
-/// allocation of their own.
+/// other and written raw in one `lws_write`: the outbound queue's preframed tail, once
+/// something else was queued behind it or it was full.
 struct OutboundFrame {
     /// The bytes lws needs in front of a payload (`LWS_PRE`).
     static let headroom = Int(cws_lws_pre)
@@ -28,14 +28,11 @@ struct OutboundFrame {
 
     /// An entry in `buffer` (an empty, possibly recycled one), headroom reserved.
     init(
-        buffer: [UInt8], kind: WebSocketMessageKind, isPreframed: Bool = false,
-        coalescingKey: UInt64? = nil, closing: [UInt8] = []
+        buffer: [UInt8], kind: WebSocketMessageKind, coalescingKey: UInt64? = nil, closing: [UInt8] = []
     ) {
         storage = buffer
         storage.append(contentsOf: repeatElement(0, count: OutboundFrame.headroom))
         self.kind = kind
-        self.isPreframed = isPreframed
-        self.messageCount = isPreframed ? 0 : 1
         self.coalescingKey = coalescingKey
         self.closing = closing
     }
@@ -59,25 +56,28 @@ struct OutboundFrame {
         !isPreframed && written == 0 && payloadCount < min(limit, 1 << 16)
     }
 
-    /// Appends one complete small frame (header, masking key and masked payload when
-    /// `maskingKey` is given) when the entry is an unwritten preframed one with room for
-    /// it under `limit` bytes; returns whether it did.
+    /// A preframed entry holding `storage` (headroom, then `messageCount` complete frames).
+    init(preframed storage: [UInt8], messageCount: Int) {
+        self.storage = storage
+        self.kind = .text
+        self.isPreframed = true
+        self.messageCount = messageCount
+    }
+
+    /// Appends one complete small frame to `storage`: header, masking key and masked
+    /// payload when `maskingKey` is given.
     @inline(__always)
-    mutating func appendFrame(
-        kind: WebSocketMessageKind, prefix: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer,
-        suffix: UnsafeRawBufferPointer, maskingKey: UInt32?, limit: Int
-    ) -> Bool {
+    static func appendFrame(
+        to storage: inout [UInt8], kind: WebSocketMessageKind, prefix: UnsafeRawBufferPointer,
+        body: UnsafeRawBufferPointer, suffix: UnsafeRawBufferPointer, maskingKey: UInt32?
+    ) {
         let length = prefix.count + body.count + suffix.count
-        let headerLength = FrameHeader.length(payloadLength: length, masked: maskingKey != nil)
-        guard isPreframed, written == 0, payloadCount + headerLength + length <= limit else { return false }
-        messageCount += 1
         FrameHeader.append(to: &storage, kind: kind, payloadLength: length, maskingKey: maskingKey)
         let payloadStart = storage.count
         storage.append(contentsOf: prefix)
         storage.append(contentsOf: body)
         storage.append(contentsOf: suffix)
         if let maskingKey { WebSocketMasking.apply(key: maskingKey, to: &storage, from: payloadStart) }
-        return true
     }
 
     /// Appends one element when the entry is an open coalescing message under `key` of

@@ -4,8 +4,10 @@ import DequeModule
 /// a state machine with `mutating` transitions that say what to write next; the
 /// connection performs the writes.
 ///
-/// - Small messages are framed here, into the *preframed* entry at the tail of the queue
-///   (grown in place, no allocation of their own), and leave in one raw write.
+/// - Small messages are framed here, into the *preframed tail*: a buffer the queue keeps
+///   outside its entries (grown in place, reused after each write, no allocation and no
+///   entry copied per message), which leaves in one raw write. When something else is
+///   queued behind it, or it is full, it becomes an entry of its own.
 /// - Coalescing messages grow under a key until their first byte is written.
 /// - Server side, several small unframed messages at the head are framed into one write
 ///   *batch*; every other message is written by lws, in fragments when large.
@@ -56,11 +58,20 @@ struct OutboundQueue {
     /// Whether unframed small messages at the head may be batched (server side).
     let batchesMessages: Bool
 
+    /// The queued entries, oldest first; the preframed tail follows them.
     private(set) var entries = Deque<OutboundFrame>()
+    /// The open preframed tail: `LWS_PRE` bytes of headroom (once it has a buffer), then
+    /// complete frames of ``tailMessages`` small messages, behind every entry.
+    private var tail: [UInt8] = []
+    /// Messages in the preframed tail (0: the tail is empty).
+    private(set) var tailMessages = 0
     /// Bytes queued and not yet written (payloads, plus the headers of preframed frames).
     private(set) var queuedBytes = 0
     /// Messages completely written so far.
     private(set) var messagesWritten = 0
+    /// A tail buffer with more capacity than this is handed back to the pool once written
+    /// (an idle connection keeps no large buffer).
+    static let keptTailCapacity = 16 << 10
 
     /// A queue for a connection of `role` with `limits`.
     init(limits: WebSocketConnection.Limits, role: WebSocketConnection.Role) {
@@ -69,16 +80,17 @@ struct OutboundQueue {
         self.batchesMessages = role == .server
     }
 
-    /// The number of entries.
-    var count: Int { entries.count }
+    /// The number of entries (the preframed tail counts as one when it holds messages).
+    var count: Int { entries.count + (tailMessages > 0 ? 1 : 0) }
     /// Whether nothing is queued.
-    var isEmpty: Bool { entries.isEmpty }
+    var isEmpty: Bool { entries.isEmpty && tailMessages == 0 }
 
     // MARK: - Queueing
 
     /// Queues one message made of `prefix`, `body` and `suffix`. A small one is framed
-    /// into the preframed tail entry (a new one in `newBuffer()` when the tail cannot take
-    /// it), masked with `maskingKey()` client side; a larger one becomes an entry of its own.
+    /// into the preframed tail (which takes a buffer from `newBuffer()` when it has none,
+    /// and becomes an entry of its own when it cannot take the message), masked with
+    /// `maskingKey()` client side; a larger one becomes an entry of its own.
     @inline(__always)
     mutating func append(
         kind: WebSocketMessageKind, prefix: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer,
@@ -94,24 +106,32 @@ struct OutboundQueue {
             return
         }
         let key = masks ? maskingKey() : nil
-        // The tail entry is read and grown in place (one `_modify` access): reading a
-        // queue entry through the subscript's getter would copy it, retaining its buffers,
-        // once per message.
-        if !entries.isEmpty, entries[entries.count - 1].appendFrame(
-            kind: kind, prefix: prefix, body: body, suffix: suffix, maskingKey: key, limit: limits.maximumBatchSize)
-        {
-            queuedBytes += FrameHeader.length(payloadLength: length, masked: masks) + length
-            return
+        let framedLength = FrameHeader.length(payloadLength: length, masked: masks) + length
+        if tailMessages > 0, tail.count - OutboundFrame.headroom + framedLength > limits.maximumBatchSize {
+            sealTail()
         }
-        var frame = OutboundFrame(buffer: newBuffer(), kind: kind, isPreframed: true)
-        _ = frame.appendFrame(
-            kind: kind, prefix: prefix, body: body, suffix: suffix, maskingKey: key, limit: .max)
-        queuedBytes += frame.payloadCount
-        entries.append(frame)
+        if tail.isEmpty {
+            tail = newBuffer()
+            tail.append(contentsOf: repeatElement(0, count: OutboundFrame.headroom))
+        }
+        OutboundFrame.appendFrame(
+            to: &tail, kind: kind, prefix: prefix, body: body, suffix: suffix, maskingKey: key)
+        tailMessages += 1
+        queuedBytes += framedLength
+    }
+
+    /// Moves the preframed tail's messages into an entry of their own (something else is
+    /// queued behind them, or the tail is full).
+    private mutating func sealTail() {
+        guard tailMessages > 0 else { return }
+        entries.append(OutboundFrame(preframed: tail, messageCount: tailMessages))
+        tail = []
+        tailMessages = 0
     }
 
     /// Queues `frame` (one message whose payload follows the headroom) as it is.
     mutating func append(_ frame: OutboundFrame) {
+        sealTail()
         queuedBytes += frame.payloadCount
         entries.append(frame)
     }
@@ -127,7 +147,7 @@ struct OutboundQueue {
         _ append: (inout [UInt8], _ opensMessage: Bool) -> Void
     ) -> Bool {
         // Read and grown in place (one `_modify` access, no copy of the entry).
-        if !entries.isEmpty {
+        if tailMessages == 0, !entries.isEmpty {
             let grown = entries[entries.count - 1].appendElement(
                 key: key, kind: kind, limit: limits.maximumCoalescedFrameSize, append)
             if grown >= 0 {
@@ -135,6 +155,7 @@ struct OutboundQueue {
                 return false
             }
         }
+        sealTail()
         var frame = OutboundFrame(buffer: newBuffer(), kind: kind, coalescingKey: key, closing: closing)
         append(&frame.storage, true)
         queuedBytes += frame.payloadCount + closing.count
@@ -145,6 +166,7 @@ struct OutboundQueue {
     /// Drops every entry but one already partly written (whose rest must still go out for
     /// the stream of frames to stay valid).
     mutating func dropQueuedExceptInProgress() {
+        dropTail()
         while let last = entries.last, last.written == 0 || entries.count > 1 {
             entries.removeLast()
         }
@@ -154,7 +176,19 @@ struct OutboundQueue {
     /// Drops everything (the connection ended).
     mutating func removeAll() {
         entries.removeAll()
+        tail = []
+        tailMessages = 0
         queuedBytes = 0
+    }
+
+    /// Empties the preframed tail, keeping a small buffer for the next messages.
+    private mutating func dropTail() {
+        tailMessages = 0
+        if tail.capacity > OutboundQueue.keptTailCapacity {
+            tail = []
+        } else if tail.count > OutboundFrame.headroom {
+            tail.removeSubrange(OutboundFrame.headroom...)
+        }
     }
 
     // MARK: - Writing
@@ -162,7 +196,9 @@ struct OutboundQueue {
     /// What to write now. Seals the head message when it was coalescing (its first
     /// byte is about to be written).
     mutating func nextStep() -> WriteStep {
-        guard !entries.isEmpty else { return .idle }
+        guard !entries.isEmpty else {
+            return tailMessages > 0 ? .preframed(byteCount: tail.count - OutboundFrame.headroom) : .idle
+        }
         let head = entries.startIndex
         if entries[head].isPreframed {
             return .preframed(byteCount: entries[head].payloadCount)
@@ -211,9 +247,15 @@ struct OutboundQueue {
         }
     }
 
-    /// Gives access to the head entry's bytes after the headroom (for writing them).
+    /// Gives access to the head entry's bytes after the headroom (for writing them): the
+    /// preframed tail's when no entry is before it.
     mutating func withHeadPayload<Result>(_ body: (UnsafeMutableRawBufferPointer) -> Result) -> Result {
-        entries[entries.startIndex].storage.withUnsafeMutableBytes { buffer in
+        guard !entries.isEmpty else {
+            return tail.withUnsafeMutableBytes { buffer in
+                body(UnsafeMutableRawBufferPointer(rebasing: buffer[OutboundFrame.headroom...]))
+            }
+        }
+        return entries[entries.startIndex].storage.withUnsafeMutableBytes { buffer in
             body(UnsafeMutableRawBufferPointer(rebasing: buffer[OutboundFrame.headroom...]))
         }
     }
@@ -224,6 +266,11 @@ struct OutboundQueue {
         switch step {
         case .idle:
             break
+        case .preframed(let byteCount) where entries.isEmpty:
+            messagesWritten += tailMessages
+            queuedBytes -= byteCount
+            if tail.capacity > OutboundQueue.keptTailCapacity { pool.recycle(&tail) }
+            dropTail()
         case .preframed(let byteCount):
             var frame = entries.removeFirst()
             messagesWritten += frame.messageCount
@@ -246,7 +293,7 @@ struct OutboundQueue {
                 entries[entries.startIndex].written += write.count
             }
         }
-        if entries.isEmpty { queuedBytes = 0 }
-        return entries.isEmpty
+        if isEmpty { queuedBytes = 0 }
+        return isEmpty
     }
 }

@@ -8,8 +8,13 @@ enum WebSocketCallbackDispatcher {
     /// The protocol table of `endpoint`'s vhosts: one protocol named `name`, served by
     /// the dispatcher, with a per-session slot for the connection. lws points at the
     /// endpoint from now on: the loop keeps it alive until it shuts down.
+    ///
+    /// lws hands at most `tx_packet_size` bytes to the socket per write and copies the
+    /// rest aside (sending it on later writable events); it is set to the largest write
+    /// `limits` make (a batch or a fragment), so that one write is one `send`.
     static func protocolTable(
-        for endpoint: some WebSocketEndpoint, on eventLoop: EventLoop, name: String, receiveBufferSize: Int
+        for endpoint: some WebSocketEndpoint, on eventLoop: EventLoop, name: String, receiveBufferSize: Int,
+        limits: WebSocketConnection.Limits
     ) -> UnsafeMutablePointer<lws_protocols> {
         let reference = EndpointReference(endpoint)
         eventLoop.retainUntilShutdown(reference)
@@ -17,7 +22,8 @@ enum WebSocketCallbackDispatcher {
         return eventLoop.arena.protocolTable(
             name: name, callback: cwsWebSocketCallback, user: Unmanaged.passUnretained(reference).toOpaque(),
             perSessionDataSize: MemoryLayout<UnsafeMutableRawPointer?>.size,
-            receiveBufferSize: max(receiveBufferSize, 128))
+            receiveBufferSize: max(receiveBufferSize, 128),
+            transmitChunkSize: max(limits.maximumBatchSize, limits.fragmentSize) + 64)
     }
 
     /// Stores `connection` in the per-session `slot`.
@@ -33,7 +39,7 @@ enum WebSocketCallbackDispatcher {
         switch reason {
         case LWS_CALLBACK_RECEIVE, LWS_CALLBACK_CLIENT_RECEIVE:
             guard let wsi, let connection = connection(wsi, user) else { return -1 }
-            connection.eventLoop.noteActivity()
+            connection.eventLoop.noteInput()
             return connection.handleReceive(wsi, input, length)
         case LWS_CALLBACK_SERVER_WRITEABLE, LWS_CALLBACK_CLIENT_WRITEABLE:
             guard let wsi, let connection = connection(wsi, user) else { return -1 }
@@ -60,8 +66,10 @@ enum WebSocketCallbackDispatcher {
             endpoint.established(connection, wsi: wsi)
             return 0
         case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
-            if let wsi { connection(wsi, user)?.handlePeerClose(input, length) }
-            return 0
+            // Nonzero: the close frame breaks RFC 6455 and is answered with the close
+            // reason set (1002) instead of being echoed.
+            guard let wsi, let connection = connection(wsi, user) else { return 0 }
+            return connection.handlePeerClose(input, length)
         case LWS_CALLBACK_CLOSED, LWS_CALLBACK_CLIENT_CLOSED:
             guard let wsi, let connection = connection(wsi, user) else { return 0 }
             connection.eventLoop.noteActivity()

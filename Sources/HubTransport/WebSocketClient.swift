@@ -143,7 +143,7 @@ public final class WebSocketClient: WebSocketEndpoint {
         if let protocols { return protocols }
         let protocols = WebSocketCallbackDispatcher.protocolTable(
             for: self, on: eventLoop, name: WebSocketClient.localProtocolName,
-            receiveBufferSize: configuration.receiveBufferSize)
+            receiveBufferSize: configuration.receiveBufferSize, limits: configuration.limits)
         keepalivePolicy = eventLoop.arena.keepalivePolicy(
             pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout)
         self.protocols = protocols

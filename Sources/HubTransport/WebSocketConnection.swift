@@ -91,6 +91,10 @@ public final class WebSocketConnection {
     @exclusivity(unchecked) private var inbound: InboundAssembler
     @exclusivity(unchecked) private var masking = WebSocketMasking()
     @exclusivity(unchecked) private var writableRequested = false
+    /// Whether the rest of the queue waits for a writable callback (the socket did not
+    /// take everything, or a close is due).
+    var isAwaitingWritable: Bool { writableRequested }
+    @exclusivity(unchecked) private var flushScheduled = false
 
     init(
         eventLoop: EventLoop, role: Role, requestPath: String, authorization: String?, limits: Limits,
@@ -149,7 +153,7 @@ public final class WebSocketConnection {
         outbound.append(
             kind: kind, prefix: prefix, body: body, suffix: suffix,
             maskingKey: { masking.nextKey() }, newBuffer: { eventLoop.buffers.take() })
-        requestWritable()
+        scheduleFlush()
         return true
     }
 
@@ -162,7 +166,7 @@ public final class WebSocketConnection {
         var frame = OutboundFrame(buffer: eventLoop.buffers.take(), kind: kind)
         build(&frame.storage)
         outbound.append(frame)
-        requestWritable()
+        scheduleFlush()
         return true
     }
 
@@ -184,7 +188,7 @@ public final class WebSocketConnection {
         guard handshake.acceptsOutbound else { return false }
         let queuedNew = outbound.appendCoalescing(
             key: key, kind: kind, closing: closing, newBuffer: { eventLoop.buffers.take() }, append)
-        if queuedNew { requestWritable() }
+        if queuedNew { scheduleFlush() }
         return true
     }
 
@@ -244,6 +248,14 @@ public final class WebSocketConnection {
         guard !writableRequested, handshake.isEstablished, let wsi else { return }
         writableRequested = true
         lws_callback_on_writable(wsi)
+    }
+
+    /// Asks the loop to write the queue at the end of its service pass (see ``flush()``),
+    /// unless a write is already due.
+    private func scheduleFlush() {
+        guard !flushScheduled, !writableRequested, handshake.isEstablished, wsi != nil else { return }
+        flushScheduled = true
+        eventLoop.scheduleFlush(self)
     }
 
     // MARK: - Events from the callback dispatcher
@@ -306,12 +318,66 @@ public final class WebSocketConnection {
             sendCloseFrame(wsi, action)
             return -1
         }
+        // Callbacks may come unrequested (or after lws sent the rest of our last write).
+        if outbound.isEmpty {
+            handler?.connectionDidDrainOutbound(self)
+            return 0
+        }
+        guard writeNextStep(wsi) else { return -1 }
+        // lws asks for a writable callback itself when it kept part of the write: say so,
+        // so that nothing newer is written before that part.
+        if !outbound.isEmpty || handshake.pending != nil || lws_partial_buffered(wsi) != 0 {
+            requestWritable()
+        } else {
+            handler?.connectionDidDrainOutbound(self)
+        }
+        return 0
+    }
+
+    /// Writes what is queued now, outside a writable callback: the loop calls it at the end
+    /// of a service pass (or after a few passes of input, see ``EventLoop/Configuration/
+    /// writeCoalescingDelay``), so that every message queued meanwhile leaves in one write,
+    /// without a round trip through `poll` for `POLLOUT`. Only when the socket does not
+    /// take everything (lws then keeps the rest and asks for `POLLOUT` itself), or a close
+    /// is due, does the rest wait for a writable callback.
+    func flush() {
+        flushScheduled = false
+        guard let wsi, !writableRequested, handshake.isEstablished else { return }
+        // lws still holds part of an earlier write: it must go first, from a writable callback.
+        if lws_partial_buffered(wsi) != 0 {
+            requestWritable()
+            return
+        }
+        var steps = 0
+        while handshake.writesQueued(queueIsEmpty: outbound.isEmpty) {
+            guard writeNextStep(wsi) else {
+                // lws cannot take the write (the socket failed): close at its next pass.
+                abort()
+                return
+            }
+            steps += 1
+            if lws_partial_buffered(wsi) != 0 || steps == WebSocketConnection.stepsPerFlush { break }
+        }
+        if !outbound.isEmpty || handshake.pending != nil || lws_partial_buffered(wsi) != 0 {
+            requestWritable()
+        } else {
+            handler?.connectionDidDrainOutbound(self)
+        }
+    }
+
+    /// The most writes one connection makes per flush (each up to a batch, 64 KiB by
+    /// default): the rest waits for a writable callback, so one connection with a deep
+    /// queue does not hold up the loop.
+    static let stepsPerFlush = 4
+
+    /// Writes the queue's next step (one `lws_write`). Returns `false` when lws failed.
+    private func writeNextStep(_ wsi: OpaquePointer) -> Bool {
         let step = outbound.nextStep()
         let expected: Int
         let result: Int32
         switch step {
         case .idle:
-            return 0
+            return true
         case .preframed(let count):
             // LWS_WRITE_HTTP on a ws connection writes the bytes as they are (lws's raw
             // path; lws keeps what the socket does not take and holds back the next
@@ -335,15 +401,10 @@ public final class WebSocketConnection {
         bytesWritten &+= expected
         if result < expected {
             logger.debug("short write, closing", metadata: ["connection": "\(id)"])
-            return -1
+            return false
         }
-        let drained = outbound.complete(step, pool: &eventLoop.buffers)
-        if !drained || handshake.pending != nil {
-            requestWritable()
-        } else {
-            handler?.connectionDidDrainOutbound(self)
-        }
-        return 0
+        _ = outbound.complete(step, pool: &eventLoop.buffers)
+        return true
     }
 
     /// Sends the close frame `action` asks for (with the next lws write: the caller
@@ -357,15 +418,34 @@ public final class WebSocketConnection {
     }
 
     /// The peer sent a close frame (`input`: big-endian code, then the reason).
-    func handlePeerClose(_ input: UnsafeMutableRawPointer?, _ length: Int) {
-        guard let input, length >= 2 else {
+    ///
+    /// A close frame that breaks RFC 6455 §5.5.1/§7.4 (a one-byte payload, a code no
+    /// peer may send such as 1005 or 5000) is not echoed: lws is given 1002 as this
+    /// side's close reason and told to close (returns nonzero), so that it answers with
+    /// that close frame.
+    func handlePeerClose(_ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
+        guard let input, length > 0 else {
             handshake.peerClosed(code: nil, reason: "")
-            return
+            return 0
         }
         let bytes = UnsafeRawBufferPointer(start: input, count: length)
-        handshake.peerClosed(
-            code: WebSocketCloseCode(UInt16(bytes[0]) << 8 | UInt16(bytes[1])),
-            reason: String(decoding: bytes[2...], as: UTF8.self))
+        guard length >= 2 else { return refuseClose(.protocolError, "close payload of one byte") }
+        let code = WebSocketCloseCode(UInt16(bytes[0]) << 8 | UInt16(bytes[1]))
+        guard code.isValidOnTheWire else { return refuseClose(.protocolError, "invalid close code \(code.rawValue)") }
+        handshake.peerClosed(code: code, reason: String(decoding: bytes[2...], as: UTF8.self))
+        return 0
+    }
+
+    /// Answers an invalid close frame with `code` and `reason` (and records them as how
+    /// the connection ended); returns what lws must be told (close).
+    private func refuseClose(_ code: WebSocketCloseCode, _ reason: String) -> Int32 {
+        logger.debug("invalid close frame from the peer", metadata: ["reason": "\(reason)"])
+        handshake.peerClosed(code: code, reason: reason)
+        if let wsi {
+            var bytes = Array(reason.utf8.prefix(123))
+            lws_close_reason(wsi, lws_close_status(rawValue: UInt32(code.rawValue)), &bytes, bytes.count)
+        }
+        return -1
     }
 
     /// The connection closed (lws's CLOSED / CLIENT_CLOSED).

@@ -29,6 +29,8 @@ public final class WebSocketServer: WebSocketEndpoint {
     private var connections: [ObjectIdentifier: WebSocketConnection] = [:]
     /// The plain HTTP requests in progress, by connection.
     private var exchanges: [OpaquePointer: HTTPExchange] = [:]
+    /// The timer of ``watchForHangUps()`` while it runs.
+    private var hangUpCheck: TimerQueue.Entry?
 
     /// Creates a server on `eventLoop` (loop thread only). Call ``start()`` to listen.
     ///
@@ -75,13 +77,14 @@ public final class WebSocketServer: WebSocketEndpoint {
         let arena = eventLoop.arena
         let protocols = WebSocketCallbackDispatcher.protocolTable(
             for: self, on: eventLoop, name: configuration.subprotocol,
-            receiveBufferSize: configuration.receiveBufferSize)
+            receiveBufferSize: configuration.receiveBufferSize, limits: configuration.limits)
 
         var info = lws_context_creation_info()
         info.port = Int32(configuration.port)
         info.iface = UnsafePointer(arena.cString(configuration.host))
         info.vhost_name = UnsafePointer(arena.cString("hub-server-\(ObjectIdentifier(self).hashValue)"))
         info.protocols = UnsafePointer(protocols)
+        info.timeout_secs_ah_idle = UInt32(max(1, configuration.handshakeTimeout))
         if configuration.pingInterval > 0 {
             info.retry_and_idle_policy = UnsafePointer(arena.keepalivePolicy(
                 pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout))
@@ -148,6 +151,11 @@ public final class WebSocketServer: WebSocketEndpoint {
 
     func filter(_ wsi: OpaquePointer, slot: UnsafeMutableRawPointer) -> Int32 {
         guard !isClosed, !isRefusingUpgrades else { return 1 }
+        // RFC 6455 §4.2.1: version 13 only (lws would also upgrade drafts 7 and 8).
+        guard WebSocketCallbackDispatcher.header(wsi, WSI_TOKEN_VERSION) == "13" else {
+            _ = lws_return_http_status(wsi, 426, "only Sec-WebSocket-Version: 13 is supported")
+            return 1
+        }
         let request = WebSocketUpgradeRequest(
             path: WebSocketCallbackDispatcher.header(wsi, WSI_TOKEN_GET_URI) ?? "/",
             authorization: WebSocketCallbackDispatcher.header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION))
@@ -204,6 +212,7 @@ public final class WebSocketServer: WebSocketEndpoint {
             let (request, expectsBody) = HTTPExchange.request(on: wsi, uri: input, length: length)
             let exchange = HTTPExchange(request: request, wsi: wsi, eventLoop: eventLoop, expectsBody: expectsBody)
             exchanges[wsi] = exchange
+            watchForHangUps()
             if !expectsBody { delegate.server(self, didReceive: exchange) }
             return 0
         case LWS_CALLBACK_HTTP_BODY:
@@ -224,6 +233,32 @@ public final class WebSocketServer: WebSocketEndpoint {
             return 0
         default:
             return lws_callback_http_dummy(wsi, reason, nil, input, length)
+        }
+    }
+
+    /// On libev, lws learns that the peer of an HTTP connection waiting for its answer
+    /// went away only from a `POLLHUP` libev never reports: while exchanges are pending,
+    /// their sockets are checked every 100 ms, and a hung-up one is closed.
+    private func watchForHangUps() {
+        guard eventLoop.eventLibrary == .libev, hangUpCheck == nil else { return }
+        let interval: Int64 = 100_000_000
+        hangUpCheck = eventLoop.scheduleTimer(
+            deadline: EventLoop.monotonicNanoseconds() + interval, interval: interval
+        ) { [weak self] in
+            self?.closeHungUpExchanges()
+        }
+    }
+
+    private func closeHungUpExchanges() {
+        guard !exchanges.isEmpty else {
+            if let hangUpCheck { eventLoop.cancelTimer(hangUpCheck) }
+            hangUpCheck = nil
+            return
+        }
+        // On libev timers run after the loop's pass, outside lws's callbacks: the
+        // connection can be closed at once.
+        for wsi in exchanges.keys where cws_peer_hung_up(wsi) != 0 {
+            cws_kill_sync(wsi)
         }
     }
 

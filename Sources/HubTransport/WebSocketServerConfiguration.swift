@@ -21,6 +21,10 @@ extension WebSocketServer {
         public var pingInterval: UInt16
         /// Seconds of silence (no pong either) before lws hangs up.
         public var idleTimeout: UInt16
+        /// Seconds a connection may take to send its upgrade (or HTTP) request before it
+        /// is dropped (lws's `timeout_secs_ah_idle`, 10 by default there): sockets that
+        /// connect and send nothing hold a descriptor only this long.
+        public var handshakeTimeout: UInt16
         /// The size of lws's receive chunk (bytes).
         public var receiveBufferSize: Int
         /// The certificate and key to serve `wss://` with; `nil` serves plain `ws://`.
@@ -28,15 +32,16 @@ extension WebSocketServer {
 
         /// Creates a configuration; defaults: `127.0.0.1`, ephemeral port, `hub.v1`, 1 MiB
         /// messages, 10,000 connections (more are closed with 1008), ping
-        /// after 30 s, hang up after 60 s, no TLS.
+        /// after 30 s, hang up after 60 s, no TLS, 5 s to send the upgrade request.
         public init(
             host: String = "127.0.0.1", port: Int = 0, subprotocol: String = "hub.v1",
             limits: WebSocketConnection.Limits = .init(), maximumConnections: Int = 10_000,
             connectionLimitCloseCode: WebSocketCloseCode = .policyViolation,
             pingInterval: UInt16 = 30, idleTimeout: UInt16 = 60, receiveBufferSize: Int = 32 << 10,
-            tls: TLSConfiguration? = nil
+            tls: TLSConfiguration? = nil, handshakeTimeout: UInt16 = 5
         ) {
             self.tls = tls
+            self.handshakeTimeout = handshakeTimeout
             self.host = host
             self.port = port
             self.subprotocol = subprotocol

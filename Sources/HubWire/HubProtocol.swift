@@ -34,6 +34,9 @@ public struct HubCloseCode: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let unauthorized = HubCloseCode(rawValue: 4401)
     /// 4429: too many connections.
     public static let tooManyConnections = HubCloseCode(rawValue: 4429)
+    /// 4429 too: a connection that sent faster than its rate limits (the reason names
+    /// the limit).
+    public static let rateLimited = HubCloseCode(rawValue: 4429)
 
     /// The numeric code.
     public var description: String { String(rawValue) }

@@ -17,8 +17,10 @@ enum StatsView {
                 + "dropped \(number(totals["dropped"]))  overflows \(number(totals["overflows"]))",
             "in \(bytes(totals["bytesIn"])) (\(bytes(rates["bytesIn"]))/s)  out \(bytes(totals["bytesOut"])) "
                 + "(\(bytes(rates["bytesOut"]))/s)  slow consumers \(number(totals["slowConsumerCloses"]))  "
-                + "auth failures \(number(totals["authFailures"]))  protocol errors \(number(totals["protocolErrors"]))  "
-                + "pipeline failures \(number(totals["pipelineFailures"]))",
+                + "auth failures \(number(totals["authFailures"]))  protocol errors \(number(totals["protocolErrors"]))",
+            "pipeline failures \(number(totals["pipelineFailures"])) (named pipelines \(number(totals["namedPipelineFailures"])))  "
+                + "rate-limit closes \(number(totals["rateLimitCloses"]))  "
+                + "connections refused \(number(totals["connectionRefusals"]))",
         ]
         lines.append("")
         return lines

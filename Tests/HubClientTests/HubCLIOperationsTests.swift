@@ -14,6 +14,17 @@ struct HubCLIOperationsTests {
         return url
     }
 
+    /// Waits until `/metrics` of the broker on `port` shows `count` open connections.
+    static func waitForConnections(_ count: Int, port: Int) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: .seconds(20))
+        while !(try await HTTPTestClient.request(port: port, path: "/metrics").text)
+            .split(separator: "\n").contains(where: { $0 == "hub_connections \(count)" || $0 == "hub_connections \(count).0" }) {
+            guard clock.now < deadline else { throw TimedOut(what: "\(count) connections") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
     @Test func sighupReloadsWithoutDroppingConnectionsAndABadFileKeepsTheOldOne() async throws {
         let hubcli = try HubCLIExecutable.locate()
         let file = try Self.configFile("subjects:\n  prices:\n")
@@ -60,6 +71,9 @@ struct HubCLIOperationsTests {
         let observer = try await HubClient.connect(to: url + "/", configuration: testConfiguration())
         try await waitForSubscribers(1, of: "prices", client: observer)
         await observer.close()
+        // Once the broker has seen the observer go, the one client left is closed at once
+        // (a second one would wait for the second half of the 30 s grace period).
+        try await Self.waitForConnections(1, port: port)
         kill(server.process.processIdentifier, SIGUSR2)
         let ended = try await subscriber.finish()
         #expect(ended.status == 3, "\(ended.stderr)")
@@ -78,11 +92,23 @@ struct HubCLIOperationsTests {
         #expect(try await HTTPTestClient.request(port: port, path: "/health").status == 200)
         #expect(try await HTTPTestClient.request(port: port, path: "/ready").status == 200)
         #expect(try await HTTPTestClient.request(port: port, path: "/metrics").text.contains("hub_connections"))
+        // A client that the drain moves away: its subscription ends with shutting_down
+        // and its connection closes with 1012 (the broker logs the close code).
+        let subscriber = try RunningProcess(hubcli, ["subscribe", "prices", "--url", url])
+        let observer = try await HubClient.connect(to: url + "/", configuration: testConfiguration())
+        try await waitForSubscribers(1, of: "prices", client: observer)
+        await observer.close()
         let drained = try await run(hubcli, ["drain", "--grace", "1", "--url", url])
         #expect(drained.status == 0, "\(drained.stderr)")
         #expect(drained.stderr.contains("draining"))
+        let ended = try await subscriber.finish()
+        #expect(ended.status == 3, "\(ended.stderr)")
+        #expect(ended.stderr.contains("shutting_down"), "\(ended.stderr)")
         let stopped = try await server.finish(timeout: .seconds(40))
         #expect(stopped.status == 0, "\(stopped.stderr)")
+        #expect(stopped.stderr.contains("draining"))
+        #expect(stopped.stderr.contains("requested_by=client"), "\(stopped.stderr)")
+        #expect(stopped.stderr.contains("code=1012"), "\(stopped.stderr)")
     }
 
     @Test func statsTopAndJSONLogs() async throws {
@@ -98,6 +124,8 @@ struct HubCLIOperationsTests {
         #expect(value["totals"]?["connectionsOpened"]?.intValue ?? 0 >= 1)
         let table = try await run(hubcli, ["stats", "--url", url])
         #expect(table.stdout.contains("connections"))
+        #expect(table.stdout.contains("pipeline failures 0 (named pipelines 0)"), "\(table.stdout)")
+        #expect(table.stdout.contains("rate-limit closes 0  connections refused 0"), "\(table.stdout)")
         #expect(table.stdout.contains("NAME"))
 
         // Not a terminal: plain lines, no control characters, --count stops it.

@@ -46,7 +46,10 @@ struct HubCLIProcessTests {
         #expect(afterComplete.stderr.contains("completed"))
         #expect(try await run(hubcli, ["fail", "doomed", #"{"reason":"x"}"#, "--url", url]).status == 0)
 
-        // list: a table, or the catalog as JSON.
+        // list: a table, or the catalog as JSON; a trigger's subscribers and the
+        // connections (the observer, the trigger's subscriber, list itself) are counted.
+        let activations = try RunningProcess(hubcli, ["subscribe", "refresh", "--count", "1", "--url", url])
+        try await waitForSubscribers(1, of: "refresh", client: observer)
         let table = try await run(hubcli, ["list", "--url", url])
         #expect(table.status == 0)
         let rows = table.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
@@ -54,13 +57,17 @@ struct HubCLIProcessTests {
         #expect(rows.contains(["subject", "prices", "passthrough", "open", "0"]))
         #expect(rows.contains(["subject", "lines", "passthrough", "completed", "0"]))
         #expect(rows.contains(["subject", "doomed", "passthrough", "failed", "0"]))
-        #expect(rows.contains(["trigger", "refresh", "-", "-", "0"]))
+        #expect(rows.contains(["trigger", "refresh", "-", "-", "1"]))
+        // At least those three (a command that just exited may not have been counted out yet).
         #expect(rows.last?.first == "connections:")
+        #expect(rows.last.flatMap { Int($0.last ?? "") } ?? 0 >= 3, "\(rows)")
         let json = try await run(hubcli, ["list", "--json", "--url", url])
         #expect(json.status == 0)
         let catalog = try Value.parse(json.stdout)
-        #expect(catalog["triggers"] == [["name": "refresh", "subscribers": 0]])
-        #expect(catalog["connections"]?.intValue ?? 0 >= 1)
+        #expect(catalog["triggers"] == [["name": "refresh", "subscribers": 1]])
+        #expect(catalog["connections"]?.intValue ?? 0 >= 3)
+        #expect(try await run(hubcli, ["trigger", "refresh", "--url", url]).status == 0)
+        #expect(try await activations.finish().status == 0)
 
         // delete: a completed subject takes values again; a trigger is not a subject.
         #expect(try await run(hubcli, ["delete", "lines", "--url", url]).status == 0)

@@ -185,7 +185,18 @@ struct HubClientResumeTests {
         #expect(try await memory.entries(1).map(\.0) == [1])
 
         await first.shutdown()
-        let (second, samePort) = try await Self.service(port: port, storage: directory, durable: true)
+        // The freed port may be taken for a moment by another test's socket (the kernel
+        // hands out ephemeral ports from the same range): try again until it is free.
+        var restarted: (HubService, Int)?
+        for attempt in 1...100 {
+            do {
+                restarted = try await Self.service(port: port, storage: directory, durable: true)
+                break
+            } catch let error as TransportError where error.code == .listenFailed && attempt < 100 {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        let (second, samePort) = try #require(restarted)
         #expect(samePort == port)
         // The durable subscription resumed: the next values follow on.
         try await waitForSubscribers(1, of: "orders", client: client)

@@ -186,3 +186,33 @@ struct PipelineTextFunctionTests {
         #expect(r.events == [.subscription])
     }
 }
+
+/// Choosing a pipeline by condition inside `flatMap` and `switchToLatest` (the seed's
+/// `if let next = result.next { ... } else { Just(result) }`).
+@Suite("Pipelines chosen by condition")
+struct PipelineConditionalTests {
+    @Test(arguments: [
+        ("sequence([1, 2, 3]) | flatMap(. % 2 == 0 ? just(. * 10) : (sequence([., .]) | map(. + 100)))", [101, 101, 20, 103, 103]),
+        ("sequence([{next: 2}, {next: null}]) | flatMap(.next != null ? (sequence([.next, .next]) | map(. * 3)) : just(\"last\"))",
+         [6, 6, "last"]),
+        ("just(5) | switchToLatest(. > 3 ? (. > 4 ? just(\"big\") : just(\"medium\")) : empty())", ["big"]),
+        ("sequence([1, 2]) | flatMap(. == 1 ? empty() : just(.))", [2]),
+    ] as [(String, [Value])])
+    func aConditionChoosesThePipelineBuiltForEachValue(text: String, expected: [Value]) throws {
+        let env = PipelineTestEnvironment()
+        let r = try env.run(text)
+        #expect(r.events == [.subscription] + expected.map { .value($0) } + [.finished], "\(text)")
+    }
+
+    @Test func aPipelineInParenthesesIsOnlyValidWhereAPipelineIsExpected() {
+        let env = PipelineTestEnvironment()
+        #expect(throws: HubError(.pipelineError, "1:9: a pipeline in parentheses is only valid where a pipeline is expected",
+                                 data: ["line": 1, "column": 9])) {
+            try env.compile("a | map((b | first()))")
+        }
+        #expect(throws: HubError(.pipelineError, "1:17: flatMap expects a pipeline here", data: ["line": 1, "column": 17])) {
+            try env.compile("a | flatMap(. ? 1 : just(2))")
+        }
+        #expect(throws: HubError.self) { try env.compile("a | flatMap(.x ? nosuch(1) : just(2))") }
+    }
+}

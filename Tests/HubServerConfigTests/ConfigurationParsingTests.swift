@@ -25,6 +25,7 @@ struct ConfigurationParsingTests {
             minimumInterval: "250ms"
             maxValueDepth: 100
             maxValueBytes: 65536
+            maxCallDepth: 12
           perConnection:
             stepsPerSecond: 1000
             burstSteps: 5000
@@ -66,7 +67,7 @@ struct ConfigurationParsingTests {
         #expect(service.hub.maxBufferSize == 300)
         #expect(service.hub.limits == PipelineLimits(
             maxSourceLength: 400, maxStages: 9, maxExpressionDepth: 7, minimumInterval: .milliseconds(250),
-            maxValueDepth: 100, maxValueBytes: 65536))
+            maxValueDepth: 100, maxValueBytes: 65536, maxCallDepth: 12))
         #expect(service.session.connectionBudget == ResourceBudget.Limits(
             stepsPerSecond: 1000, burst: 5000, maxBytes: 4096, maxTimers: 3))
         #expect(service.session.tokens == ["alpha", "beta"])
@@ -81,7 +82,7 @@ struct ConfigurationParsingTests {
         #expect(orders.initial == Value?.none)
         #expect(orders.buffer == nil)
         #expect(orders.overflow == nil)
-        #expect(orders.location == BrokerConfiguration.SourceSegment(line: 29, column: 3))
+        #expect(orders.location == BrokerConfiguration.SourceSegment(line: 30, column: 3))
         let prices = configuration.subjects[1]
         #expect(prices.kind == .currentValue)
         #expect(prices.initial == ["b": 2, "a": [1, 2.5, "x", nil, true]])
@@ -92,7 +93,7 @@ struct ConfigurationParsingTests {
         #expect(configuration.subjects[3].overflow == .dropOldest)
 
         #expect(configuration.triggers.map(\.name) == ["refresh", "rebalance"])
-        #expect(configuration.triggers[1].location == BrokerConfiguration.SourceSegment(line: 33, column: 21))
+        #expect(configuration.triggers[1].location == BrokerConfiguration.SourceSegment(line: 34, column: 21))
 
         #expect(configuration.pipelines.map(\.name) == ["big", "each", "short"])
         let big = configuration.pipelines[0]

@@ -19,6 +19,10 @@ struct ConfigurationReferenceTests {
         paths.formUnion(BrokerConfiguration.pipelineLimitsKeys.map { "limits.pipelines.\($0)" })
         paths.formUnion(BrokerConfiguration.perConnectionKeys.map { "limits.perConnection.\($0)" })
         paths.formUnion(BrokerConfiguration.authKeys.map { "auth.\($0)" })
+        paths.formUnion(BrokerConfiguration.identityKeys.map { "auth.identities.<name>.\($0)" })
+        paths.formUnion(BrokerConfiguration.denyKeys.map { "auth.identities.<name>.deny.\($0)" })
+        paths.formUnion(BrokerConfiguration.jwtKeys.map { "auth.jwt.\($0)" })
+        paths.formUnion(BrokerConfiguration.perIdentityKeys.map { "limits.perIdentity.\($0)" })
         paths.formUnion(BrokerConfiguration.subjectKeys.map { "subjects.<name>.\($0)" })
         paths.formUnion(BrokerConfiguration.pipelineKeys.map { "pipelines.<name>.\($0)" })
         paths.formUnion(BrokerConfiguration.storageKeys.map { "storage.\($0)" })
@@ -79,6 +83,12 @@ struct ConfigurationReferenceTests {
         return ""
     }
 
+    /// What an example needs beside it, at its own level, to be a whole configuration.
+    static func siblings(of key: String) -> String? {
+        if key.hasPrefix("auth.jwt."), key != "auth.jwt.keys" { return "keys: [{algorithm: HS256, secret: s3cret}]" }
+        return nil
+    }
+
     @Test func everyExampleIsAValidConfigurationOfItsKey() throws {
         for row in try Self.rows() where !row.key.hasPrefix("listen.tls") && !row.example.isEmpty {
             // listen.tls needs files on disk: TLSConfigurationTests covers it.
@@ -94,6 +104,7 @@ struct ConfigurationReferenceTests {
                 yaml += indent + "source: \"sequence([1])\"\n"
             }
             if row.key == "storage.sync" { yaml += indent + "path: /tmp/hub-example-storage\n" }
+            if let siblings = Self.siblings(of: row.key) { yaml += indent + siblings + "\n" }
             do {
                 let configuration = try BrokerConfiguration.parse(yaml: yaml)
                 try configuration.check()

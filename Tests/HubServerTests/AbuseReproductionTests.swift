@@ -2,6 +2,7 @@ import HubPipeline
 import HubRegistry
 import HubServer
 import HubValue
+import NetworkTestSupport
 import Testing
 
 /// The reproductions of issue 12, each found by one client on the broker's embedded
@@ -214,6 +215,96 @@ struct AbuseReproductionTests {
             try await client.close()
             let after = try await server.eventuallyStatistics { $0.heldBytes == 0 }
             #expect(after.heldBytes == 0)
+            try await Self.expectServing(server)
+        }
+    }
+
+    // 7. Unauthenticated sockets counted toward maxConnections: 20 token-less connections
+    //    locked out a valid client (4429) until their auth timeout.
+    @Test func connectionsWaitingToAuthenticateDoNotCountTowardMaxConnections() async throws {
+        let session = SessionConfiguration(tokens: ["s3cret"], authenticationTimeout: .seconds(30))
+        var configuration = serviceConfiguration(session: session, maxConnections: 20)
+        configuration.maxUnauthenticated = 10
+        try await withServer(configuration) { server in
+            var idle: [TestClient] = []
+            for _ in 0..<20 { idle.append(try await server.connect()) }
+            // The pool of connections waiting to authenticate holds 10: each newcomer
+            // displaced the one that had waited longest (dropped at once).
+            for client in idle.prefix(10) {
+                #expect(try await client.expectClose().code == nil)
+            }
+            // 20 valid clients fit beside the 10 still waiting.
+            var valid: [TestClient] = []
+            for index in 0..<20 {
+                let client = try await server.connect(authorization: "Bearer s3cret")
+                try await client.send(json(["op": "subscribe", "id": 1, "to": "s", "demand": 1]))
+                #expect(try await client.next() == ["op": "subscribed", "id": 1, "kind": "subject"], "client \(index)")
+                valid.append(client)
+            }
+            // The 21st authenticated one is over maxConnections.
+            let over = try await server.connect(authorization: "Bearer s3cret")
+            #expect(try await over.next()["code"] == "limit_exceeded")
+            #expect(try await over.expectClose().code == 4429)
+            // The ones still waiting can still authenticate... once a slot is free.
+            try await valid[0].close()
+            _ = try await valid[0].expectClose()
+            _ = try await server.eventuallyStatistics { $0.sessions == 30 }
+            let waiting = idle[19]
+            try await waiting.send(json(["op": "hello", "token": "s3cret"]), json(["op": "list", "ack": 1]))
+            #expect(try await waiting.next()["op"] == "catalog")
+        }
+    }
+
+    // 6. Names were never removed: 100,000 unique names (send, or `subject("ns" +
+    //    string(.))` in a pipeline) stayed forever, until every `list` was over 16 MiB.
+    //    Idle names created on first use are now forgotten (limits.idleNameTimeout).
+    @Test func namesInventedByAClientAreForgottenOnceIdle() async throws {
+        var hub = Hub.Configuration()
+        hub.idleNameTimeout = .milliseconds(100)
+        try await withServer(serviceConfiguration(hub: hub), setUp: { try $0.declareSubject("declared") }) { server in
+            let client = try await server.connect()
+            let sends = (0..<2000).map { json(["op": "send", "to": .string("ns\($0)"), "value": 1, "ack": .int(Int64($0))]) }
+            try await client.send(sends)
+            _ = try await client.next(2000)
+            try await client.send(json([
+                "op": "subscribe", "id": 1, "pipeline": "sequence([1, 2, 3]) | flatMap(subject(\"pipe\" + string(.)))", "demand": 1,
+            ]))
+            #expect(try await client.next()["op"] == "subscribed")
+            try await client.send(json(["op": "subscribe", "id": 2, "to": "watched", "demand": 1]))
+            #expect(try await client.next()["op"] == "subscribed")
+            try await client.send(json(["op": "cancel", "id": 1]))
+            // Within a few sweeps only the declared, the subscribed (and the bystander
+            // soon after) are left; the broker goes on serving.
+            let clients = ["declared", "watched", "bystander"]
+            let forgotten = try await server.eventually(timeout: .seconds(30)) { hub in
+                Set(hub.catalog().subjects.map(\.name).filter { !$0.hasPrefix("$") }).isSubset(of: clients)
+            }
+            let names = try await server.withHub { Set($0.catalog().subjects.map(\.name).filter { !$0.hasPrefix("$") }) }
+            #expect(forgotten, "left: \(names.subtracting(clients).sorted().prefix(10))")
+            #expect(names.contains("declared") && names.contains("watched"))
+            try await client.send(json(["op": "list", "ack": 1]))
+            #expect(try await client.next()["subjects"]?.arrayValue?.count ?? .max < 10)
+            try await Self.expectServing(server)
+        }
+    }
+
+    // 8. Connections that never sent the upgrade were held 10 s each (1,100 of them
+    //    starved real clients of descriptors). They are now dropped after
+    //    `handshakeTimeout` (default 5 s; 1 s here), and the broker serves meanwhile.
+    @Test func aConnectionThatNeverSendsItsUpgradeIsDropped() async throws {
+        var configuration = serviceConfiguration()
+        configuration.handshakeTimeout = 1
+        try await withServer(configuration) { server in
+            let port = server.port
+            let started = ContinuousClock.now
+            let ended = try await Task.detached {
+                let silent = try HTTPTestClient(port: port, timeoutSeconds: 30)
+                return silent.readsEndOfStream()
+            }.value
+            let waited = ContinuousClock.now - started
+            #expect(ended)
+            // lws checks its timeouts once a second; 10 s was the old hold.
+            #expect(waited < .seconds(8), "held \(waited)")
             try await Self.expectServing(server)
         }
     }

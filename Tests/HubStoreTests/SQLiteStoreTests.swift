@@ -84,11 +84,14 @@ struct SQLiteStoreTests {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let loop = TestLoop()
-        let store = Confined(try SQLiteStore(directory: directory, executor: loop, maxPendingBytes: 10_000))
+        let text = Value.string(String(repeating: "y", count: 998))
+        // Room for ten of them and half of another: the eleventh is over the bound,
+        // whatever size the store's estimate gives a value.
+        let bound = 10 * text.estimatedBytes + text.estimatedBytes / 2
+        let store = Confined(try SQLiteStore(directory: directory, executor: loop, maxPendingBytes: bound))
         let log = try await loop.run { Confined(try store.value.openLog(subject: "flood", retention: HistoryRetention())) }
         _ = try await log.append("warm", on: loop).get()
         let blocker = try BlockingWriter(path: directory + "/" + SQLiteStore.fileName)
-        let text = Value.string(String(repeating: "y", count: 998))
         let results = Confined(ResultBox())
         try await loop.run {
             for _ in 1...15 { log.value.append(text) { results.value.add($0) } }

@@ -55,6 +55,31 @@ struct CloseHandshakeTests {
         #expect(handshake.writable(queueIsEmpty: false) == .sendClose(Self.slow, "slow"))
     }
 
+    /// The loop's end-of-pass flush writes only when a writable callback would: never past
+    /// a discarding close or an abort, never with an empty queue.
+    @Test func writesOutsideAWritableCallbackOnlyWhenOneWouldWrite() {
+        var open = opened()
+        #expect(open.writesQueued(queueIsEmpty: false))
+        #expect(!open.writesQueued(queueIsEmpty: true))
+        #expect(open.writable(queueIsEmpty: false) == .write)
+
+        var closing = opened()
+        _ = closing.close(code: .normal, reason: "", discardingQueued: false)
+        #expect(closing.writesQueued(queueIsEmpty: false))
+        #expect(closing.writable(queueIsEmpty: false) == .write)
+        #expect(!closing.writesQueued(queueIsEmpty: true))
+
+        var discarding = opened()
+        _ = discarding.close(code: Self.slow, reason: "slow", discardingQueued: true)
+        #expect(!discarding.writesQueued(queueIsEmpty: false))
+        #expect(discarding.writable(queueIsEmpty: false) == .sendClose(Self.slow, "slow"))
+
+        var aborting = opened()
+        #expect(aborting.abort() == .discardQueueAndKill)
+        #expect(!aborting.writesQueued(queueIsEmpty: false))
+        #expect(aborting.writable(queueIsEmpty: false) == .abort)
+    }
+
     @Test func closeWhileConnectingWaitsForTheHandshake() {
         var handshake = CloseHandshake()
         #expect(handshake.close(code: .normal, reason: "", discardingQueued: false) == .flush(discardingQueued: false))

@@ -6,6 +6,19 @@ import Testing
 
 @Suite("EventLoop")
 struct EventLoopTests {
+    /// A loop waits through libev on epoll unless told otherwise: a wake-up costs the
+    /// same however many connections are idle (wsbench's idle scenario measures it).
+    @Test func aLoopWaitsWithEpollByDefault() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        #expect(loop.eventLibrary == .libev)
+        #expect(loop.waitsWithEpoll)
+        let polling = try EventLoop(configuration: .init(eventLibrary: .poll))
+        defer { polling.shutdown() }
+        #expect(polling.eventLibrary == .poll)
+        #expect(!polling.waitsWithEpoll)
+    }
+
     @Test func inEventLoopIsTrueOnlyOnTheLoopThread() async throws {
         let loop = try EventLoop()
         defer { loop.shutdown() }
@@ -78,8 +91,10 @@ struct EventLoopTests {
 struct EventLoopSchedulerTests {
     /// Timers fire in deadline order (ties in scheduling order), never before their
     /// deadline, and cancelled ones never fire.
-    @Test func timersFireInOrderAndCancelWorks() async throws {
-        let loop = try EventLoop()
+    @Test(arguments: EventLoop.Configuration.EventLibrary.allCases)
+    func timersFireInOrderAndCancelWorks(library: EventLoop.Configuration.EventLibrary) async throws {
+        let loop = try EventLoop(configuration: .init(eventLibrary: library))
+        #expect(loop.eventLibrary == library)
         defer { loop.shutdown() }
         let fired = EventQueue<String>()
         try await onLoop(loop) {

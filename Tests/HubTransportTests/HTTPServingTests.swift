@@ -124,7 +124,10 @@ struct HTTPServingTests {
         #expect(try await HTTPTestClient.request(port: port, path: "/hello").status == 200)
     }
 
-    @Test func aRequestWhoseConnectionClosesBeforeTheAnswerIsForgotten() async throws {
+    @Test(arguments: EventLoop.Configuration.EventLibrary.allCases)
+    func aRequestWhoseConnectionClosesBeforeTheAnswerIsForgotten(
+        library: EventLoop.Configuration.EventLibrary
+    ) async throws {
         final class Silent: WebSocketServerDelegate, @unchecked Sendable {
             let exchanges = EventQueue<Bool>()
             var held: [HTTPExchange] = []
@@ -134,7 +137,7 @@ struct HTTPServingTests {
                 exchanges.push(true)
             }
         }
-        let loop = try EventLoop()
+        let loop = try EventLoop(configuration: .init(eventLibrary: library))
         defer { loop.shutdown() }
         let silent = Silent()
         let (server, port) = try await onLoop(loop) {

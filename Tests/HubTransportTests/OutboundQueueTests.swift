@@ -11,6 +11,7 @@ struct OutboundQueueTests {
         var pool = BufferPool()
         var keys: [UInt32] = []
         var nextKey: UInt32 = 0x0102_0304
+        var spare: [UInt8] = Array(repeating: 0, count: 10)
 
         init(role: WebSocketConnection.Role, limits: WebSocketConnection.Limits = .init()) {
             queue = OutboundQueue(limits: limits, role: role)
@@ -94,7 +95,8 @@ struct OutboundQueueTests {
         #expect(drained)
         #expect(harness.queue.queuedBytes == 0)
         #expect(harness.queue.messagesWritten == 4)
-        #expect(harness.pool.spareCount == 1)
+        // The tail keeps its (small) buffer for the next messages: nothing goes to the pool.
+        #expect(harness.pool.spareCount == 0)
         #expect(harness.write().0 == .idle)
     }
 
@@ -276,5 +278,43 @@ struct OutboundQueueTests {
         idle.queue.dropQueuedExceptInProgress()
         #expect(idle.queue.isEmpty)
         #expect(idle.queue.queuedBytes == 0)
+    }
+
+    @Test func theTailBufferIsReusedAndALargeOneGoesBackToThePool() {
+        let harness = Harness(role: .server)
+        harness.send("first")
+        _ = harness.write()
+        harness.pool.recycle(&harness.spare)  // a spare in the pool: the tail must not take it
+        harness.send("second")
+        #expect(harness.pool.spareCount == 1)
+        #expect(parseFrames(harness.write().1)?.map(\.payload) == [Array("second".utf8)])
+        // A burst grows the tail past what an idle connection should keep: once written,
+        // its buffer goes back to the pool.
+        for _ in 0..<200 { harness.send(String(repeating: "y", count: 120)) }
+        let (step, _, drained) = harness.write()
+        #expect(step == .preframed(byteCount: 200 * 122))
+        #expect(drained)
+        #expect(harness.pool.spareCount == 2)
+    }
+
+    @Test func somethingQueuedBehindTheTailSealsItIntoAnEntryInOrder() {
+        let harness = Harness(role: .server)
+        harness.send("a")
+        harness.send("b")
+        harness.sendUnframed(Array("c".utf8))
+        harness.send("d")
+        #expect(harness.queue.count == 3)
+        var payloads: [[UInt8]] = []
+        while true {
+            let (step, bytes, drained) = harness.write()
+            switch step {
+            case .preframed: payloads += parseFrames(bytes)?.map(\.payload) ?? []
+            case .payload: payloads.append(bytes)
+            default: Issue.record("unexpected \(step)")
+            }
+            if drained { break }
+        }
+        #expect(payloads == ["a", "b", "c", "d"].map { Array($0.utf8) })
+        #expect(harness.queue.messagesWritten == 4)
     }
 }

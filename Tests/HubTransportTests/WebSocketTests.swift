@@ -6,9 +6,10 @@ import Testing
 /// Real servers and clients over 127.0.0.1, each on its own event loop.
 @Suite("WebSocket", .serialized)
 struct WebSocketTests {
-    @Test func echoesTextAndBinaryMessages() async throws {
-        let serverLoop = try EventLoop()
-        let clientLoop = try EventLoop()
+    @Test(arguments: EventLoop.Configuration.EventLibrary.allCases)
+    func echoesTextAndBinaryMessages(library: EventLoop.Configuration.EventLibrary) async throws {
+        let serverLoop = try EventLoop(configuration: .init(eventLibrary: library))
+        let clientLoop = try EventLoop(configuration: .init(eventLibrary: library))
         defer { clientLoop.shutdown(); serverLoop.shutdown() }
         let (_, port) = try await startEchoServer(on: serverLoop)
         #expect(port > 0)
@@ -504,6 +505,72 @@ struct WebSocketBatchingTests {
         } else {
             #expect(writes == count)
         }
+    }
+}
+
+/// Messages queued during one turn of the loop leave at the end of it, all in one write
+/// per connection, without waiting for a writable callback; a write lws could only
+/// partly hand to the socket is finished from writable callbacks before anything newer.
+@Suite("WebSocketFlushing")
+struct WebSocketFlushingTests {
+    @Test func messagesQueuedInOneTurnLeaveInOneWritePerConnection() async throws {
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let accepted = EventQueue<AcceptedConnection>()
+        let (server, port) = try await startEchoServer(on: serverLoop, accepted: accepted)
+        let clients = 5
+        var events: [EventQueue<ConnectionEvent>] = []
+        for _ in 0..<clients {
+            let queue = EventQueue<ConnectionEvent>()
+            _ = try await connectClient(on: clientLoop, port: port, events: queue)
+            #expect(try await queue.next() == .open)
+            events.append(queue)
+        }
+        let count = 300
+        let before = try await onLoop(serverLoop) { server.value.openConnections.map(\.writeCalls) }
+        try await onLoop(serverLoop) {
+            for connection in server.value.openConnections {
+                for index in 0..<count { connection.send(text: "m\(index)") }
+            }
+        }
+        for queue in events {
+            #expect(try await queue.next(count, timeout: .seconds(30), "fan-out") == (0..<count).map { .text("m\($0)") })
+        }
+        let after = try await onLoop(serverLoop) { server.value.openConnections.map(\.writeCalls) }
+        #expect(zip(after, before).map { $0 - $1 } == Array(repeating: 1, count: clients))
+    }
+
+    @Test func aPartlyTakenWriteIsFinishedBeforeNewerMessages() async throws {
+        let serverLoop = try EventLoop()
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let accepted = EventQueue<AcceptedConnection>()
+        let (server, port) = try await startEchoServer(on: serverLoop, accepted: accepted)
+        let events = EventQueue<ConnectionEvent>()
+        let client = try await connectClient(on: clientLoop, port: port, events: events)
+        #expect(try await events.next() == .open)
+        try await onLoop(clientLoop) { client.value.pauseReading() }
+        // Write until the socket (and the client's receive buffer) no longer take
+        // everything: lws keeps the rest of the last write.
+        let chunk = patternBytes(count: 60_000, seed: 7)
+        var sent = 0
+        for _ in 0..<2_000 {
+            let buffered = try await onLoop(serverLoop) { () -> Bool in
+                let connection = server.value.openConnections[0]
+                connection.send(chunk, kind: .binary)
+                return connection.isAwaitingWritable
+            }
+            sent += 1
+            if buffered { break }
+        }
+        // Newer small messages, queued while older bytes wait.
+        try await onLoop(serverLoop) {
+            for index in 0..<50 { server.value.openConnections[0].send(text: "late\(index)") }
+        }
+        try await onLoop(clientLoop) { client.value.resumeReading() }
+        let received = try await events.next(sent + 50, timeout: .seconds(60), "everything")
+        #expect(received == Array(repeating: .message(.binary, chunk), count: sent) + (0..<50).map { .text("late\($0)") })
     }
 }
 

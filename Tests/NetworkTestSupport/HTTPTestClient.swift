@@ -25,6 +25,9 @@ public final class HTTPTestClient: @unchecked Sendable {
     public struct Failure: Error, CustomStringConvertible {
         /// What went wrong.
         public var description: String
+
+        /// A failure saying `description`.
+        public init(description: String) { self.description = description }
     }
 
     private let socket: Int32
@@ -132,5 +135,91 @@ extension HTTPTestClient {
     /// Shuts the connection down both ways (the server sees it close; a blocked read ends).
     public func shutdownConnection() {
         shutdown(socket, Int32(SHUT_RDWR))
+    }
+}
+
+extension HTTPTestClient {
+    /// One WebSocket frame as read off the wire.
+    public struct Frame: Sendable, Equatable {
+        /// FIN and the opcode (0x1 text, 0x2 binary, 0x8 close, 0x9 ping, 0xA pong).
+        public var fin: Bool
+        public var opcode: UInt8
+        /// The payload (servers do not mask).
+        public var payload: [UInt8]
+
+        /// A close frame's code, if it carries one.
+        public var closeCode: UInt16? {
+            guard opcode == 0x8, payload.count >= 2 else { return nil }
+            return UInt16(payload[0]) << 8 | UInt16(payload[1])
+        }
+    }
+
+    /// Sends a WebSocket upgrade request on this connection (`Sec-WebSocket-Version`
+    /// `version`, with `headers` added) and returns the server's answer.
+    public func upgrade(path: String = "/", version: String = "13", headers: [String: String] = [:]) throws -> Response {
+        var all = [
+            "Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+            "Sec-WebSocket-Version": version,
+        ]
+        all.merge(headers) { $1 }
+        return try send(path: path, headers: all)
+    }
+
+    /// The bytes of a client frame: FIN as given, `opcode`, `payload` masked with a fixed
+    /// key unless `masked` is false (a conformance test's bad frame).
+    public static func frame(opcode: UInt8, payload: [UInt8], fin: Bool = true, masked: Bool = true) -> [UInt8] {
+        var bytes: [UInt8] = [(fin ? 0x80 : 0) | opcode]
+        let maskBit: UInt8 = masked ? 0x80 : 0
+        if payload.count < 126 {
+            bytes.append(maskBit | UInt8(payload.count))
+        } else if payload.count < 1 << 16 {
+            bytes += [maskBit | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xff)]
+        } else {
+            bytes.append(maskBit | 127)
+            for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: payload.count >> shift)) }
+        }
+        guard masked else { return bytes + payload }
+        let key: [UInt8] = [0x37, 0xfa, 0x21, 0x3d]
+        bytes += key
+        bytes += payload.enumerated().map { $0.element ^ key[$0.offset & 3] }
+        return bytes
+    }
+
+    /// Writes `bytes` as they are.
+    public func write(_ bytes: [UInt8]) throws {
+        var sent = 0
+        while sent < bytes.count {
+            let count = bytes[sent...].withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard count > 0 else { throw Failure(description: "send: errno \(errno)") }
+            sent += count
+        }
+    }
+
+    /// The next frame from the server, or `nil` when the connection ends first (EOF or
+    /// reset) or nothing comes within the socket's timeout.
+    public func readFrame() -> Frame? {
+        func need(_ count: Int) -> Bool {
+            while pending.count < count {
+                guard (try? fill()) != nil else { return false }
+            }
+            return true
+        }
+        guard need(2) else { return nil }
+        let fin = pending[0] & 0x80 != 0, opcode = pending[0] & 0x0f
+        var length = Int(pending[1] & 0x7f)
+        var header = 2
+        if length == 126 {
+            guard need(4) else { return nil }
+            length = Int(pending[2]) << 8 | Int(pending[3])
+            header = 4
+        } else if length == 127 {
+            guard need(10) else { return nil }
+            length = pending[2..<10].reduce(0) { $0 << 8 | Int($1) }
+            header = 10
+        }
+        guard need(header + length) else { return nil }
+        let payload = Array(pending[header..<(header + length)])
+        pending.removeFirst(header + length)
+        return Frame(fin: fin, opcode: opcode, payload: payload)
     }
 }

@@ -2,7 +2,10 @@ import HubClient
 import HubValue
 import Testing
 
-/// examples/homepage: rows per topic, paginated by `loadMore` with a topic key, re-run by `reload`.
+/// examples/homepage: rows per topic, paginated by `loadMore` with a topic key, re-run by `reload`;
+/// each row is seed 000's recursive paginated publisher, a named pipeline `page` that calls
+/// itself for the next page (named pipelines called with an argument, a pipeline chosen by
+/// a condition in `switchToLatest`, over a real broker).
 @Suite("Scenario: homepage rows")
 struct HomepageScenarioTests {
     static let medias = """
@@ -37,8 +40,10 @@ struct HomepageScenarioTests {
             try await client.trigger("loadMore", key: "news")
             let newsAll = Self.row("news", page: 2, ["n1", "n2", "n3", "n4", "n5"], hasMore: false)
             #expect(try await view.next() == [newsAll, sportsAll])
-            // A key that is no topic changes nothing (the next value is the reload's).
+            // A key that is no topic changes nothing, nor does loadMore of a row past its last
+            // page: its paginated pipeline has finished (the next value is the reload's).
             try await client.trigger("loadMore", key: "weather")
+            try await client.trigger("loadMore", key: "sports")
 
             // New data shows only on reload, which starts every row from its first page.
             try await client.send(["music", "news"], to: "topics")

@@ -9,7 +9,7 @@ source "$(dirname "$0")/../lib.sh"
 start_broker "$EXAMPLES_DIR/balance/hub.yml"
 
 refresh() {
-    hub trigger refresh --key "\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\""
+    hub trigger refresh
 }
 
 step "the view subscribes to balanceView (nothing until the first refresh)"

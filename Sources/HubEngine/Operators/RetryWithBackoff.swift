@@ -7,7 +7,8 @@ extension Publishers {
     ///   without a value in between doubles the delay, up to `maximumDelay`. A value resets it.
     /// - Demand: the downstream's requests pass through; the demand outstanding when the
     ///   upstream failed (requested and not delivered) is requested from the next subscription.
-    /// - Finishing finishes it; cancelling cancels the upstream or the pending resubscription.
+    /// - Finishing finishes it, and so does a failure that ``isRetryable`` refuses (passed on
+    ///   as is); cancelling cancels the upstream or the pending resubscription.
     /// - Nothing is scheduled while the upstream is live: the only timer is the one of a
     ///   pending resubscription, so a subscription holds at most one scheduled action.
     public struct RetryWithBackoff<Upstream: Publisher, Context: Scheduler>: Publisher {
@@ -22,13 +23,20 @@ extension Publishers {
         public let maximumDelay: Duration
         /// Where the waits are scheduled.
         public let scheduler: Context
+        /// Whether a failure is retried; one that is not ends the publisher with it.
+        public let isRetryable: (Failure) -> Bool
 
-        /// Retries `upstream` forever, waiting `initialDelay` (doubling to `maximumDelay`) between attempts.
-        public init(upstream: Upstream, initialDelay: Duration, maximumDelay: Duration, scheduler: Context) {
+        /// Retries `upstream` forever, waiting `initialDelay` (doubling to `maximumDelay`) between
+        /// attempts, after every failure `isRetryable` accepts (by default every failure).
+        public init(
+            upstream: Upstream, initialDelay: Duration, maximumDelay: Duration, scheduler: Context,
+            isRetryable: @escaping (Failure) -> Bool = { _ in true }
+        ) {
             self.upstream = upstream
             self.initialDelay = Swift.max(initialDelay, .nanoseconds(1))
             self.maximumDelay = Swift.max(maximumDelay, self.initialDelay)
             self.scheduler = scheduler
+            self.isRetryable = isRetryable
         }
 
         /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
@@ -87,6 +95,8 @@ extension Publishers {
                 switch completion {
                 case .finished:
                     downstream.take()?.receive(completion: completion)
+                case let .failure(error) where !publisher.isRetryable(error):
+                    downstream.take()?.receive(completion: completion)
                 case .failure:
                     let wait = delay
                     delay = Swift.min(delay * 2, publisher.maximumDelay)
@@ -130,10 +140,14 @@ extension Publishers {
 
 extension Publisher {
     /// Resubscribes after every failure, forever, waiting `initialDelay` (doubling up to
-    /// `maximumDelay`, reset by a value) between attempts. See ``Publishers/RetryWithBackoff``.
+    /// `maximumDelay`, reset by a value) between attempts; a failure `isRetryable` refuses
+    /// ends it. See ``Publishers/RetryWithBackoff``.
     public func retry<S: Scheduler>(
-        backoff initialDelay: Duration, maximum maximumDelay: Duration, scheduler: S
+        backoff initialDelay: Duration, maximum maximumDelay: Duration, scheduler: S,
+        isRetryable: @escaping (Failure) -> Bool = { _ in true }
     ) -> Publishers.RetryWithBackoff<Self, S> {
-        Publishers.RetryWithBackoff(upstream: self, initialDelay: initialDelay, maximumDelay: maximumDelay, scheduler: scheduler)
+        Publishers.RetryWithBackoff(
+            upstream: self, initialDelay: initialDelay, maximumDelay: maximumDelay, scheduler: scheduler,
+            isRetryable: isRetryable)
     }
 }

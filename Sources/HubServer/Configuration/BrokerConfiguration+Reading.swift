@@ -151,11 +151,33 @@ extension BrokerConfiguration {
             if let field = fields["minimumInterval"] { bounds.minimumInterval = try reader.duration(field.value, field.path) }
             if let field = fields["maxValueDepth"] { bounds.maxValueDepth = try reader.int(field.value, field.path, in: 1...4096) }
             if let field = fields["maxValueBytes"] { bounds.maxValueBytes = try reader.int(field.value, field.path, in: positive) }
+            if let field = fields["maxCallDepth"] { bounds.maxCallDepth = try reader.int(field.value, field.path, in: positive) }
             service.hub.limits = bounds
         }
         if let perConnection = fields["perConnection"] {
             service.session.connectionBudget = try readBudget(
                 perConnection, BrokerConfiguration.perConnectionKeys, service.session.connectionBudget, reader)
+            let rates = try reader.fields(perConnection.value, perConnection.path, allowed: BrokerConfiguration.perConnectionKeys)
+            if let field = rates["messagesPerSecond"] {
+                service.session.inboundRate.messagesPerSecond = try reader.int(field.value, field.path, in: positive)
+            }
+            if let field = rates["bytesPerSecond"] {
+                service.session.inboundRate.bytesPerSecond = try reader.int(field.value, field.path, in: positive)
+            }
+        }
+        if let perIdentity = fields["perIdentity"] {
+            service.session.identityBudget = try readBudget(
+                perIdentity, BrokerConfiguration.perIdentityKeys, service.session.identityBudget, reader)
+            let connections = try reader.fields(perIdentity.value, perIdentity.path, allowed: BrokerConfiguration.perIdentityKeys)
+            if let field = connections["connections"] {
+                service.session.maxConnectionsPerIdentity = try reader.int(field.value, field.path, in: positive)
+            }
+        }
+        if let field = fields["idleNameTimeout"] {
+            service.hub.idleNameTimeout = try reader.duration(field.value, field.path, minimum: .milliseconds(1))
+        }
+        if let field = fields["maxUnauthenticated"] {
+            service.maxUnauthenticated = try reader.int(field.value, field.path, in: positive)
         }
     }
 
@@ -174,25 +196,6 @@ extension BrokerConfiguration {
         if let field = fields["memoryBytes"] { limits.maxBytes = try reader.int(field.value, field.path, in: positive) }
         if let field = fields["timers"] { limits.maxTimers = try reader.int(field.value, field.path, in: 0...Int.max) }
         return limits
-    }
-
-    private mutating func readAuth(_ auth: ConfigurationReader.Entry, _ reader: ConfigurationReader) throws(ConfigurationError) {
-        let fields = try reader.fields(auth.value, auth.path, allowed: BrokerConfiguration.authKeys)
-        if let field = fields["tokens"] {
-            var tokens = Set<String>()
-            for item in try reader.items(field.value, field.path) {
-                let token = try reader.string(item.node, item.path)
-                guard !token.isEmpty else { throw reader.error(item.node, item.path, "a token cannot be empty") }
-                guard tokens.insert(token).inserted else { throw reader.error(item.node, item.path, "duplicate token") }
-            }
-            guard !tokens.isEmpty else {
-                throw reader.error(field.value, field.path, "expected at least one token (leave auth out to accept every client)")
-            }
-            service.session.tokens = tokens
-        }
-        if let field = fields["timeout"] {
-            service.session.authenticationTimeout = try reader.duration(field.value, field.path, minimum: .milliseconds(1))
-        }
     }
 
     private mutating func readAdHoc(_ adHoc: ConfigurationReader.Entry, _ reader: ConfigurationReader) throws(ConfigurationError) {

@@ -158,16 +158,20 @@ public struct BrokerConfiguration: Sendable {
     /// The keys of `limits`.
     public static let limitsKeys = [
         "maxMessageBytes", "maxConnections", "maxSubscriptionsPerConnection", "maxQueuedBytesPerConnection",
-        "pipelines", "defaultBuffer", "maxBuffer", "perConnection",
+        "pipelines", "defaultBuffer", "maxBuffer", "perConnection", "perIdentity", "maxUnauthenticated",
+        "idleNameTimeout",
     ]
     /// The keys of `limits.pipelines`.
     public static let pipelineLimitsKeys = [
         "maxSourceLength", "maxStages", "maxExpressionDepth", "minimumInterval", "maxValueDepth", "maxValueBytes",
+        "maxCallDepth",
     ]
     /// The keys of `limits.perConnection`.
-    public static let perConnectionKeys = ["stepsPerSecond", "burstSteps", "memoryBytes", "timers"]
-    /// The keys of `auth`.
-    public static let authKeys = ["tokens", "timeout"]
+    public static let perConnectionKeys = [
+        "stepsPerSecond", "burstSteps", "memoryBytes", "timers", "messagesPerSecond", "bytesPerSecond",
+    ]
+    /// The keys of `limits.perIdentity`.
+    public static let perIdentityKeys = ["stepsPerSecond", "burstSteps", "memoryBytes", "timers", "connections"]
     /// The keys of a subject.
     public static let subjectKeys = ["kind", "initial", "buffer", "overflow", "schema", "history", "durable"]
     /// The keys of a pipeline.

@@ -21,7 +21,8 @@ final class MetricsExporter {
     private let factory: HubMetricsFactory
     private var counters: [String: (counter: CoreMetrics.Counter, exported: Int)] = [:]
     private var gauges: [String: CoreMetrics.Gauge] = [:]
-    private var labelled: Set<String> = []
+    /// The names with series of their own, and the `kind` label each got first.
+    private var labelled: [String: String] = [:]
     private let lag: Metrics.Timer
 
     /// The metric names and their help lines (README lists them).
@@ -36,6 +37,10 @@ final class MetricsExporter {
         "hub_auth_failures_total": "Connections refused with 4401 for a missing or wrong token.",
         "hub_protocol_errors_total": "Client messages answered with bad_message, unknown_op, duplicate_id or invalid_demand.",
         "hub_pipeline_failures_total": "Pipeline subscriptions that ended with failed (an evaluation error).",
+        "hub_rate_limit_closes_total": "Connections closed with 4429 for sending more messages or bytes a second than allowed.",
+        "hub_connection_refusals_total": "Connections refused with 4429 at the broker's or their identity's connection limit.",
+        "hub_named_pipeline_failures_total":
+            "Failures of named pipelines, once per failure however many clients share it (running pipelines and restarts included).",
         "hub_published_total": "Values published into a name (send, or a trigger's activations); names past the label limit are summed under name=\"$other\".",
         "hub_delivered_total": "Values delivered to the subscriptions to a name (ad-hoc pipelines: name=\"$adhoc\").",
         "hub_dropped_total": "Values dropped by the buffers of a name's subscriptions (dropOldest, dropNewest, latest).",
@@ -65,6 +70,9 @@ final class MetricsExporter {
         count("hub_auth_failures_total", snapshot.authFailures)
         count("hub_protocol_errors_total", snapshot.protocolErrors)
         count("hub_pipeline_failures_total", snapshot.pipelineFailures)
+        count("hub_named_pipeline_failures_total", snapshot.namedPipelineFailures)
+        count("hub_rate_limit_closes_total", snapshot.rateLimitCloses)
+        count("hub_connection_refusals_total", snapshot.connectionRefusals)
         gauge("hub_connections", snapshot.connections)
         gauge("hub_subscriptions", snapshot.subscriptions)
         gauge("hub_queued_bytes", snapshot.queuedBytes)
@@ -85,15 +93,20 @@ final class MetricsExporter {
     }
 
     /// The per-name figures with at most ``labelCapacity`` names of their own; the rest
-    /// are added into `$other`. A name keeps the label it got first (series stay stable).
+    /// are added into `$other`. A name keeps the labels it got first, its `kind` included
+    /// (a deleted name's counters live on with no entry, hence no kind, and a name may
+    /// come back as another kind): one series per name, so sums never count twice.
     private func bounded(_ names: [String: MetricsSnapshot.NameFigures]) -> [MetricsSnapshot.NameFigures] {
         let buckets: Set<String> = ["$other", "$adhoc"]
         var result: [MetricsSnapshot.NameFigures] = []
         var other = names["$other"] ?? MetricsSnapshot.NameFigures(name: "$other", kind: "shared")
         for name in names.keys.sorted() where !buckets.contains(name) {
-            let figures = names[name]!
-            if labelled.contains(name) || labelled.count < labelCapacity {
-                labelled.insert(name)
+            var figures = names[name]!
+            if let kind = labelled[name] {
+                figures.kind = kind
+                result.append(figures)
+            } else if labelled.count < labelCapacity {
+                labelled[name] = figures.kind
                 result.append(figures)
             } else {
                 other.add(figures)

@@ -45,6 +45,12 @@ public struct MetricsSnapshot: Sendable, Equatable {
     public var protocolErrors = 0
     /// Pipeline subscriptions that failed.
     public var pipelineFailures = 0
+    /// Failures of named pipelines (once per failure, running ones included).
+    public var namedPipelineFailures = 0
+    /// Connections closed for their rate (4429).
+    public var rateLimitCloses = 0
+    /// Connections refused at a connection limit (4429).
+    public var connectionRefusals = 0
     /// Values published into subjects.
     public var published = 0
     /// Trigger activations.
@@ -79,6 +85,9 @@ public struct MetricsSnapshot: Sendable, Equatable {
         authFailures += other.authFailures
         protocolErrors += other.protocolErrors
         pipelineFailures += other.pipelineFailures
+        namedPipelineFailures += other.namedPipelineFailures
+        rateLimitCloses += other.rateLimitCloses
+        connectionRefusals += other.connectionRefusals
         published += other.published
         activations += other.activations
         delivered += other.delivered

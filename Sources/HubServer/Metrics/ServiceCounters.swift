@@ -15,6 +15,10 @@ public final class ServiceCounters {
     public internal(set) var protocolErrors = 0
     /// Pipeline subscriptions that ended with `failed` (an evaluation error in a pipeline).
     public internal(set) var pipelineFailures = 0
+    /// Connections closed with 4429 for sending more than their rate limits allow.
+    public internal(set) var rateLimitCloses = 0
+    /// Connections refused with 4429 at the service's or their identity's connection limit.
+    public internal(set) var connectionRefusals = 0
     /// Bytes received and sent by connections that have closed (open ones count their own).
     var closedBytesReceived = 0
     var closedBytesSent = 0

@@ -70,6 +70,8 @@ final class SystemSubjects {
         var peer: String?
         var client: String?
         var authenticated: Bool
+        /// The identity it authenticated as (`anonymous` without auth), once it has.
+        var identity: String?
         var since: Int64
         var subscriptions: Int
         var queuedBytes: Int
@@ -129,6 +131,9 @@ final class SystemSubjects {
                 "authFailures": .int(Int64(snapshot.authFailures)),
                 "protocolErrors": .int(Int64(snapshot.protocolErrors)),
                 "pipelineFailures": .int(Int64(snapshot.pipelineFailures)),
+                "namedPipelineFailures": .int(Int64(snapshot.namedPipelineFailures)),
+                "rateLimitCloses": .int(Int64(snapshot.rateLimitCloses)),
+                "connectionRefusals": .int(Int64(snapshot.connectionRefusals)),
             ],
             "rates": [
                 "published": rate(snapshot.published, before?.published),
@@ -145,6 +150,7 @@ final class SystemSubjects {
             .object([
                 "session": .string(figures.session), "peer": figures.peer.map(Value.string) ?? .null,
                 "client": figures.client.map(Value.string) ?? .null, "authenticated": .bool(figures.authenticated),
+                "identity": figures.identity.map(Value.string) ?? .null,
                 "since": .int(figures.since / 1_000_000), "subscriptions": .int(Int64(figures.subscriptions)),
                 "queuedBytes": .int(Int64(figures.queuedBytes)), "bytesIn": .int(Int64(figures.bytesIn)),
                 "bytesOut": .int(Int64(figures.bytesOut)),

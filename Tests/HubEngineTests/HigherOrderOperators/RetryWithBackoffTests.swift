@@ -66,4 +66,22 @@ struct RetryWithBackoffTests {
         probe.send(completion: .finished)
         #expect(recorder.events == [.subscription, .value(1), .value(2), .finished])
     }
+
+    @Test func aFailureThatIsNotRetryableEndsItAtOnce() {
+        let scheduler = TestScheduler()
+        let probe = Probe()
+        let recorder = probe.retry(
+            backoff: .milliseconds(10), maximum: .seconds(1), scheduler: scheduler,
+            isRetryable: { $0 == .oops }
+        ).record()
+        probe.send(completion: .failure(.oops))
+        scheduler.advance(by: .milliseconds(10))
+        #expect(probe.subscriptions == 2, "a retryable failure is retried")
+        _ = probe.send(1)
+        probe.send(completion: .failure(.other(1)))
+        #expect(recorder.events == [.subscription, .value(1), .failure(.other(1))])
+        #expect(scheduler.pendingActionCount == 0, "no attempt is scheduled")
+        scheduler.advance(by: .seconds(10))
+        #expect(probe.subscriptions == 2)
+    }
 }

@@ -4,6 +4,7 @@ import HubRegistry
 import HubValue
 import HubServer
 import HubTransport
+import Logging
 import Testing
 
 /// What a test client sees of its connection.
@@ -49,15 +50,17 @@ final class HubServerHarness: Sendable {
     let port: Int
     let clientLoop: EventLoop
 
-    /// Starts a service with `configuration` (its port is forced to 0).
+    /// Starts a service with `configuration` (its port is forced to 0), logging to
+    /// `logger` (a ``LogRecorder``'s, for tests of the logs).
     init(
         _ configuration: HubService.Configuration = HubService.Configuration(),
+        logger: Logger = Logger(label: "hub.service"),
         setUp: @Sendable @escaping (Hub) throws -> Void = { _ in }
     ) async throws {
         var configuration = configuration
         configuration.host = "127.0.0.1"
         configuration.port = 0
-        service = try HubService(configuration: configuration)
+        service = try HubService(configuration: configuration, logger: logger)
         port = try await service.start(setUp: setUp)
         clientLoop = try EventLoop(configuration: .init(name: "test-clients"))
     }
@@ -290,10 +293,11 @@ func json(_ value: Value) -> String { value.jsonString() }
 /// Runs `body` against a fresh service, stopping it afterwards even when `body` throws.
 func withServer(
     _ configuration: HubService.Configuration = HubService.Configuration(),
+    logger: Logger = Logger(label: "hub.service"),
     setUp: @Sendable @escaping (Hub) throws -> Void = { _ in },
     _ body: (HubServerHarness) async throws -> Void
 ) async throws {
-    let harness = try await HubServerHarness(configuration, setUp: setUp)
+    let harness = try await HubServerHarness(configuration, logger: logger, setUp: setUp)
     do {
         try await body(harness)
     } catch {
