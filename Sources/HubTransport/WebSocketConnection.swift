@@ -324,6 +324,16 @@ public final class WebSocketConnection {
             return 0
         }
         guard writeNextStep(wsi) else { return -1 }
+        // The queue went out whole and a close waits for it: the close frame follows in
+        // the same callback (a peer that reacts to the last messages by closing itself
+        // would otherwise often close first, with its own code).
+        if outbound.isEmpty, handshake.pending != nil, lws_partial_buffered(wsi) == 0 {
+            let next = handshake.writable(queueIsEmpty: true)
+            if next != .write {
+                sendCloseFrame(wsi, next)
+                return -1
+            }
+        }
         // lws asks for a writable callback itself when it kept part of the write: say so,
         // so that nothing newer is written before that part.
         if !outbound.isEmpty || handshake.pending != nil || lws_partial_buffered(wsi) != 0 {
@@ -343,6 +353,11 @@ public final class WebSocketConnection {
     func flush() {
         flushScheduled = false
         guard let wsi, !writableRequested, handshake.isEstablished else { return }
+        // A close is due after the queue: a writable callback writes both (see handleWritable).
+        if handshake.pending != nil {
+            requestWritable()
+            return
+        }
         // lws still holds part of an earlier write: it must go first, from a writable callback.
         if lws_partial_buffered(wsi) != 0 {
             requestWritable()
