@@ -76,6 +76,7 @@ let package = Package(
                 "HubWire",
                 "HubPipeline",
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "HeapModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

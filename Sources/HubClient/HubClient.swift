@@ -174,9 +174,30 @@ public final class HubClient: Sendable {
         try await acked { .drain(grace: grace, ack: $0) }
     }
 
-    /// The server's catalog: subjects, named pipelines and triggers with subscriber counts.
+    /// The server's whole catalog: subjects, named pipelines and triggers with subscriber
+    /// counts. A large catalog comes in pages (``list(after:limit:)``): this asks for
+    /// each in turn and returns them together, with `next` `nil`.
     public func list() async throws(HubClientError) -> Catalog {
-        let answer = try await call { .list(ack: $0) }
+        var catalog = try await list(after: nil)
+        while let next = catalog.next {
+            let page = try await list(after: next)
+            if let following = page.next, following <= next {
+                throw HubClientError(code: .protocolError, message: "the server's catalog went back from \(next) to \(following)")
+            }
+            catalog.append(page: page)
+        }
+        return catalog
+    }
+
+    /// One page of the server's catalog: the entries after `after` (the ``Catalog/next``
+    /// of the previous page; from the start when `nil`), at most `limit` of them
+    /// (1...``Catalog/maxPageEntries``; the server's page size when `nil`). Its `next`
+    /// is where the following page starts, `nil` on the last page.
+    public func list(after: CatalogCursor?, limit: Int? = nil) async throws(HubClientError) -> Catalog {
+        if let limit, !(1...Catalog.maxPageEntries).contains(limit) {
+            throw HubClientError(code: HubClientError.Code(.badMessage), message: "list: limit must be from 1 to \(Catalog.maxPageEntries), got \(limit)")
+        }
+        let answer = try await call { .list(ack: $0, after: after, limit: limit) }
         guard case let .catalog(_, catalog) = answer else {
             throw HubClientError(code: .protocolError, message: "the server answered list with \(answer) instead of a catalog")
         }

@@ -1,3 +1,4 @@
+import HeapModule
 import HubEngine
 import HubValue
 import HubWire
@@ -651,24 +652,83 @@ public final class Hub: PipelineEnvironment {
 }
 
 extension Hub {
-    /// The catalog `list` answers: every subject, pipeline and trigger with its subscriber
-    /// count (the system subjects are left out: PROTOCOL.md documents them).
+    /// The whole catalog: every subject, pipeline and trigger with its subscriber count
+    /// (the system subjects are left out: PROTOCOL.md documents them).
     public func catalog() -> Catalog {
         var catalog = Catalog()
         for (name, entry) in entries where !HubName.isSystem(name) {
-            switch entry {
-            case .subject(let subject):
-                let state: Catalog.SubjectEntry.State =
-                    subject.failure != nil ? .failed : subject.isCompleted ? .completed : .open
-                catalog.subjects.append(Catalog.SubjectEntry(
-                    name: name, kind: subject.kind == .passthrough ? .passthrough : .currentValue,
-                    value: subject.currentValue, subscribers: subject.subscriberCount, state: state))
-            case .trigger(let trigger):
-                catalog.triggers.append(Catalog.TriggerEntry(name: name, subscribers: trigger.subscriberCount))
-            case .pipeline(let pipeline):
-                catalog.pipelines.append(Catalog.PipelineEntry(name: name, subscribers: pipeline.subscriberCount))
-            }
+            Hub.append(name, entry, to: &catalog)
         }
         return catalog.sorted()
+    }
+
+    /// One page of the catalog `list` answers: the entries after `after` in catalog order
+    /// (``CatalogCursor``) that `isVisible` lets through, at most `limit` of them and about
+    /// `maxBytes` of JSON (at least one entry), with ``Catalog/next`` set when more follow.
+    /// It costs one pass over the names and a heap of `limit` entries, whatever the
+    /// catalog's size.
+    public func catalog(
+        after: CatalogCursor?, limit: Int, maxBytes: Int, isVisible: (String) -> Bool = { _ in true }
+    ) -> Catalog {
+        let limit = max(1, limit)
+        var page = Heap<CatalogCursor>()
+        var more = false
+        for (name, entry) in entries where !HubName.isSystem(name) {
+            let cursor = CatalogCursor(Hub.cursorKind(of: entry), name)
+            if let after, cursor <= after { continue }
+            guard isVisible(name) else { continue }
+            if page.count < limit {
+                page.insert(cursor)
+            } else if let last = page.max, cursor < last {
+                page.replaceMax(with: cursor)
+                more = true
+            } else {
+                more = true
+            }
+        }
+        var catalog = Catalog()
+        var bytes = 0
+        var scratch: [UInt8] = []
+        for cursor in page.unordered.sorted() {
+            guard let entry = entries[cursor.name] else { continue }
+            var size = 80 + cursor.name.utf8.count
+            if case .subject(let subject) = entry, let value = subject.currentValue {
+                scratch.removeAll(keepingCapacity: true)
+                value.writeJSON(into: &scratch)
+                size += scratch.count
+            }
+            if catalog.count > 0, bytes + size > maxBytes {
+                more = true
+                break
+            }
+            bytes += size
+            Hub.append(cursor.name, entry, to: &catalog)
+            catalog.next = cursor
+        }
+        if !more { catalog.next = nil }
+        return catalog
+    }
+
+    private static func cursorKind(of entry: Entry) -> CatalogCursor.Kind {
+        switch entry {
+        case .subject: .subject
+        case .pipeline: .pipeline
+        case .trigger: .trigger
+        }
+    }
+
+    private static func append(_ name: String, _ entry: Entry, to catalog: inout Catalog) {
+        switch entry {
+        case .subject(let subject):
+            let state: Catalog.SubjectEntry.State =
+                subject.failure != nil ? .failed : subject.isCompleted ? .completed : .open
+            catalog.subjects.append(Catalog.SubjectEntry(
+                name: name, kind: subject.kind == .passthrough ? .passthrough : .currentValue,
+                value: subject.currentValue, subscribers: subject.subscriberCount, state: state))
+        case .trigger(let trigger):
+            catalog.triggers.append(Catalog.TriggerEntry(name: name, subscribers: trigger.subscriberCount))
+        case .pipeline(let pipeline):
+            catalog.pipelines.append(Catalog.PipelineEntry(name: name, subscribers: pipeline.subscriberCount))
+        }
     }
 }

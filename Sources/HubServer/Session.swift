@@ -350,9 +350,11 @@ public final class Session {
                 let trigger = try hub.trigger(named: name)
                 return { [hub] in hub.activate(trigger, key: key) }
             }
-        case .list(let ack):
-            var catalog = hub.catalog()
-            if let permissions = restrictedPermissions { catalog = Session.visible(catalog, to: permissions) }
+        case .list(let ack, let after, let limit):
+            let permissions = restrictedPermissions
+            var catalog = hub.catalog(
+                after: after, limit: limit ?? Catalog.maxPageEntries, maxBytes: Session.catalogPageBytes,
+                isVisible: { name in permissions.map { Session.isVisible(name, to: $0) } ?? true })
             catalog.connections = service?.connectionCount
             outbound.send(.catalog(ack: ack, catalog))
         case .delete(let name, let ack):
@@ -429,18 +431,15 @@ public final class Session {
         try permit(.publish, name, doing: doing)
     }
 
-    /// `catalog` reduced to the names `permissions` allow anything on.
-    static func visible(_ catalog: Catalog, to permissions: Permissions) -> Catalog {
-        func visible(_ name: String) -> Bool {
-            permissions.allows(.subscribe, name) || permissions.allows(.publish, name)
-                || permissions.allows(.trigger, name) || permissions.allows(.admin, name)
-        }
-        var reduced = catalog
-        reduced.subjects = catalog.subjects.filter { visible($0.name) }
-        reduced.pipelines = catalog.pipelines.filter { visible($0.name) }
-        reduced.triggers = catalog.triggers.filter { visible($0.name) }
-        return reduced
+    /// Whether `permissions` allow anything on `name` (a catalog shows only those names).
+    static func isVisible(_ name: String, to permissions: Permissions) -> Bool {
+        permissions.allows(.subscribe, name) || permissions.allows(.publish, name)
+            || permissions.allows(.trigger, name) || permissions.allows(.admin, name)
     }
+
+    /// About how many bytes of JSON one page of the catalog holds (at least one entry):
+    /// far below the largest message a client takes, whatever the catalog's size.
+    static let catalogPageBytes = 1 << 20
 
     /// Runs a request in two steps: `check` validates and returns the effect; the
     /// `ack` (if any) is queued before the effect runs, so that it precedes the

@@ -1,8 +1,9 @@
 import HubValue
 
-/// The answer to `list` (PROTOCOL.md §4): every subject (with its state), named
-/// pipeline and trigger of the hub, with their subscriber counts, and the server's
-/// open connections.
+/// The answer to `list` (PROTOCOL.md §4): the subjects (with their state), named
+/// pipelines and triggers of the hub, with their subscriber counts, and the server's
+/// open connections: all of them, or one page of them with ``next`` naming where the
+/// following page starts.
 ///
 /// The hub may build it in any order: ``ServerMessage/encode(into:)`` writes
 /// each list sorted by name, as the protocol requires. Decoding keeps the wire
@@ -90,16 +91,36 @@ public struct Catalog: Hashable, Sendable {
     public var triggers: [TriggerEntry]
     /// The server's open connections (`nil` when a server does not say).
     public var connections: Int?
+    /// Where the next page starts (the `after` of the next `list`); `nil` on the last page.
+    public var next: CatalogCursor?
+
+    /// The most entries a `list` may ask for in one page (`limit`), and the most a page
+    /// holds when it does not ask.
+    public static let maxPageEntries = 10_000
 
     /// A catalog, in any order.
     public init(
         subjects: [SubjectEntry] = [], pipelines: [PipelineEntry] = [], triggers: [TriggerEntry] = [],
-        connections: Int? = nil
+        connections: Int? = nil, next: CatalogCursor? = nil
     ) {
         self.subjects = subjects
         self.pipelines = pipelines
         self.triggers = triggers
         self.connections = connections
+        self.next = next
+    }
+
+    /// How many entries (subjects, pipelines and triggers) it holds.
+    public var count: Int { subjects.count + pipelines.count + triggers.count }
+
+    /// Appends the entries of `page` (a following page of the same catalog) and takes
+    /// its `connections` and `next`.
+    public mutating func append(page: Catalog) {
+        subjects += page.subjects
+        pipelines += page.pipelines
+        triggers += page.triggers
+        connections = page.connections ?? connections
+        next = page.next
     }
 
     /// The same catalog with every list sorted by name (the order on the wire).
@@ -108,7 +129,8 @@ public struct Catalog: Hashable, Sendable {
             subjects: subjects.sorted { Catalog.precedes($0.name, $1.name) },
             pipelines: pipelines.sorted { Catalog.precedes($0.name, $1.name) },
             triggers: triggers.sorted { Catalog.precedes($0.name, $1.name) },
-            connections: connections
+            connections: connections,
+            next: next
         )
     }
 
@@ -118,7 +140,7 @@ public struct Catalog: Hashable, Sendable {
     }
 
     /// Appends `"subjects":[...],"pipelines":[...],"triggers":[...]`, each sorted by name,
-    /// then `"connections":N` when known.
+    /// then `"connections":N` when known and `"next":"KIND:NAME"` when there is a next page.
     func encodeMembers(into buffer: inout [UInt8]) {
         let sorted = self.sorted()
         WireBytes.append(#""subjects":["#, to: &buffer)
@@ -161,6 +183,10 @@ public struct Catalog: Hashable, Sendable {
             WireBytes.append(#","connections":"#, to: &buffer)
             WireBytes.append(connections, to: &buffer)
         }
+        if let next {
+            WireBytes.append(#","next":"#, to: &buffer)
+            WireBytes.appendString(next.wire, to: &buffer)
+        }
     }
 
     /// Decodes the catalog members of a `catalog` message, strictly.
@@ -201,6 +227,12 @@ public struct Catalog: Hashable, Sendable {
                 throw WireError(WireFields.bad("catalog: 'connections' must be an integer ≥ 0"))
             }
             catalog.connections = Int(count)
+        }
+        if let raw = fields["next"] {
+            guard case let .string(text) = raw, let cursor = CatalogCursor(wire: text) else {
+                throw WireError(WireFields.bad("catalog: 'next' must be a cursor string (\"s:NAME\", \"p:NAME\" or \"t:NAME\")"))
+            }
+            catalog.next = cursor
         }
         return catalog
     }

@@ -26,8 +26,10 @@ public enum ClientMessage: Hashable, Sendable {
     case fail(to: String, error: Value, ack: Int64?)
     /// `trigger` the trigger `name`, for `key` when present (`key: null` is `.some(.null)`).
     case trigger(name: String, key: Value?, ack: Int64?)
-    /// `list`: ask for the catalog.
-    case list(ack: Int64)
+    /// `list`: ask for the catalog, from the entry after `after` (the `next` of an
+    /// earlier page; the start when `nil`), at most `limit` entries (1...``Catalog/maxPageEntries``;
+    /// the server's page size when `nil`).
+    case list(ack: Int64, after: CatalogCursor? = nil, limit: Int? = nil)
     /// `delete` the subject `name` (its subscribers complete; the name is free again).
     case delete(name: String, ack: Int64?)
     /// `drain` (admin): the server stops accepting connections and closes the open ones
@@ -99,7 +101,21 @@ extension ClientMessage {
             guard let ack = WireFields.ack(raw) else {
                 throw WireError(WireFields.bad("list: 'ack' must be \(WireFields.ackRange)"))
             }
-            return .list(ack: ack)
+            var after: CatalogCursor?
+            if let raw = fields["after"] {
+                guard case let .string(text) = raw, let cursor = CatalogCursor(wire: text) else {
+                    throw WireError(WireFields.bad("list: 'after' must be the 'next' of an earlier catalog (\"s:NAME\", \"p:NAME\" or \"t:NAME\")"), ack: ack)
+                }
+                after = cursor
+            }
+            var limit: Int?
+            if let raw = fields["limit"] {
+                guard let count = WireFields.integer(raw), count >= 1, count <= Int64(Catalog.maxPageEntries) else {
+                    throw WireError(WireFields.bad("list: 'limit' must be an integer from 1 to \(Catalog.maxPageEntries)"), ack: ack)
+                }
+                limit = Int(count)
+            }
+            return .list(ack: ack, after: after, limit: limit)
         case "delete":
             let ack = try optionalAck(fields, op: op)
             return .delete(name: try name(fields, "name", op: op, ack: ack), ack: ack)
@@ -379,9 +395,17 @@ extension ClientMessage {
                 key.writeJSON(into: &buffer)
             }
             ClientMessage.appendAck(ack, to: &buffer)
-        case let .list(ack):
+        case let .list(ack, after, limit):
             WireBytes.append(#"{"op":"list","ack":"#, to: &buffer)
             WireBytes.append(ack, to: &buffer)
+            if let after {
+                WireBytes.append(#","after":"#, to: &buffer)
+                WireBytes.appendString(after.wire, to: &buffer)
+            }
+            if let limit {
+                WireBytes.append(#","limit":"#, to: &buffer)
+                WireBytes.append(limit, to: &buffer)
+            }
         case let .delete(name, ack):
             WireBytes.append(#"{"op":"delete","name":"#, to: &buffer)
             WireBytes.appendString(name, to: &buffer)

@@ -73,6 +73,28 @@ struct ClientMessageDecodingTests {
 
     @Test func list() throws {
         #expect(try ClientMessage.decode(#"{"op":"list","ack":5}"#) == .list(ack: 5))
+        #expect(try ClientMessage.decode(#"{"op":"list","ack":5,"after":"p:page","limit":10000}"#)
+            == .list(ack: 5, after: CatalogCursor(.pipeline, "page"), limit: 10_000))
+        #expect(try ClientMessage.decode(#"{"op":"list","ack":5,"limit":1.0}"#) == .list(ack: 5, limit: 1))
+        let message = ClientMessage.list(ack: 3, after: CatalogCursor(.trigger, "t.x"), limit: 7)
+        #expect(try ClientMessage.decode(String(decoding: message.jsonBytes(), as: UTF8.self)) == message)
+    }
+
+    @Test(arguments: [
+        #"{"op":"list","ack":5,"after":"s:"}"#, #"{"op":"list","ack":5,"after":"q:x"}"#,
+        #"{"op":"list","ack":5,"after":"s:bad name"}"#, #"{"op":"list","ack":5,"after":"sx"}"#,
+        #"{"op":"list","ack":5,"after":null}"#, #"{"op":"list","ack":5,"after":7}"#,
+        #"{"op":"list","ack":5,"limit":0}"#, #"{"op":"list","ack":5,"limit":10001}"#,
+        #"{"op":"list","ack":5,"limit":1.5}"#, #"{"op":"list","ack":5,"limit":"3"}"#,
+    ])
+    func aBadPageOfListIsBadMessageWithItsAck(text: String) throws {
+        do {
+            _ = try ClientMessage.decode(text)
+            Issue.record("decoded \(text)")
+        } catch {
+            #expect(error.error.code == .badMessage)
+            #expect(error.ack == 5)
+        }
     }
 
     @Test func bytesBufferAndValueEntryPointsAgree() throws {

@@ -27,6 +27,9 @@ struct ServerMessageDecodingTests {
         #expect(try ServerMessage.decode(#"{"op":"ack","ack":1,"extra":{"x":[]}}"#) == .ack(1))
         #expect(try ServerMessage.decode(#"{"op":"catalog","ack":1,"subjects":[],"pipelines":[],"triggers":[{"name":"t","since":1}],"more":1}"#)
             == .catalog(ack: 1, Catalog(triggers: ["t"])))
+        let page = ServerMessage.catalog(ack: 2, Catalog(triggers: ["t"], connections: 3, next: CatalogCursor(.trigger, "t")))
+        #expect(String(decoding: page.jsonBytes(), as: UTF8.self).hasSuffix(#","connections":3,"next":"t:t"}"#))
+        #expect(try ServerMessage.decode(String(decoding: page.jsonBytes(), as: UTF8.self)) == page)
     }
 
     @Test(arguments: [
@@ -68,6 +71,8 @@ struct ServerMessageDecodingTests {
         #"{"op":"catalog","ack":1,"subjects":[],"pipelines":[{"name":"bad name","subscribers":0}],"triggers":[]}"#,
         #"{"op":"catalog","ack":1,"subjects":[],"pipelines":[],"triggers":["t"]}"#,
         #"{"op":"catalog","ack":1,"subjects":[],"pipelines":[],"triggers":[{}]}"#,
+        #"{"op":"catalog","ack":1,"subjects":[],"pipelines":[],"triggers":[],"next":"x"}"#,
+        #"{"op":"catalog","ack":1,"subjects":[],"pipelines":[],"triggers":[],"next":null}"#,
     ])
     func malformedServerMessagesAreTypedErrors(text: String) throws {
         let error = try #require(serverDecodeError(text))

@@ -46,7 +46,7 @@ struct WireOutcome: Equatable, CustomStringConvertible {
             return WireOutcome(op: "subscribed", code: nil, id: id, ack: nil)
         case let .send(_, _, ack?), let .complete(_, ack?), let .fail(_, _, ack?), let .trigger(_, _, ack?):
             return WireOutcome(op: "ack", code: nil, id: nil, ack: ack)
-        case let .list(ack):
+        case let .list(ack, _, _):
             return WireOutcome(op: "catalog", code: nil, id: nil, ack: ack)
         default:
             return nil

@@ -109,9 +109,16 @@ export interface SubscribeOptions {
 export type SubscriptionKind = "subject" | "pipeline" | "trigger";
 
 export interface Catalog {
-  subjects: { name: string; kind: "passthrough" | "currentValue"; value?: JSONValue; subscribers: number }[];
+  subjects: { name: string; kind: "passthrough" | "currentValue"; value?: JSONValue; subscribers: number; state?: "open" | "completed" | "failed" }[];
   pipelines: { name: string; subscribers: number }[];
-  triggers: { name: string }[];
+  triggers: { name: string; subscribers?: number }[];
+  /** The server's open connections, when it says. */
+  connections?: number;
+}
+
+/** One page of the catalog: `next` (absent on the last page) is the `after` of the following one. */
+export interface CatalogPage extends Catalog {
+  next?: string;
 }
 
 export type HubState = "idle" | "connecting" | "open" | "reconnecting" | "closed";
@@ -145,7 +152,10 @@ export declare class Hub extends EventTarget {
   delete(name: string): Promise<void>;
   fail(to: string, error: JSONValue): Promise<void>;
   trigger(name: string, key?: JSONValue): Promise<void>;
+  /** The whole catalog, every page joined. */
   list(): Promise<Catalog>;
+  /** One page: the entries after `after` (an earlier page's `next`), at most `limit` (1–10,000). */
+  listPage(options?: { after?: string; limit?: number }): Promise<CatalogPage>;
   /** A subject, named pipeline or trigger by name, or pipeline text. */
   subscribe<T = JSONValue>(target: string | { to: string } | { pipeline: string }, options?: SubscribeOptions): Subscription<T>;
   /** Closes (close 1000); live calls and subscriptions fail with `closed`. */

@@ -490,13 +490,49 @@ export class Hub extends EventTarget {
       .then(nothing);
   }
 
-  /** The hub's catalog: `{subjects, pipelines, triggers}`. */
-  list() {
-    return this.#core.call((ack) => ({ op: "list", ack })).then(({ subjects, pipelines, triggers }) => ({
-      subjects,
-      pipelines,
-      triggers,
-    }));
+  /**
+   * The hub's whole catalog: `{subjects, pipelines, triggers, connections?}`. A large
+   * catalog comes in pages (`listPage`): this asks for each in turn and joins them.
+   */
+  async list() {
+    const catalog = await this.listPage();
+    let next = catalog.next;
+    while (next !== undefined) {
+      const page = await this.listPage({ after: next });
+      if (page.next !== undefined && !(cursorOrder(next, page.next) < 0)) {
+        throw new HubError(ErrorCode.PROTOCOL_ERROR, `the hub's catalog went back from ${next} to ${page.next}`);
+      }
+      catalog.subjects.push(...page.subjects);
+      catalog.pipelines.push(...page.pipelines);
+      catalog.triggers.push(...page.triggers);
+      if (page.connections !== undefined) catalog.connections = page.connections;
+      next = page.next;
+    }
+    delete catalog.next;
+    return catalog;
+  }
+
+  /**
+   * One page of the hub's catalog: the entries after `after` (the `next` of the
+   * previous page; from the start when absent), at most `limit` (1–10,000; the hub's
+   * page size when absent). `next` is where the following page starts, absent on the last.
+   */
+  listPage({ after, limit } = {}) {
+    if (after !== undefined && typeof after !== "string") {
+      return rejected(invalid("listPage: after must be the next of an earlier page (a string)"));
+    }
+    if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= 10000)) {
+      return rejected(invalid(`listPage: limit must be an integer from 1 to 10000, got ${limit}`));
+    }
+    return this.#core
+      .call((ack) => ({ op: "list", ack, ...(after === undefined ? {} : { after }), ...(limit === undefined ? {} : { limit }) }))
+      .then(({ subjects, pipelines, triggers, connections, next }) => ({
+        subjects,
+        pipelines,
+        triggers,
+        ...(connections === undefined ? {} : { connections }),
+        ...(next === undefined ? {} : { next }),
+      }));
   }
 
   /**
@@ -1330,6 +1366,14 @@ function checkURL(url) {
     throw new HubError(ErrorCode.INVALID_URL, `the URL must be ws:// or wss://, got ${parsed.protocol}//`);
   }
   return parsed.href;
+}
+
+/** Catalog order of two cursors ("s:NAME", "p:NAME", "t:NAME"): subjects, pipelines, triggers, then bytewise names. */
+function cursorOrder(a, b) {
+  const rank = (cursor) => "spt".indexOf(cursor[0]);
+  if (rank(a) !== rank(b)) return rank(a) - rank(b);
+  const [x, y] = [a.slice(2), b.slice(2)]; // names are ASCII: code unit order is byte order
+  return x < y ? -1 : x > y ? 1 : 0;
 }
 
 function nothing() {

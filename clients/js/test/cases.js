@@ -171,6 +171,26 @@ export function cases(env) {
       },
     },
     {
+      name: "listPage pages the catalog after a cursor; list joins every page",
+      async run() {
+        await withHub(url, {}, async (hub) => {
+          const base = unique();
+          const names = [0, 1, 2, 3, 4].map((i) => `${base}_${i}`);
+          for (const name of names) await hub.send(name, 1);
+          const first = await hub.listPage({ after: `s:${base}`, limit: 2 });
+          same(first.subjects.map((s) => s.name), names.slice(0, 2), "first page");
+          same(first.next, `s:${names[1]}`, "next");
+          const second = await hub.listPage({ after: first.next, limit: 2 });
+          same(second.subjects.map((s) => s.name), names.slice(2, 4), "second page");
+          const whole = await hub.list();
+          same(whole.next, undefined, "no next on the whole catalog");
+          same(whole.subjects.map((s) => s.name).filter((n) => n.startsWith(base)), names, "every name once");
+          await failure(hub.listPage({ limit: 0 }), ErrorCode.INVALID_ARGUMENT);
+          await failure(hub.listPage({ after: "nonsense" }), ErrorCode.BAD_MESSAGE);
+        });
+      },
+    },
+    {
       name: "a pipeline that does not compile: subscribed and next reject with pipeline_error and its position",
       async run() {
         await withHub(url, {}, async (hub) => {

@@ -115,6 +115,29 @@ async def test_list_answers_the_catalog(broker):
         assert next(s for s in after["subjects"] if s["name"] == name)["subscribers"] == 0
 
 
+async def test_list_pages_the_catalog(broker):
+    async with Hub(broker.url) as hub:
+        base = unique()
+        names = [f"{base}_{i}" for i in range(5)]
+        for name in names:
+            await hub.send(name, 1)
+        first = await hub.list_page(after=f"s:{base}", limit=2)
+        assert [s["name"] for s in first["subjects"]] == names[:2]
+        assert first["next"] == f"s:{names[1]}"
+        second = await hub.list_page(after=first["next"], limit=2)
+        assert [s["name"] for s in second["subjects"]] == names[2:4]
+        whole = await hub.list()
+        assert "next" not in whole
+        listed = [s["name"] for s in whole["subjects"]]
+        assert [n for n in listed if n.startswith(base)] == names
+        with pytest.raises(HubError) as caught:
+            await hub.list_page(limit=0)
+        assert caught.value.code == ErrorCode.INVALID_ARGUMENT
+        with pytest.raises(HubError) as caught:
+            await hub._core.call({"op": "list", "after": "nonsense"})
+        assert caught.value.code == ErrorCode.BAD_MESSAGE
+
+
 async def test_pipeline_error_carries_its_position(broker):
     async with Hub(broker.url) as hub:
         subscription = hub.subscribe(pipeline="sequence([1, 2")

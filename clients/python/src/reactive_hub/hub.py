@@ -98,9 +98,43 @@ class Hub:
         await self._core.call(message)
 
     async def list(self) -> Dict[str, Any]:
-        """The hub's catalog: ``{"subjects": [...], "pipelines": [...], "triggers": [...]}``."""
-        answer = await self._core.call({"op": "list"})
-        return {key: answer.get(key, []) for key in ("subjects", "pipelines", "triggers")}
+        """The hub's whole catalog: ``{"subjects": [...], "pipelines": [...], "triggers": [...]}``
+        (and ``"connections"`` when the hub says). A large catalog comes in pages
+        (:meth:`list_page`): this asks for each in turn and joins them."""
+        catalog = await self.list_page()
+        following = catalog.pop("next", None)
+        while following is not None:
+            page = await self.list_page(after=following)
+            if "next" in page and not _cursor_key(following) < _cursor_key(page["next"]):
+                raise HubError(ErrorCode.PROTOCOL_ERROR,
+                               f"the hub's catalog went back from {following} to {page['next']}")
+            for key in ("subjects", "pipelines", "triggers"):
+                catalog[key].extend(page[key])
+            if "connections" in page:
+                catalog["connections"] = page["connections"]
+            following = page.get("next")
+        return catalog
+
+    async def list_page(self, *, after: Optional[str] = None, limit: Optional[int] = None) -> Dict[str, Any]:
+        """One page of the hub's catalog: the entries after ``after`` (the ``"next"`` of the
+        previous page; from the start when ``None``), at most ``limit`` (1-10,000; the
+        hub's page size when ``None``). ``"next"``, absent on the last page, is where the
+        following page starts."""
+        if after is not None and not isinstance(after, str):
+            raise HubError(ErrorCode.INVALID_ARGUMENT, "list_page: after must be the next of an earlier page (a string)")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10000):
+            raise HubError(ErrorCode.INVALID_ARGUMENT, f"list_page: limit must be an integer from 1 to 10000, got {limit!r}")
+        request: Dict[str, Any] = {"op": "list"}
+        if after is not None:
+            request["after"] = after
+        if limit is not None:
+            request["limit"] = limit
+        answer = await self._core.call(request)
+        page = {key: answer.get(key, []) for key in ("subjects", "pipelines", "triggers")}
+        for key in ("connections", "next"):
+            if key in answer:
+                page[key] = answer[key]
+        return page
 
     def subscribe(self, name: Optional[str] = None, *, pipeline: Optional[str] = None, prefetch: int = 16,
                   demand: Any = None, buffer: Optional[int] = None, overflow: Optional[str] = None,
@@ -135,6 +169,11 @@ class Hub:
 
     def __repr__(self) -> str:
         return f"<Hub {self.url} {self.state}>"
+
+
+def _cursor_key(cursor: str) -> Any:
+    """Catalog order of a cursor ("s:NAME", "p:NAME", "t:NAME"): subjects, pipelines, triggers, then bytewise names."""
+    return ("spt".find(cursor[:1]), cursor[2:].encode())
 
 
 def _check_url(url: str) -> str:
