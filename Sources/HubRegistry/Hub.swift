@@ -231,9 +231,20 @@ public final class Hub: PipelineEnvironment {
         return subject
     }
 
-    /// Declares a trigger (from configuration). A name already in use is refused.
+    /// Declares a trigger (from configuration): it stays until the configuration drops
+    /// it. A name already in use is refused.
     @discardableResult
     public func declareTrigger(_ name: String) throws(HubError) -> HubTrigger {
+        if case .trigger(let existing) = entries[name], !existing.isDeclared {
+            existing.isDeclared = true  // created on first use, now in the configuration: it stays
+            return existing
+        }
+        let trigger = try createTrigger(name)
+        trigger.isDeclared = true
+        return trigger
+    }
+
+    private func createTrigger(_ name: String) throws(HubError) -> HubTrigger {
         try Hub.check(name)
         guard entries[name] == nil else {
             throw HubError(.badMessage, "'\(name)' is already declared as a \(entries[name]!.kindName)")
@@ -313,6 +324,7 @@ public final class Hub: PipelineEnvironment {
         try Hub.check(name)
         switch entries[name] {
         case .trigger(let trigger):
+            trigger.wasUsed = true
             return trigger
         case .some(let other):
             throw HubError(.notFound, "'\(name)' is a \(other.kindName), not a trigger")
@@ -320,7 +332,9 @@ public final class Hub: PipelineEnvironment {
             guard configuration.autoCreate, !HubName.isSystem(name) else {
                 throw HubError(.notFound, "no trigger named '\(name)'")
             }
-            return try declareTrigger(name)
+            let trigger = try createTrigger(name)
+            trigger.wasUsed = true
+            return trigger
         }
     }
 
@@ -402,25 +416,37 @@ public final class Hub: PipelineEnvironment {
         return durableStore
     }
 
-    /// Forgets the subjects created on first use (not declared, not system subjects) that
-    /// have no subscriber and were not used since the previous sweep; the others are
+    /// Forgets the subjects and triggers created on first use (not declared, not system
+    /// subjects) that have no subscriber and were not used since the previous sweep; the others are
     /// marked unused until their next use. Returns how many were forgotten. The service
     /// calls it every ``Configuration/idleNameTimeout``, so that names a client invents
     /// (100,000 unique `send`s, `subject("ns" + string(.))`) do not stay forever. A
     /// forgotten subject loses nothing a subscriber could see (a passthrough subject keeps
-    /// no value) except a completion: the next use of the name starts it afresh.
+    /// no value) except a completion: the next use of the name starts it afresh. A
+    /// forgotten trigger had no subscriber to see an activation.
     @discardableResult
     public func sweepIdleNames() -> Int {
         var forgotten = 0
-        for (name, entry) in entries {
-            guard case .subject(let subject) = entry, !subject.isDeclared, !HubName.isSystem(name) else { continue }
-            if subject.wasUsed || subject.subscriberCount > 0 {
-                subject.wasUsed = false
+        for (name, entry) in entries where !HubName.isSystem(name) {
+            switch entry {
+            case .subject(let subject) where !subject.isDeclared:
+                if subject.wasUsed || subject.subscriberCount > 0 {
+                    subject.wasUsed = false
+                    continue
+                }
+                entries[name] = nil
+                subject.isRemoved = true
+                forgotten += 1
+            case .trigger(let trigger) where !trigger.isDeclared:
+                if trigger.wasUsed || trigger.subscriberCount > 0 {
+                    trigger.wasUsed = false
+                    continue
+                }
+                entries[name] = nil
+                forgotten += 1
+            default:
                 continue
             }
-            entries[name] = nil
-            subject.isRemoved = true
-            forgotten += 1
         }
         return forgotten
     }

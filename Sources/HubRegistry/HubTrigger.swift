@@ -15,6 +15,11 @@ public final class HubTrigger {
 
     /// Its counters for the metrics (the hub's bounded table hands them out).
     public internal(set) var counters: NameCounters
+    /// Whether the configuration declared it (else it was created on first use, and is
+    /// forgotten once idle: ``Hub/sweepIdleNames()``).
+    public internal(set) var isDeclared = false
+    /// Whether it was activated or subscribed since the last sweep of idle names.
+    var wasUsed = false
 
     /// A trigger named `name`.
     public init(name: String) {

@@ -29,6 +29,32 @@ struct IdleNameTests {
         #expect(Self.names(hub) == ["declared", "watched"])
     }
 
+    @Test func triggersCreatedOnFirstUseAreForgottenOnceIdleDeclaredOnesStay() throws {
+        let hub = Hub(scheduler: TestScheduler())
+        try hub.declareTrigger("declared")
+        for index in 0..<500 { try hub.activate("invented\(index)", key: nil) }
+        let watcher = Recorder(initialDemand: .unlimited)
+        try hub.trigger(named: "watched", key: nil).subscribe(watcher)
+        func triggers() -> Set<String> { Set(hub.catalog().triggers.map(\.name)) }
+        #expect(triggers().count == 502)
+        #expect(hub.sweepIdleNames() == 0)  // used since the last sweep: only marked
+        try hub.activate("invented3", key: nil)
+        #expect(hub.sweepIdleNames() == 499)
+        #expect(triggers() == ["declared", "watched", "invented3"])
+        #expect(hub.sweepIdleNames() == 1)
+        #expect(triggers() == ["declared", "watched"])
+        // The watcher still gets activations; a forgotten name is created again on use.
+        try hub.activate("watched", key: "k")
+        #expect(watcher.values == ["k"])
+        try hub.activate("invented3", key: nil)
+        #expect(triggers().contains("invented3"))
+        // A trigger created on first use, then declared by a reload, stays.
+        try hub.declareTrigger("invented3")
+        hub.sweepIdleNames()
+        hub.sweepIdleNames()
+        #expect(triggers().contains("invented3"))
+    }
+
     @Test func aCompletedSubjectStartsAfreshOnceForgotten() throws {
         let hub = Hub(scheduler: TestScheduler())
         try hub.complete("done")
