@@ -47,6 +47,10 @@ public final class HubService: Sendable {
         /// Seconds a new connection may take to send its upgrade request before it is
         /// dropped (issue 12: sockets that never send one held a descriptor for 10 s).
         public var handshakeTimeout: UInt16 = 5
+        /// The most accepted sockets waiting to send their upgrade or HTTP request: a
+        /// newcomer beyond it closes the one that has waited longest (issue 12: sockets
+        /// that connect and send nothing could hold every descriptor).
+        public var maxPendingHandshakes: Int = 1000
         /// The certificate and private key to serve `wss://` with; `nil` serves `ws://`.
         public var tls: TLSConfiguration?
         /// How long a lame-duck drain (SIGUSR2, `hubcli drain`) takes to close every
@@ -432,7 +436,8 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
                 maximumConnections: transportConnectionLimit,
                 connectionLimitCloseCode: WebSocketCloseCode(HubCloseCode.tooManyConnections.rawValue),
                 pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout,
-                tls: configuration.tls, handshakeTimeout: configuration.handshakeTimeout),
+                tls: configuration.tls, handshakeTimeout: configuration.handshakeTimeout,
+                maximumPendingHandshakes: configuration.maxPendingHandshakes),
             delegate: self)
         try server.start()
         self.server = server
@@ -459,7 +464,8 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
                     maximumConnections: transportConnectionLimit,
                     connectionLimitCloseCode: WebSocketCloseCode(HubCloseCode.tooManyConnections.rawValue),
                     pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout,
-                    handshakeTimeout: configuration.handshakeTimeout),
+                    handshakeTimeout: configuration.handshakeTimeout,
+                    maximumPendingHandshakes: configuration.maxPendingHandshakes),
                 delegate: self)
             try adminServer.start()
             self.adminServer = adminServer
@@ -609,6 +615,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         configuration.hub = new.hub
         configuration.maxConnections = new.maxConnections
         configuration.maxUnauthenticated = new.maxUnauthenticated
+        configuration.maxPendingHandshakes = new.maxPendingHandshakes
         admission.limits = ServiceCore.admissionLimits(configuration)
         authenticator = ServiceCore.authenticator(configuration.session, jwt: jwtVerifier)
         configuration.maxMessageSize = new.maxMessageSize
@@ -617,7 +624,8 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         if server != nil, !stopped { scheduleIdleSweep() }
         for server in [server, adminServer].compactMap({ $0 }) {
             server.updateLimits(
-                maximumConnections: transportConnectionLimit, limits: .init(maximumMessageSize: new.maxMessageSize))
+                maximumConnections: transportConnectionLimit, limits: .init(maximumMessageSize: new.maxMessageSize),
+                maximumPendingHandshakes: new.maxPendingHandshakes)
         }
         var added = 0, replaced = 0, removed = 0, kept: [String] = []
         for subject in broker.subjects {

@@ -93,8 +93,12 @@ enum WebSocketCallbackDispatcher {
             }
             endpoint.eventLoop.noteActivity()
             return endpoint.http(wsi, reason, input, length)
+        case LWS_CALLBACK_WSI_CREATE:
+            if let wsi, let endpoint = endpoint(wsi) { endpoint.accepted(wsi) }
+            return 0
         case LWS_CALLBACK_WSI_DESTROY:
             guard let wsi else { return 0 }
+            endpoint(wsi)?.freed(wsi)
             guard let slot = user ?? lws_wsi_user(wsi), let connection = connection(in: slot) else {
                 // A plain HTTP connection (its slot holds no WebSocket connection).
                 endpoint(wsi)?.httpConnectionDestroyed(wsi)

@@ -25,9 +25,21 @@ protocol WebSocketEndpoint: AnyObject {
 
     /// lws frees `wsi`, a plain HTTP connection (servers).
     func httpConnectionDestroyed(_ wsi: OpaquePointer)
+
+    /// lws created `wsi` for an accepted socket (servers), before it sent anything.
+    func accepted(_ wsi: OpaquePointer)
+
+    /// lws frees `wsi`, whatever it became (servers).
+    func freed(_ wsi: OpaquePointer)
 }
 
 extension WebSocketEndpoint {
+    /// Nothing: clients do not accept sockets.
+    func accepted(_ wsi: OpaquePointer) {}
+
+    /// Nothing: clients do not accept sockets.
+    func freed(_ wsi: OpaquePointer) {}
+
     /// Refuses: only servers accept connections.
     func filter(_ wsi: OpaquePointer, slot: UnsafeMutableRawPointer) -> Int32 { 1 }
 

@@ -31,6 +31,8 @@ public final class WebSocketServer: WebSocketEndpoint {
     private var exchanges: [OpaquePointer: HTTPExchange] = [:]
     /// The timer of ``watchForHangUps()`` while it runs.
     private var hangUpCheck: TimerQueue.Entry?
+    /// Accepted sockets that have not sent their upgrade or HTTP request yet, oldest first.
+    private var pendingHandshakes = PendingHandshakes()
 
     /// Creates a server on `eventLoop` (loop thread only). Call ``start()`` to listen.
     ///
@@ -136,20 +138,41 @@ public final class WebSocketServer: WebSocketEndpoint {
         isRefusingUpgrades = true
     }
 
-    /// Changes the connection limit and the per-connection limits for the connections
-    /// accepted from now on (a reload); open connections keep theirs.
-    public func updateLimits(maximumConnections: Int, limits: WebSocketConnection.Limits) {
+    /// Changes the connection limit, the per-connection limits for the connections
+    /// accepted from now on and (when given) the bound on sockets waiting for their
+    /// handshake (a reload); open connections keep theirs.
+    public func updateLimits(maximumConnections: Int, limits: WebSocketConnection.Limits, maximumPendingHandshakes: Int? = nil) {
         eventLoop.preconditionInEventLoop()
         configuration.maximumConnections = maximumConnections
         configuration.limits = limits
+        if let maximumPendingHandshakes { configuration.maximumPendingHandshakes = max(1, maximumPendingHandshakes) }
     }
 
     /// Plain HTTP requests in progress (for tests).
     var pendingExchangeCount: Int { exchanges.count }
 
+    /// Accepted sockets still waiting for their upgrade or HTTP request.
+    public var pendingHandshakeCount: Int { pendingHandshakes.count }
+
+    /// Sockets closed because more were waiting for their handshake than allowed.
+    public private(set) var displacedHandshakeCount = 0
+
     // MARK: - Events from the callback dispatcher
 
+    func accepted(_ wsi: OpaquePointer) {
+        if let oldest = pendingHandshakes.add(wsi, limit: configuration.maximumPendingHandshakes) {
+            // Closed on lws's next service pass (not from inside another wsi's callback).
+            cws_kill_async(oldest)
+            displacedHandshakeCount += 1
+        }
+    }
+
+    func freed(_ wsi: OpaquePointer) {
+        pendingHandshakes.remove(wsi)
+    }
+
     func filter(_ wsi: OpaquePointer, slot: UnsafeMutableRawPointer) -> Int32 {
+        pendingHandshakes.remove(wsi)
         guard !isClosed, !isRefusingUpgrades else { return 1 }
         // RFC 6455 §4.2.1: version 13 only (lws would also upgrade drafts 7 and 8).
         guard WebSocketCallbackDispatcher.header(wsi, WSI_TOKEN_VERSION) == "13" else {
@@ -208,6 +231,7 @@ public final class WebSocketServer: WebSocketEndpoint {
     func http(_ wsi: OpaquePointer, _ reason: lws_callback_reasons, _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
         switch reason {
         case LWS_CALLBACK_HTTP:
+            pendingHandshakes.remove(wsi)
             exchanges.removeValue(forKey: wsi)?.connectionClosed()
             let (request, expectsBody) = HTTPExchange.request(on: wsi, uri: input, length: length)
             let exchange = HTTPExchange(request: request, wsi: wsi, eventLoop: eventLoop, expectsBody: expectsBody)

@@ -25,6 +25,10 @@ extension WebSocketServer {
         /// is dropped (lws's `timeout_secs_ah_idle`, 10 by default there): sockets that
         /// connect and send nothing hold a descriptor only this long.
         public var handshakeTimeout: UInt16
+        /// The most accepted sockets still waiting for their upgrade (or HTTP) request: a
+        /// newcomer beyond it closes the one that has waited longest, so that sockets
+        /// that connect and send nothing cannot hold every descriptor (issue 12).
+        public var maximumPendingHandshakes: Int
         /// The size of lws's receive chunk (bytes).
         public var receiveBufferSize: Int
         /// The certificate and key to serve `wss://` with; `nil` serves plain `ws://`.
@@ -32,16 +36,18 @@ extension WebSocketServer {
 
         /// Creates a configuration; defaults: `127.0.0.1`, ephemeral port, `hub.v1`, 1 MiB
         /// messages, 10,000 connections (more are closed with 1008), ping
-        /// after 30 s, hang up after 60 s, no TLS, 5 s to send the upgrade request.
+        /// after 30 s, hang up after 60 s, no TLS, 5 s to send the upgrade request, 1,000
+        /// sockets waiting to send it.
         public init(
             host: String = "127.0.0.1", port: Int = 0, subprotocol: String = "hub.v1",
             limits: WebSocketConnection.Limits = .init(), maximumConnections: Int = 10_000,
             connectionLimitCloseCode: WebSocketCloseCode = .policyViolation,
             pingInterval: UInt16 = 30, idleTimeout: UInt16 = 60, receiveBufferSize: Int = 32 << 10,
-            tls: TLSConfiguration? = nil, handshakeTimeout: UInt16 = 5
+            tls: TLSConfiguration? = nil, handshakeTimeout: UInt16 = 5, maximumPendingHandshakes: Int = 1000
         ) {
             self.tls = tls
             self.handshakeTimeout = handshakeTimeout
+            self.maximumPendingHandshakes = max(1, maximumPendingHandshakes)
             self.host = host
             self.port = port
             self.subprotocol = subprotocol

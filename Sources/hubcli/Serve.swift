@@ -123,6 +123,14 @@ struct Serve: AsyncParsableCommand {
             throw ExitCode.failure
         }
         let logger = Logger(label: "hubcli.serve")
+        if let raised = OpenFileLimit.raiseToHard(), raised.after != raised.before {
+            logger.debug("raised the open-file limit", metadata: ["from": "\(raised.before)", "to": "\(raised.after)"])
+        }
+        if let limit = OpenFileLimit.current, limit.soft < UInt64(broker.service.maxConnections) + 64 {
+            logger.warning("the open-file limit is below limits.maxConnections: connections past it are refused", metadata: [
+                "openFileLimit": "\(limit.soft)", "maxConnections": "\(broker.service.maxConnections)",
+            ])
+        }
         let configuration = broker.service
         let host = configuration.host
         let service: HubService

@@ -12,7 +12,7 @@ struct ConfigurationErrorTests {
         ("just text\n", "hub.yml:1:1: expected a mapping of listen, autoCreate, limits, auth, allowAdHocPipelines, storage, defaults, subjects, triggers, pipelines, admin, metrics, drainGrace (got \"just text\")"),
         // unknown and duplicate keys
         ("listn: {}\n", "hub.yml:1:1: listn: unknown key 'listn'; valid keys: listen, autoCreate, limits, auth, allowAdHocPipelines, storage, defaults, subjects, triggers, pipelines, admin, metrics, drainGrace"),
-        ("limits:\n  maxConection: 3\n", "hub.yml:2:3: limits.maxConection: unknown key 'maxConection'; valid keys: maxMessageBytes, maxConnections, maxSubscriptionsPerConnection, maxQueuedBytesPerConnection, pipelines, defaultBuffer, maxBuffer, perConnection, perIdentity, maxUnauthenticated, idleNameTimeout"),
+        ("limits:\n  maxConection: 3\n", "hub.yml:2:3: limits.maxConection: unknown key 'maxConection'; valid keys: maxMessageBytes, maxConnections, maxSubscriptionsPerConnection, maxQueuedBytesPerConnection, pipelines, defaultBuffer, maxBuffer, perConnection, perIdentity, maxUnauthenticated, maxPendingHandshakes, idleNameTimeout"),
         ("limits:\n  pipelines:\n    maxStage: 3\n", "hub.yml:3:5: limits.pipelines.maxStage: unknown key 'maxStage'; valid keys: maxSourceLength, maxStages, maxExpressionDepth, minimumInterval, maxValueDepth, maxValueBytes, maxCallDepth"),
         ("listen: {hots: x}\n", "hub.yml:1:10: listen.hots: unknown key 'hots'; valid keys: host, port, tls"),
         ("auth: {token: [a]}\n", "hub.yml:1:8: auth.token: unknown key 'token'; valid keys: tokens, timeout, identities, jwt"),

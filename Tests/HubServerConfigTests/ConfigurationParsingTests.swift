@@ -119,6 +119,12 @@ struct ConfigurationParsingTests {
         }
     }
 
+    @Test func pendingHandshakes() throws {
+        #expect(try BrokerConfiguration.parse(yaml: "limits: {maxPendingHandshakes: 56}").service.maxPendingHandshakes == 56)
+        #expect(try BrokerConfiguration.parse(yaml: "autoCreate: true").service.maxPendingHandshakes == 1000)
+        #expect(throws: (any Error).self) { try BrokerConfiguration.parse(yaml: "limits: {maxPendingHandshakes: 0}") }
+    }
+
     @Test func adHocPipelinesOnOff() throws {
         let off = try BrokerConfiguration.parse(yaml: "allowAdHocPipelines: false")
         #expect(off.adHocPipelines == .forbidden && off.service.session.allowsPipelines == false)

@@ -288,6 +288,43 @@ struct AbuseReproductionTests {
         }
     }
 
+    // 6. (continued) `list` pages: a catalog far over the message limit comes in pages
+    //    of at most 10,000 entries and about 1 MiB, each naming the next; before, the
+    //    one `catalog` message was over 16 MiB and the connection was closed with 4008.
+    @Test func aLargeCatalogComesInBoundedPages() async throws {
+        let big = String(repeating: "v", count: 200_000)
+        try await withServer(serviceConfiguration(), setUp: { hub in
+            for index in 0..<12 { try hub.declareSubject("big\(index)", initialValue: .string(big)) }
+        }) { server in
+            let client = try await server.connect()
+            let sends = (0..<12_000).map { json(["op": "send", "to": .string("n\($0)"), "value": 1, "ack": .int(Int64($0))]) }
+            try await client.send(sends)
+            _ = try await client.next(12_000, timeout: .seconds(60))
+            var seen: [String] = []
+            var after: Value = .null
+            var pages = 0
+            repeat {
+                var request: Value.Object = ["op": "list", "ack": .int(Int64(100 + pages))]
+                if after != .null { request["after"] = after }
+                try await client.send(.object(request))
+                let event = try await client.nextEvent(timeout: .seconds(30))
+                guard case .message(_, let bytes) = event else { Issue.record("expected a catalog, got \(event)"); return }
+                #expect(bytes.count < 1_300_000, "page \(pages): \(bytes.count) bytes")
+                let page = try Value.parse(bytes)
+                let names = (page["subjects"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue }
+                #expect(names.count <= 10_000 && !names.isEmpty)
+                seen += names
+                after = page["next"] ?? .null
+                pages += 1
+            } while after != .null && pages < 100
+            let expected = (0..<12).map { "big\($0)" } + (0..<12_000).map { "n\($0)" }
+            #expect(seen.count == expected.count && Set(seen) == Set(expected))
+            #expect(seen == seen.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+            #expect(pages >= 4)  // 2.4 MB of values: three pages of big ones, then 10,000 and 2,000 small ones
+            try await Self.expectServing(server)
+        }
+    }
+
     // 8. Connections that never sent the upgrade were held 10 s each (1,100 of them
     //    starved real clients of descriptors). They are now dropped after
     //    `handshakeTimeout` (default 5 s; 1 s here), and the broker serves meanwhile.
@@ -306,6 +343,27 @@ struct AbuseReproductionTests {
             // lws checks its timeouts once a second; 10 s was the old hold.
             #expect(waited < .seconds(8), "held \(waited)")
             try await Self.expectServing(server)
+        }
+    }
+
+    // 8. (continued) Sockets waiting for their handshake are bounded in number
+    //    (limits.maxPendingHandshakes): 1,100 silent sockets under `ulimit -n 1024`
+    //    took every descriptor. A newcomer beyond the bound closes the oldest silent
+    //    one, so real clients still get in while the flood goes on.
+    @Test func socketsWaitingForTheirHandshakeAreBoundedOldestFirst() async throws {
+        var configuration = serviceConfiguration()
+        configuration.handshakeTimeout = 60
+        configuration.maxPendingHandshakes = 20
+        try await withServer(configuration) { server in
+            let port = server.port
+            let silent = try (0..<60).map { _ in try HTTPTestClient(port: port, timeoutSeconds: 20) }
+            // The 40 oldest are closed by the 40 that came after them, long before their timeout.
+            let closed = await Task.detached { silent.prefix(40).map { $0.readsEndOfStream() } }.value
+            #expect(closed.allSatisfy { $0 }, "closed: \(closed.filter { $0 }.count) of 40")
+            // A real client gets in beside the 20 still waiting, and is served.
+            try await Self.expectServing(server)
+            // The newest silent ones are still open (only the oldest are displaced).
+            #expect(silent.suffix(10).allSatisfy { $0.isOpen })
         }
     }
 }

@@ -57,6 +57,14 @@ public final class HTTPTestClient: @unchecked Sendable {
 
     deinit { close(socket) }
 
+    /// Whether the server has neither closed nor reset the connection (without waiting
+    /// and without consuming what it sent).
+    public var isOpen: Bool {
+        var byte: UInt8 = 0
+        let count = recv(socket, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        return count > 0 || (count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+    }
+
     /// Sends one request and reads its response (blocking).
     public func send(method: String = "GET", path: String, headers: [String: String] = [:], body: [UInt8] = [])
         throws -> Response

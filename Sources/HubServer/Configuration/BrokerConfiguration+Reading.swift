@@ -179,6 +179,9 @@ extension BrokerConfiguration {
         if let field = fields["maxUnauthenticated"] {
             service.maxUnauthenticated = try reader.int(field.value, field.path, in: positive)
         }
+        if let field = fields["maxPendingHandshakes"] {
+            service.maxPendingHandshakes = try reader.int(field.value, field.path, in: positive)
+        }
     }
 
     /// A budget's bounds (`limits.perConnection`, `limits.perIdentity`) over `defaults`.

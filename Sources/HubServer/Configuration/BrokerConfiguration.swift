@@ -159,7 +159,7 @@ public struct BrokerConfiguration: Sendable {
     public static let limitsKeys = [
         "maxMessageBytes", "maxConnections", "maxSubscriptionsPerConnection", "maxQueuedBytesPerConnection",
         "pipelines", "defaultBuffer", "maxBuffer", "perConnection", "perIdentity", "maxUnauthenticated",
-        "idleNameTimeout",
+        "maxPendingHandshakes", "idleNameTimeout",
     ]
     /// The keys of `limits.pipelines`.
     public static let pipelineLimitsKeys = [
