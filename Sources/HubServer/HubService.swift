@@ -377,7 +377,26 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     /// (not the transport) decides who stays.
     var transportConnectionLimit: Int {
         let waiting = configuration.session.requiresAuthentication ? configuration.maxUnauthenticated : 0
-        return configuration.maxConnections + waiting + waiting / 4 + 16
+        let wanted = configuration.maxConnections + waiting + waiting / 4 + 16
+        guard let descriptors = Self.descriptorBudget else { return wanted }
+        // Never more sockets than descriptors: `accept` failing with EMFILE makes lws
+        // retry on every pass (100 % CPU, issue 12 reproduction 8); refusing with 4429
+        // after the accept does not.
+        return max(1, min(wanted, descriptors - pendingHandshakeLimit))
+    }
+
+    /// How many sockets may wait for their handshake: the configured bound, at most a
+    /// quarter of the descriptors the process may open.
+    var pendingHandshakeLimit: Int {
+        guard let descriptors = Self.descriptorBudget else { return configuration.maxPendingHandshakes }
+        return max(1, min(configuration.maxPendingHandshakes, descriptors / 4))
+    }
+
+    /// The descriptors sockets may use: the process's soft limit less 64 for everything
+    /// else (listeners, the store, logs, the event loop's own); `nil` when unknown.
+    static var descriptorBudget: Int? {
+        guard let soft = OpenFileLimit.current?.soft, soft < UInt64(Int.max) else { return nil }
+        return max(8, Int(soft) - 64)
     }
 
     /// Opens the durable store of ``HubService/Configuration/storage`` (blocking on the
@@ -437,7 +456,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
                 connectionLimitCloseCode: WebSocketCloseCode(HubCloseCode.tooManyConnections.rawValue),
                 pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout,
                 tls: configuration.tls, handshakeTimeout: configuration.handshakeTimeout,
-                maximumPendingHandshakes: configuration.maxPendingHandshakes),
+                maximumPendingHandshakes: pendingHandshakeLimit),
             delegate: self)
         try server.start()
         self.server = server
@@ -465,7 +484,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
                     connectionLimitCloseCode: WebSocketCloseCode(HubCloseCode.tooManyConnections.rawValue),
                     pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout,
                     handshakeTimeout: configuration.handshakeTimeout,
-                    maximumPendingHandshakes: configuration.maxPendingHandshakes),
+                    maximumPendingHandshakes: pendingHandshakeLimit),
                 delegate: self)
             try adminServer.start()
             self.adminServer = adminServer
@@ -625,7 +644,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         for server in [server, adminServer].compactMap({ $0 }) {
             server.updateLimits(
                 maximumConnections: transportConnectionLimit, limits: .init(maximumMessageSize: new.maxMessageSize),
-                maximumPendingHandshakes: new.maxPendingHandshakes)
+                maximumPendingHandshakes: pendingHandshakeLimit)
         }
         var added = 0, replaced = 0, removed = 0, kept: [String] = []
         for subject in broker.subjects {

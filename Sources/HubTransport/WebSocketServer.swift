@@ -33,6 +33,9 @@ public final class WebSocketServer: WebSocketEndpoint {
     private var hangUpCheck: TimerQueue.Entry?
     /// Accepted sockets that have not sent their upgrade or HTTP request yet, oldest first.
     private var pendingHandshakes = PendingHandshakes()
+    /// Sockets displaced from ``pendingHandshakes``, closed by ``closeDisplaced()``.
+    private var displaced: Set<OpaquePointer> = []
+    private var displacedClose: TimerQueue.Entry?
 
     /// Creates a server on `eventLoop` (loop thread only). Call ``start()`` to listen.
     ///
@@ -160,15 +163,30 @@ public final class WebSocketServer: WebSocketEndpoint {
     // MARK: - Events from the callback dispatcher
 
     func accepted(_ wsi: OpaquePointer) {
-        if let oldest = pendingHandshakes.add(wsi, limit: configuration.maximumPendingHandshakes) {
-            // Closed on lws's next service pass (not from inside another wsi's callback).
-            cws_kill_async(oldest)
-            displacedHandshakeCount += 1
+        guard let oldest = pendingHandshakes.add(wsi, limit: configuration.maximumPendingHandshakes) else { return }
+        displacedHandshakeCount += 1
+        displaced.insert(oldest)
+        // Not from inside lws's callback about another socket, and not with lws's own
+        // asynchronous kill either (it waits for the once-a-second timeout check, and the
+        // descriptors would pile up meanwhile): from a timer due now, which runs outside
+        // lws's callbacks, right after this pass.
+        if displacedClose == nil {
+            displacedClose = eventLoop.scheduleTimer(deadline: EventLoop.monotonicNanoseconds(), interval: nil) { [weak self] in
+                self?.closeDisplaced()
+            }
         }
     }
 
     func freed(_ wsi: OpaquePointer) {
         pendingHandshakes.remove(wsi)
+        displaced.remove(wsi)
+    }
+
+    private func closeDisplaced() {
+        displacedClose = nil
+        while let wsi = displaced.popFirst() {
+            cws_kill_sync(wsi)  // its WSI_DESTROY comes through freed(_:)
+        }
     }
 
     func filter(_ wsi: OpaquePointer, slot: UnsafeMutableRawPointer) -> Int32 {

@@ -1,0 +1,60 @@
+import Foundation
+import HubClient
+import HubValue
+import NetworkTestSupport
+import Testing
+
+/// Issue 12, reproduction 8, on a real `hubcli serve` under a small descriptor limit:
+/// sockets that connect and never send their upgrade used to take every descriptor
+/// (1,100 of them under `ulimit -n 1024`); `accept` then failed with EMFILE on every
+/// pass, the loop spun at 100 % and logged tens of thousands of `accept: errno 24`
+/// lines, and real clients were starved. The broker now keeps its sockets within its
+/// descriptors (a quarter for sockets waiting for their handshake, the oldest closed
+/// right after the pass that displaced them), so `accept` runs out at most for a
+/// moment in a burst, and never spins.
+@Suite("hubcli serve under a descriptor limit")
+struct HubCLIDescriptorTests {
+    /// User and system CPU seconds of process `pid`.
+    static func cpuSeconds(_ pid: Int32) throws -> Double {
+        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        let fields = stat[stat.range(of: ")", options: .backwards)!.upperBound...].split(separator: " ")
+        return (Double(fields[11])! + Double(fields[12])!) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    @Test func silentSocketsBeyondTheDescriptorLimitNeitherSpinNorStarveClients() async throws {
+        let hubcli = try HubCLIExecutable.locate()
+        // `ulimit -n` sets the hard limit too: hubcli cannot raise it.
+        let server = try RunningProcess(
+            HubCLIShellTests.bash, ["-c", #"ulimit -n 256 && exec "$0" serve --port 0 --log-level warning"#, hubcli.path],
+            environment: HubCLIShellTests.clean)
+        defer { server.process.terminate() }
+        let port = try await server.port()
+        let pid = server.process.processIdentifier
+
+        // 400 sockets that send nothing: more than the broker's 256 descriptors.
+        let silent = try (0..<400).map { _ in try HTTPTestClient(port: port, timeoutSeconds: 20) }
+        try await Task.sleep(for: .milliseconds(300))  // let the broker take them in
+        let before = try Self.cpuSeconds(pid)
+        let started = ContinuousClock.now
+        try await Task.sleep(for: .seconds(2))
+        let used = try Self.cpuSeconds(pid) - before
+        let elapsed = ContinuousClock.now - started
+        // A spinning loop uses the whole 2 s; an idle one next to nothing.
+        #expect(used < 0.5 * (Double(elapsed.components.seconds) + 0.1), "broker CPU \(used) s in \(elapsed)")
+
+        // A real client gets in and is served while the silent ones are still connecting.
+        let client = try await HubClient.connect(to: "ws://127.0.0.1:\(port)/", configuration: testConfiguration())
+        try await client.send(1, to: "alive")
+        #expect(try await client.list().subjects.contains { $0.name == "alive" })
+        await client.close()
+
+        #expect(silent.contains { !$0.isOpen })  // the oldest were closed to make room
+        server.process.terminate()
+        let result = try await server.finish()
+        // At most the odd EMFILE while a burst of accepts outruns the closing of the
+        // displaced sockets, and no "(N more of: accept: errno 24)" of a spinning loop.
+        let emfile = result.stderr.components(separatedBy: "errno 24").count - 1
+        #expect(emfile <= 5 && !result.stderr.contains("more of: accept"), "\(result.stderr.prefix(2000))")
+        withExtendedLifetime(silent) {}
+    }
+}
