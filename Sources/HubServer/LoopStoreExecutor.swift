@@ -2,11 +2,12 @@ import HubRegistry
 import HubTransport
 
 /// The service loop's queue as a store's way back: a durable store's threads hand
-/// their results to the hub's loop through it.
+/// their results to the hub's loop through it, as answers (their acks and values are
+/// written at the end of the pass, not held back for write coalescing).
 struct LoopStoreExecutor: StoreExecutor {
     let eventLoop: EventLoop
 
     func execute(_ work: @Sendable @escaping () -> Void) {
-        eventLoop.execute(work)
+        eventLoop.executeAnswer(work)
     }
 }

@@ -122,6 +122,14 @@ public final class EventLoop: @unchecked Sendable {
         enqueue(WorkQueue.Work(run: work, drop: nil))
     }
 
+    /// Runs `work` on the loop thread like ``execute(_:)``, for an answer to something
+    /// the loop asked another thread for (a store's commit): what it writes is not held
+    /// back for write coalescing (``Configuration/writeCoalescingDelay``) but goes out at
+    /// the end of the pass, so an acknowledgement waits for the disk only.
+    public func executeAnswer(_ work: @Sendable @escaping () -> Void) {
+        enqueue(WorkQueue.Work(run: work, drop: nil, isInput: false))
+    }
+
     /// Runs `body` on the loop thread and returns its result.
     ///
     /// - Throws: what `body` throws, or ``TransportError`` `event_loop_shut_down` if the
@@ -185,9 +193,12 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs the queued work; called on `LWS_CALLBACK_EVENT_WAIT_CANCELLED`.
     func drainWork() {
-        noteInput()
+        noteActivity()
         remoteWork.takePending(into: &drained)
-        for work in drained { work.run() }
+        for work in drained {
+            if work.isInput { noteInput() }
+            work.run()
+        }
         drained.removeAll(keepingCapacity: true)
         runLocalWork()
         if !localWork.isEmpty { remoteWork.wake() }
@@ -353,7 +364,9 @@ public final class EventLoop: @unchecked Sendable {
             if lws_service(context, writesPending ? -1 : 0) < 0 { break }
             lastPassWasBusy = activity != before
             if !flushQueue.isEmpty,
-                coalescing.afterPass(handledInput: inputs != inputsBefore, now: EventLoop.monotonicNanoseconds())
+                coalescing.afterPass(
+                    handledInput: inputs != inputsBefore, now: EventLoop.monotonicNanoseconds(),
+                    pendingConnections: flushQueue.count)
                     == .write
             {
                 flushConnections()
@@ -416,7 +429,7 @@ public final class EventLoop: @unchecked Sendable {
         }
         writesWaitUntil = nil
         guard !flushQueue.isEmpty else { return }
-        switch coalescing.afterPass(handledInput: inputs != inputsBefore, now: now) {
+        switch coalescing.afterPass(handledInput: inputs != inputsBefore, now: now, pendingConnections: flushQueue.count) {
         case .write: flushConnections()
         case .holdBack: break
         case .waitUntil(let deadline): writesWaitUntil = deadline

@@ -11,6 +11,10 @@ final class WorkQueue: Sendable {
         var run: @Sendable () -> Void
         /// Called instead of ``run`` when the loop has stopped.
         var drop: (@Sendable () -> Void)?
+        /// Whether it counts as input for write coalescing (more of it may follow at
+        /// once, so its writes may wait for the next); an answer to this loop's own
+        /// request (a store's commit) does not: its writes go out at the end of the pass.
+        var isInput = true
     }
 
     private enum Lifecycle {

@@ -63,6 +63,21 @@ struct WriteCoalescingTests {
         #expect(polling.afterPass(handledInput: false, now: 100_000) == .write)
     }
 
+    /// An answer to the client that asked (writes pending on one or two connections) is
+    /// written at the end of its pass even while messages stream: a request/answer
+    /// client used to wait the delay, rounded up to a millisecond, on every round trip.
+    @Test func anAnswerToOneClientNeverWaitsForInput() {
+        var coalescing = WriteCoalescing(maximumDelay: 500_000, waitsForInput: true)
+        #expect(coalescing.afterPass(handledInput: false, now: 1_000_000, pendingConnections: 1) == .write)
+        // 300 µs later (the client's round trip): still written at once.
+        #expect(coalescing.afterPass(handledInput: true, now: 1_300_000, pendingConnections: 1) == .holdBack)
+        #expect(coalescing.afterPass(handledInput: false, now: 1_310_000, pendingConnections: 1) == .write)
+        #expect(coalescing.afterPass(handledInput: false, now: 1_400_000, pendingConnections: 2) == .write)
+        // A fan-out in the same stream waits as before.
+        #expect(coalescing.afterPass(handledInput: false, now: 1_500_000, pendingConnections: 3) == .waitUntil(2_000_000))
+        #expect(coalescing.afterPass(handledInput: false, now: 2_000_000, pendingConnections: 100) == .write)
+    }
+
     @Test func aZeroDelayNeverHoldsBack() {
         var coalescing = WriteCoalescing(maximumDelay: 0)
         #expect(coalescing.afterPass(handledInput: true, now: 0) == .write)
