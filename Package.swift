@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "HubTransport", targets: ["HubTransport"]),
         .library(name: "HubServer", targets: ["HubServer"]),
         .library(name: "HubClient", targets: ["HubClient"]),
+        .library(name: "HubCluster", targets: ["HubCluster"]),
         .executable(name: "hubcli", targets: ["hubcli"]),
     ],
     dependencies: [
@@ -136,6 +137,26 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
             ]
         ),
+        // The cluster's backplane: the NATS C client from the system, as libwebsockets is
+        // (pkg-config libnats; apt libnats-dev). Only HubCluster (and hubcli) link it.
+        .systemLibrary(
+            name: "CNATS",
+            path: "Sources/CNATS",
+            pkgConfig: "libnats",
+            providers: [.apt(["libnats-dev"])]
+        ),
+        .target(
+            name: "HubCluster",
+            dependencies: [
+                "CNATS",
+                "HubEngine",
+                "HubValue",
+                "HubWire",
+                "HubRegistry",
+                "HubTransport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(
             name: "HubClient",
             dependencies: [
@@ -150,6 +171,7 @@ let package = Package(
             name: "hubcli",
             dependencies: [
                 "HubClient",
+                "HubCluster",
                 "HubEngine",
                 "HubValue",
                 "HubWire",
@@ -267,6 +289,22 @@ let package = Package(
                 "HubTransport",
                 "hubcli",
                 "HubTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "HubClusterTests",
+            dependencies: [
+                "NetworkTestSupport",
+                "HubCluster",
+                "HubClient",
+                "HubServer",
+                "HubRegistry",
+                "HubEngine",
+                "HubValue",
+                "HubWire",
+                "HubTransport",
+                "hubcli",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -1,0 +1,128 @@
+import Foundation
+import NetworkTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real `nats-server` on 127.0.0.1 for the cluster tests: started on a free port,
+/// waited for until it accepts connections, stopped and started again on the same port.
+final class NATSServerProcess: @unchecked Sendable {
+    /// Its port (the same across ``restart()``).
+    let port: Int
+    /// Its URL for clients.
+    var url: String { "nats://127.0.0.1:\(port)" }
+    private let jetStreamDirectory: String?
+    private let lock = NSLock()
+    private var process: Process?
+
+    /// Starts a server on `port`, or on a free loopback port (`jetStream`: with `-js`, storing in a
+    /// temporary directory).
+    init(port: Int? = nil, jetStream: Bool = false) async throws {
+        self.port = try port ?? Self.freePort()
+        jetStreamDirectory = jetStream
+            ? FileManager.default.temporaryDirectory.appendingPathComponent("nats-js-\(UUID().uuidString)").path
+            : nil
+        try await start()
+    }
+
+    deinit {
+        stop()
+        if let jetStreamDirectory { try? FileManager.default.removeItem(atPath: jetStreamDirectory) }
+    }
+
+    /// A port nothing listens on now: bind 127.0.0.1:0 and read what the kernel chose.
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TimedOut(what: "a socket (errno \(errno))") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        guard bound == 0 else { throw TimedOut(what: "a free port (bind errno \(errno))") }
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard named == 0 else { throw TimedOut(what: "a free port (getsockname errno \(errno))") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Starts the server (again) and waits until it accepts connections.
+    func start(timeout: Duration = .seconds(10)) async throws {
+        let process = Process()
+        process.executableURL = try Self.executable()
+        var arguments = ["-a", "127.0.0.1", "-p", "\(port)"]
+        if let jetStreamDirectory { arguments += ["-js", "-sd", jetStreamDirectory] }
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        lock.withLock { self.process = process }
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: timeout)
+        // Its port may still be held for a moment by a previous run's socket: it retries below.
+        while !Self.accepts(port) {
+            guard process.isRunning else {
+                // It exited (the port was still taken): start it once more until the deadline.
+                guard clock.now < deadline else { throw TimedOut(what: "nats-server to start on port \(port)") }
+                try await Task.sleep(for: .milliseconds(100))
+                try process.run()
+                continue
+            }
+            guard clock.now < deadline else { throw TimedOut(what: "nats-server to accept on port \(port)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// Stops the server (SIGKILL: as a crash would) and waits for its exit.
+    func stop() {
+        guard let process = lock.withLock({ self.process.take() }) else { return }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    /// Stops the server and starts it again on the same port.
+    func restart() async throws {
+        stop()
+        try await start()
+    }
+
+    private static func executable() throws -> URL {
+        for path in ["/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"]
+        where FileManager.default.isExecutableFile(atPath: path) {
+            return URL(fileURLWithPath: path)
+        }
+        throw TimedOut(what: "a nats-server executable (apt install nats-server; scripts/dev installs it)")
+    }
+
+    /// Whether something accepts TCP connections on 127.0.0.1:`port`.
+    static func accepts(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+}
+
+extension Optional {
+    /// The value, leaving `nil` behind.
+    mutating func take() -> Wrapped? {
+        defer { self = nil }
+        return self
+    }
+}
