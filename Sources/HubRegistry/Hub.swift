@@ -122,6 +122,12 @@ public final class Hub: PipelineEnvironment {
     /// `storage.path`); `nil`: no subject may be durable.
     public var durableStore: (any SubjectStore)?
 
+    /// The cluster this hub belongs to, if any: told of local sends, completions, deletions,
+    /// activations and changes of interest, and asked for the cluster's catalog.
+    public weak var clusterLink: (any HubClusterLink)?
+    /// Whether the hub is applying an event that came from another node (its link is not told).
+    public private(set) var isApplyingClusterEvent = false
+
     /// An empty hub. `wallClock` is the clock of `now()` in pipelines: the
     /// system's calendar time unless given (tests pass virtual time).
     public init(
@@ -386,6 +392,9 @@ public final class Hub: PipelineEnvironment {
         subject.wasUsed = true
         metrics.published += 1
         subject.counters.published &+= 1
+        if !isApplyingClusterEvent, let clusterLink, subject.history == nil, !HubName.isSystem(subject.name) {
+            clusterLink.hub(self, published: value, to: subject)
+        }
         let previous = origin.sender
         origin.sender = sender
         subject.send(value, whenStored: whenStored)
@@ -435,6 +444,7 @@ public final class Hub: PipelineEnvironment {
         if HubName.isSystem(name) { throw HubError(.forbidden, "the system subject '\(name)' cannot be deleted") }
         switch entries[name] {
         case .subject(let subject):
+            if !isApplyingClusterEvent, let clusterLink, subject.history == nil { clusterLink.hub(self, deleted: name) }
             entries[name] = nil
             if !subject.isCompleted { subject.send(completion: .finished) }
             // Its history goes too: the next subject of that name begins a new epoch.
@@ -454,12 +464,29 @@ public final class Hub: PipelineEnvironment {
 
     /// Finishes the subject `name`: its subscribers get `complete` after their buffered values.
     public func complete(_ name: String) throws(HubError) {
-        try openSubject(named: name).send(completion: .finished)
+        finish(try openSubject(named: name), error: nil)
     }
 
     /// Fails the subject `name` with the JSON value `error`.
     public func fail(_ name: String, error: Value) throws(HubError) {
-        try openSubject(named: name).fail(with: error)
+        finish(try openSubject(named: name), error: error)
+    }
+
+    /// Completes `subject` (`error` nil) or fails it with `error`, and tells the cluster.
+    public func finish(_ subject: HubSubject, error: Value?) {
+        if !isApplyingClusterEvent, let clusterLink, subject.history == nil, !HubName.isSystem(subject.name) {
+            clusterLink.hub(self, finished: subject, error: error)
+        }
+        if let error { subject.fail(with: error) } else { subject.send(completion: .finished) }
+    }
+
+    /// Runs `body` as the application of an event from another node of the cluster: what
+    /// it publishes, completes, deletes or activates is not sent back to the cluster.
+    public func applyingClusterEvent<T>(_ body: () throws -> T) rethrows -> T {
+        let previous = isApplyingClusterEvent
+        isApplyingClusterEvent = true
+        defer { isApplyingClusterEvent = previous }
+        return try body()
     }
 
     /// Activates the trigger `name`, for `key` if given.
@@ -469,6 +496,7 @@ public final class Hub: PipelineEnvironment {
 
     /// Activates `trigger` (resolved with ``trigger(named:)``), for `key` if given.
     public func activate(_ trigger: HubTrigger, key: Value?) {
+        if !isApplyingClusterEvent, let clusterLink { clusterLink.hub(self, activated: trigger, key: key) }
         metrics.activations += 1
         trigger.counters.published &+= 1
         trigger.activate(key: key)
@@ -607,7 +635,7 @@ public final class Hub: PipelineEnvironment {
         let size = bufferSize ?? defaultBufferSize(of: entry)
         switch entry {
         case .subject(let subject):
-            return subject.publisher
+            return watchingInterest(in: subject.name, subject.publisher)
                 .hotBuffer(
                     capacity: size, policy: overflow ?? subject.overflow, metrics: metrics, counters: subject.counters,
                     memory: memory, origin: origin)
@@ -625,11 +653,29 @@ public final class Hub: PipelineEnvironment {
         _ trigger: HubTrigger, key: Value?, bufferSize: Int?, overflow: OverflowPolicy?, memory: ResourceBudget?,
         origin: ValueOrigin? = nil
     ) -> AnyPublisher<Value, HubError> {
-        trigger.publisher(key: key)
+        watchingInterest(in: trigger.name, trigger.publisher(key: key))
             .hotBuffer(
                 capacity: bufferSize ?? configuration.defaultBufferSize,
                 policy: overflow ?? configuration.defaultOverflow, metrics: metrics, counters: trigger.counters,
                 memory: memory, origin: origin)
+            .eraseToAnyPublisher()
+    }
+
+    /// `publisher`, telling the cluster link (when there is one) when a subscription to
+    /// `name` begins and ends, so that the node listens to the name's values from other
+    /// nodes only while it has subscribers of its own.
+    private func watchingInterest(
+        in name: String, _ publisher: AnyPublisher<Value, HubError>
+    ) -> AnyPublisher<Value, HubError> {
+        guard clusterLink != nil, !HubName.isSystem(name) else { return publisher }
+        let changed: () -> Void = { [weak self] in
+            guard let self, let link = self.clusterLink else { return }
+            link.hub(self, interestMayHaveChangedIn: name)
+        }
+        return publisher
+            .handleEvents(
+                receiveSubscription: { _ in changed() }, receiveCompletion: { _ in changed() },
+                receiveCancel: { changed() })
             .eraseToAnyPublisher()
     }
 
@@ -654,6 +700,12 @@ extension Hub {
     /// The catalog `list` answers: every subject, pipeline and trigger with its subscriber
     /// count (the system subjects are left out: PROTOCOL.md documents them).
     public func catalog() -> Catalog {
+        let local = localCatalog()
+        return clusterLink?.clusterCatalog(merging: local) ?? local
+    }
+
+    /// This hub's own catalog (in a cluster, ``catalog()`` adds the other nodes').
+    public func localCatalog() -> Catalog {
         var catalog = Catalog()
         for (name, entry) in entries where !HubName.isSystem(name) {
             switch entry {
