@@ -9,6 +9,8 @@ import Glibc
 final class NATSServerProcess: @unchecked Sendable {
     /// Its port (the same across ``restart()``).
     let port: Int
+    /// Its HTTP monitoring port (`/connz?subs=1` lists each connection's subscriptions).
+    let monitorPort: Int
     /// Its URL for clients.
     var url: String { "nats://127.0.0.1:\(port)" }
     private let jetStreamDirectory: String?
@@ -19,6 +21,7 @@ final class NATSServerProcess: @unchecked Sendable {
     /// temporary directory).
     init(port: Int? = nil, jetStream: Bool = false) async throws {
         self.port = try port ?? Self.freePort()
+        monitorPort = try Self.freePort()
         jetStreamDirectory = jetStream
             ? FileManager.default.temporaryDirectory.appendingPathComponent("nats-js-\(UUID().uuidString)").path
             : nil
@@ -55,7 +58,7 @@ final class NATSServerProcess: @unchecked Sendable {
     func start(timeout: Duration = .seconds(10)) async throws {
         let process = Process()
         process.executableURL = try Self.executable()
-        var arguments = ["-a", "127.0.0.1", "-p", "\(port)"]
+        var arguments = ["-a", "127.0.0.1", "-p", "\(port)", "-m", "\(monitorPort)"]
         if let jetStreamDirectory { arguments += ["-js", "-sd", jetStreamDirectory] }
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
@@ -92,6 +95,19 @@ final class NATSServerProcess: @unchecked Sendable {
     func restart() async throws {
         stop()
         try await start()
+    }
+
+    /// The subjects each named client connection subscribes to now, from the server's
+    /// monitoring endpoint (`/connz?subs=1`).
+    func subscriptions() async throws -> [String: Set<String>] {
+        let response = try await HTTPTestClient.request(port: monitorPort, path: "/connz?subs=1")
+        let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+        var result: [String: Set<String>] = [:]
+        for connection in object?["connections"] as? [[String: Any]] ?? [] {
+            guard let name = connection["name"] as? String else { continue }
+            result[name, default: []].formUnion(connection["subscriptions_list"] as? [String] ?? [])
+        }
+        return result
     }
 
     private static func executable() throws -> URL {
