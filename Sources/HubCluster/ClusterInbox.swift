@@ -14,6 +14,17 @@ final class ClusterInbox: @unchecked Sendable {
         case message(ClusterRoute, NATSMessage)
         /// The connection was made, lost or regained.
         case connection(ClusterNode.ConnectionState)
+        /// Current values read from the key-value bucket.
+        case currentValues([CurrentValueRead])
+    }
+
+    /// A current value read from the key-value bucket: the subject, the value's JSON (nil:
+    /// none stored) and the subject's generation when the read began (a value sent or
+    /// received since then is newer, and wins).
+    struct CurrentValueRead: Sendable {
+        let name: String
+        let bytes: [UInt8]?
+        let generation: UInt64
     }
 
     let capacity: Int

@@ -16,6 +16,9 @@ import Logging
 /// - Trigger activations travel likewise on `hub.t.NAME`, with interest.
 /// - `complete`, `fail` and `delete` go to every node on `hub.ctl`, after the values sent
 ///   before them (one connection, one delivery thread: NATS keeps a publisher's order).
+/// - The current values of current-value subjects are also written to a JetStream
+///   key-value bucket (`hub_current`), which a node reads when it connects or reconnects:
+///   a node that was away catches up (when NATS runs with JetStream, `nats-server -js`).
 /// - Each node broadcasts its catalog every ``Configuration/catalogInterval`` (and soon
 ///   after its interest changes); `list` sums the live nodes' subscriber counts.
 ///
@@ -47,6 +50,12 @@ public final class ClusterNode: HubClusterLink {
         public var inboxCapacity = 65_536
         /// How long to wait between reconnect attempts.
         public var reconnectWait: Duration = .milliseconds(250)
+        /// The JetStream key-value bucket that keeps the current values of current-value
+        /// subjects (read when the node connects or reconnects); `nil`, or a NATS without
+        /// JetStream: current values travel only as they are sent.
+        public var currentValueBucket: String? = "hub_current"
+        /// The largest current value the bucket keeps.
+        public var maxCurrentValueBytes = 1 << 20
 
         /// A node named `nodeName` of the cluster behind `urls`.
         public init(urls: [String], nodeName: String) {
@@ -86,6 +95,12 @@ public final class ClusterNode: HubClusterLink {
     private var catalogSoon: (any Cancellable)?
     private var publishFailures = 0
     private var isStopped = false
+    /// Per current-value subject, how many values it was sent or received (a read of the
+    /// bucket that began before the last of them is stale).
+    private var valueGenerations: [String: UInt64] = [:]
+    /// The bucket's binding, made and used on `worker` (blocking requests).
+    private let keyValue = KeyValueBinding()
+    private let worker = DispatchQueue(label: "hub.cluster.kv")
 
     /// A node for `hub` on `eventLoop` (the hub's); nothing connects until ``start()``.
     public init(configuration: Configuration, hub: Hub, eventLoop: EventLoop, logger: Logger) {
@@ -170,7 +185,12 @@ public final class ClusterNode: HubClusterLink {
     // MARK: HubClusterLink (local events, on the loop)
 
     public func hub(_ hub: Hub, published value: Value, to subject: HubSubject) {
-        publish(to: names.values(subject.name), payload: value.jsonBytes())
+        let bytes = value.jsonBytes()
+        publish(to: names.values(subject.name), payload: bytes)
+        if subject.kind == .currentValue, let bucket = configuration.currentValueBucket {
+            valueGenerations[subject.name, default: 0] &+= 1
+            publish(to: "$KV.\(bucket).\(names.currentValueKey(subject.name))", payload: bytes)
+        }
     }
 
     public func hub(_ hub: Hub, finished subject: HubSubject, error: Value?) {
@@ -184,6 +204,12 @@ public final class ClusterNode: HubClusterLink {
         publish(to: names.control, payload: [], headers: [
             ClusterSubjectNames.operationHeader: "delete", ClusterSubjectNames.nameHeader: name,
         ])
+        if case .subject(let subject) = hub.entry(named: name), subject.kind == .currentValue,
+           let bucket = configuration.currentValueBucket {
+            // The value goes from the bucket too: the subject starts over from its initial value.
+            valueGenerations[name, default: 0] &+= 1
+            publish(to: "$KV.\(bucket).\(names.currentValueKey(name))", payload: [], headers: ["KV-Operation": "DEL"])
+        }
     }
 
     public func hub(_ hub: Hub, activated trigger: HubTrigger, key: Value?) {
@@ -250,6 +276,8 @@ public final class ClusterNode: HubClusterLink {
             switch event {
             case .connection(let state):
                 connectionChanged(state)
+            case .currentValues(let reads):
+                applyCurrentValues(reads)
             case .message(let route, let message):
                 let origin = message.headers[ClusterSubjectNames.originHeader] ?? "?"
                 guard origin != configuration.nodeName else { continue }
@@ -268,6 +296,7 @@ public final class ClusterNode: HubClusterLink {
         case .connected, .reconnected:
             logger.notice("connected to NATS", metadata: ["state": "\(state.rawValue)", "server": "\(connection?.connectedURL ?? "?")"])
             broadcastCatalog()
+            readCurrentValues()
         case .disconnected:
             logger.warning("lost NATS: serving local clients only until it is back")
         case .closed:
@@ -284,6 +313,7 @@ public final class ClusterNode: HubClusterLink {
             guard case .subject(let subject) = hub.entry(named: name), !subject.isCompleted, subject.history == nil else {
                 return
             }
+            if subject.kind == .currentValue { valueGenerations[name, default: 0] &+= 1 }
             hub.publish(value, to: subject, sender: "node \(origin)")
         }
     }
@@ -325,6 +355,48 @@ public final class ClusterNode: HubClusterLink {
     private func receiveCatalog(_ payload: [UInt8], from origin: String) {
         guard case .catalog(_, let catalog)? = try? ServerMessage.decode(payload) else { return }
         remoteCatalogs.record(catalog, from: origin, at: EventLoop.monotonicNanoseconds())
+    }
+
+    // MARK: Current values (JetStream key-value)
+
+    /// Reads the bucket's value of every current-value subject, off the loop; the
+    /// results come back through the inbox.
+    private func readCurrentValues() {
+        guard let bucket = configuration.currentValueBucket, let connection else { return }
+        var wanted: [(name: String, key: String, generation: UInt64)] = []
+        for (name, entry) in hub.allEntries {
+            guard case .subject(let subject) = entry, subject.kind == .currentValue, subject.history == nil,
+                  !HubName.isSystem(name)
+            else { continue }
+            wanted.append((name, names.currentValueKey(name), valueGenerations[name, default: 0]))
+        }
+        let (inbox, binding, logger, maxBytes) = (inbox, keyValue, logger, configuration.maxCurrentValueBytes)
+        let reading = wanted
+        worker.async {
+            do {
+                let store = try binding.bind(connection, bucket: bucket, maxValueBytes: maxBytes)
+                var reads: [ClusterInbox.CurrentValueRead] = []
+                for item in reading {
+                    reads.append(.init(name: item.name, bytes: try store.get(item.key), generation: item.generation))
+                }
+                inbox.push(.currentValues(reads))
+            } catch {
+                logger.notice("current values not read from JetStream (is it enabled? nats-server -js)", metadata: [
+                    "bucket": "\(bucket)", "error": "\(error)",
+                ])
+            }
+        }
+    }
+
+    /// Applies the values read from the bucket that nothing newer has overtaken.
+    private func applyCurrentValues(_ reads: [ClusterInbox.CurrentValueRead]) {
+        for read in reads where valueGenerations[read.name, default: 0] == read.generation {
+            guard let bytes = read.bytes, let value = try? Value.parse(bytes),
+                  case .subject(let subject) = hub.entry(named: read.name), subject.kind == .currentValue,
+                  !subject.isCompleted, subject.history == nil, subject.currentValue != value
+            else { continue }
+            hub.applyingClusterEvent { hub.publish(value, to: subject, sender: "cluster (current value)") }
+        }
     }
 
     // MARK: Publishing
@@ -378,5 +450,18 @@ public final class ClusterNode: HubClusterLink {
             self?.catalogSoon = nil
             self?.broadcastCatalog()
         }
+    }
+}
+
+/// The node's binding to its key-value bucket, made once on the node's worker queue and
+/// used only there.
+private final class KeyValueBinding: @unchecked Sendable {
+    private var store: NATSKeyValue?
+
+    func bind(_ connection: NATSConnection, bucket: String, maxValueBytes: Int) throws(NATSError) -> NATSKeyValue {
+        if let store { return store }
+        let bound = try NATSKeyValue(connection: connection, bucket: bucket, maxValueBytes: maxValueBytes)
+        store = bound
+        return bound
     }
 }

@@ -8,6 +8,7 @@ import HubWire
 /// | `hub.t.NAME` | the activations of the trigger NAME (payload: the key's JSON, empty for none) |
 /// | `hub.ctl` | complete, fail and delete of any subject (`Hub-Op`, `Hub-Name` headers) |
 /// | `hub.catalog` | each node's catalog, every catalog interval |
+/// | `$KV.hub_current.NAME` | the current value of the current-value subject NAME (JetStream key-value) |
 ///
 /// A hub name is a NATS subject's tokens as it is, unless it has an empty token
 /// (`a..b`, `a.`): such a name travels hex-encoded under `hub.vx.` / `hub.tx.`.
@@ -40,12 +41,24 @@ public struct ClusterSubjectNames: Sendable, Hashable {
     /// Where the nodes' catalogs travel.
     public var catalog: String { "\(prefix).catalog" }
 
+    /// The key of the subject `name`'s current value in the key-value bucket: the name,
+    /// or `=` and its hex digits when it has an empty token (`=` is no hub name's).
+    public func currentValueKey(_ name: String) -> String {
+        Self.isPlain(name) ? name : "=" + Self.hex(name)
+    }
+
     private func encoded(_ name: String, plain: String, hex: String) -> String {
-        if !name.isEmpty, !name.hasSuffix("."), !name.contains("..") { return "\(prefix).\(plain).\(name)" }
-        let digits = name.utf8.map { byte in
+        Self.isPlain(name) ? "\(prefix).\(plain).\(name)" : "\(prefix).\(hex).\(Self.hex(name))"
+    }
+
+    private static func isPlain(_ name: String) -> Bool {
+        !name.isEmpty && !name.hasSuffix(".") && !name.contains("..")
+    }
+
+    private static func hex(_ name: String) -> String {
+        name.utf8.map { byte in
             let text = String(byte, radix: 16)
             return byte < 16 ? "0" + text : text
         }.joined()
-        return "\(prefix).\(hex).\(digits)"
     }
 }

@@ -68,7 +68,8 @@ public final class NATSConnection: @unchecked Sendable {
 
     /// The options it was made with.
     public let options: Options
-    private let connection: OpaquePointer
+    /// The libnats connection (`natsConnection *`), for the JetStream parts of this module.
+    let connection: OpaquePointer
     private let lock = NSLock()
     private var isClosed = false
     private let logger: Logger
@@ -163,7 +164,7 @@ public final class NATSConnection: @unchecked Sendable {
     public var connectedURL: String? {
         var buffer = [CChar](repeating: 0, count: 256)
         guard natsConnection_GetConnectedUrl(connection, &buffer, buffer.count) == NATS_OK, buffer[0] != 0 else { return nil }
-        return String(cString: buffer)
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Publishes `payload` to `subject` with `headers`. While disconnected it waits in the

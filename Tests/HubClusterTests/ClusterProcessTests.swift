@@ -12,9 +12,11 @@ struct ClusterProcessTests {
     struct Cluster {
         let nats: NATSServerProcess
         let nodes: [NodeProcess]
+        /// The nodes' extra arguments (the configuration file).
+        let arguments: [String]
 
-        init(config: String? = nil) async throws {
-            nats = try await NATSServerProcess()
+        init(config: String? = nil, jetStream: Bool = false) async throws {
+            nats = try await NATSServerProcess(jetStream: jetStream)
             var arguments: [String] = []
             if let config {
                 let path = FileManager.default.temporaryDirectory.appendingPathComponent("cluster-\(UUID().uuidString).yml").path
@@ -26,6 +28,7 @@ struct ClusterProcessTests {
                 nodes.append(try await NodeProcess(name: name, natsURL: nats.url, extraArguments: arguments))
             }
             self.nodes = nodes
+            self.arguments = arguments
             for node in nodes {
                 try await waitUntil("node \(node.name) ready") { try await node.ready().status == 200 }
             }
@@ -139,6 +142,38 @@ struct ClusterProcessTests {
         #expect(try await onC.values(1) == [6])
         try await waitUntil("a to hold b's value") { try await level(via: a) == 6 }
         for client in [a, b, c] { await client.close() }
+    }
+
+    @Test func aNodeThatJoinsLaterGetsTheCurrentValueFromJetStream() async throws {
+        let config = "subjects:\n  level:\n    kind: currentValue\n    initial: 0\n"
+        let cluster = try await Cluster(config: config, jetStream: true)
+        let a = try await cluster.nodes[0].client()
+        let b = try await cluster.nodes[1].client()
+        func level(via client: HubClient) async throws -> Value? {
+            try await client.list().subjects.first { $0.name == "level" }?.value
+        }
+        try await waitUntil("b to listen to level") {
+            try await cluster.nats.subscriptions()["b"]?.contains("hub.v.level") == true
+        }
+        for value in 1...5 { try await a.send(.int(Int64(value)), to: "level") }
+        try await waitUntil("b to hold a's last value") { try await level(via: b) == 5 }
+
+        // A fourth node, started now, reads the bucket when it connects.
+        let d = try await NodeProcess(name: "d", natsURL: cluster.nats.url, extraArguments: cluster.arguments)
+        let onD = try await d.client()
+        try await waitUntil("d to hold the cluster's current value") { try await level(via: onD) == 5 }
+        let subscriber = record("level", on: onD)
+        #expect(try await subscriber.values(1) == [5])
+
+        // Delete resets it everywhere, the bucket included: a node joining then sees the initial value.
+        try await b.delete("level")
+        try await waitUntil("a to see level back at 0") { try await level(via: a) == 0 }
+        let e = try await NodeProcess(name: "e", natsURL: cluster.nats.url, extraArguments: cluster.arguments)
+        let onE = try await e.client()
+        try await waitUntil("e ready") { try await e.ready().status == 200 }
+        try await a.send(7, to: "level")
+        try await waitUntil("e to hold 7") { try await level(via: onE) == 7 }
+        for client in [a, b, onD, onE] { await client.close() }
     }
 
     @Test func triggersFireAcrossNodes() async throws {

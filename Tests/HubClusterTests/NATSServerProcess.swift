@@ -100,14 +100,45 @@ final class NATSServerProcess: @unchecked Sendable {
     /// The subjects each named client connection subscribes to now, from the server's
     /// monitoring endpoint (`/connz?subs=1`).
     func subscriptions() async throws -> [String: Set<String>] {
-        let response = try await HTTPTestClient.request(port: monitorPort, path: "/connz?subs=1")
-        let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+        let body = try await Task.detached { [monitorPort] in try Self.get(port: monitorPort, path: "/connz?subs=1") }.value
+        let object = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
         var result: [String: Set<String>] = [:]
         for connection in object?["connections"] as? [[String: Any]] ?? [] {
             guard let name = connection["name"] as? String else { continue }
             result[name, default: []].formUnion(connection["subscriptions_list"] as? [String] ?? [])
         }
         return result
+    }
+
+    /// The body of an HTTP/1.0 GET (the server answers without chunks and closes: read to the end).
+    static func get(port: Int, path: String) throws -> [UInt8] {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TimedOut(what: "a socket (errno \(errno))") }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw TimedOut(what: "the monitoring port \(port) (errno \(errno))") }
+        let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+        guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else {
+            throw TimedOut(what: "sending to the monitoring port")
+        }
+        var response: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count == 0 { break }
+            guard count > 0 else { throw TimedOut(what: "the monitoring answer (errno \(errno))") }
+            response += buffer[..<count]
+        }
+        guard let end = response.firstRange(of: Array("\r\n\r\n".utf8)) else { throw TimedOut(what: "an HTTP answer") }
+        return Array(response[end.upperBound...])
     }
 
     private static func executable() throws -> URL {
