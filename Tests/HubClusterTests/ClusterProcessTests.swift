@@ -78,6 +78,27 @@ struct ClusterProcessTests {
         for client in [a, b, c] { await client.close() }
     }
 
+    @Test func concurrentPublishersOnDifferentNodesEachKeepTheirOrder() async throws {
+        let cluster = try await Cluster()
+        let (a, b, c) = (try await cluster.nodes[0].client(), try await cluster.nodes[1].client(), try await cluster.nodes[2].client())
+        let onB = record("mixed", on: b)
+        try await waitUntil("a and c to see b's subscriber") {
+            let onA = try await subscribers(of: "mixed", via: a)
+            let onC = try await subscribers(of: "mixed", via: c)
+            return onA == 1 && onC == 1
+        }
+        let count = 300
+        async let fromA: Void = { for index in 0..<count { try await a.send(["from": "a", "n": .int(Int64(index))], to: "mixed") } }()
+        async let fromC: Void = { for index in 0..<count { try await c.send(["from": "c", "n": .int(Int64(index))], to: "mixed") } }()
+        _ = try await (fromA, fromC)
+        let values = try await onB.values(2 * count)
+        for publisher in ["a", "c"] {
+            let sequence = values.filter { $0["from"] == .string(publisher) }.map { $0["n"] }
+            #expect(sequence == (0..<count).map { Value.int(Int64($0)) }, "publisher \(publisher)")
+        }
+        for client in [a, b, c] { await client.close() }
+    }
+
     @Test func aNodeWithoutSubscribersGetsNothingAndListSumsTheCluster() async throws {
         let cluster = try await Cluster()
         let (a, b, c) = (try await cluster.nodes[0].client(), try await cluster.nodes[1].client(), try await cluster.nodes[2].client())
