@@ -197,6 +197,21 @@ struct ClusterProcessTests {
         for client in [a, b, onD, onE] { await client.close() }
     }
 
+    @Test func aNodeThatDiesIsForgottenAndTheOthersGoOn() async throws {
+        let cluster = try await Cluster()
+        let (a, b, c) = (try await cluster.nodes[0].client(), try await cluster.nodes[1].client(), try await cluster.nodes[2].client())
+        let onB = record("jobs", on: b)
+        _ = record("jobs", on: c)
+        try await waitUntil("a to see both subscribers") { try await subscribers(of: "jobs", via: a) == 2 }
+        // c dies without a word (SIGKILL): within three catalog periods a stops counting it.
+        kill(cluster.nodes[2].process.processIdentifier, SIGKILL)
+        try await waitUntil("a to forget c", timeout: .seconds(10)) { try await subscribers(of: "jobs", via: a) == 1 }
+        try await a.send("still", to: "jobs")
+        #expect(try await onB.values(1) == ["still"])
+        for client in [a, b] { await client.close() }
+        await c.close()
+    }
+
     @Test func triggersFireAcrossNodes() async throws {
         let cluster = try await Cluster()
         let (a, b, c) = (try await cluster.nodes[0].client(), try await cluster.nodes[1].client(), try await cluster.nodes[2].client())
