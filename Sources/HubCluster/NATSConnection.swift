@@ -10,7 +10,9 @@ import Logging
 /// loop (``ClusterNode`` does, through the loop's work queue). Messages of all the
 /// connection's subscriptions are delivered by one library thread, in the order the
 /// server sent them (libnats's global delivery pool), so that a value and a control
-/// message one node published in that order reach another node in that order.
+/// message one node published in that order reach another node in that order. (That
+/// holds while the pool has one thread, libnats's default; an application that raises
+/// it with `nats_SetMessageDeliveryPoolSize` keeps the order per subject only.)
 ///
 /// While disconnected, publications wait in libnats's reconnect buffer (bounded by
 /// ``Options/reconnectBufferBytes``; beyond it ``publish(to:payload:headers:)``

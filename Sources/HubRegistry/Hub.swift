@@ -233,6 +233,10 @@ public final class Hub: PipelineEnvironment {
         // System subjects count apart: they are the broker's, not the clients'.
         if !HubName.isSystem(name) { subject.counters = metrics.counters(for: name, kind: "subject") }
         entries[name] = .subject(subject)
+        // A current-value subject declared while in a cluster (a reload) is listened to at once.
+        if subject.kind == .currentValue, !HubName.isSystem(name), let clusterLink {
+            clusterLink.hub(self, interestMayHaveChangedIn: name)
+        }
         return subject
     }
 

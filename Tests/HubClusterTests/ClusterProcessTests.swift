@@ -212,6 +212,21 @@ struct ClusterProcessTests {
         await c.close()
     }
 
+    @Test func aCurrentValueSubjectAddedByAReloadIsListenedToAtOnce() async throws {
+        let cluster = try await Cluster(config: "triggers: [refresh]\n")
+        let path = try #require(cluster.arguments.last)
+        try "triggers: [refresh]\nsubjects:\n  level:\n    initial: 0\n".write(toFile: path, atomically: true, encoding: .utf8)
+        for node in cluster.nodes { kill(node.process.processIdentifier, SIGHUP) }
+        try await waitUntil("every node to listen to level after the reload") {
+            let subscriptions = try await cluster.nats.subscriptions()
+            return cluster.nodes.allSatisfy { subscriptions[$0.name]?.contains("hub.v.level") == true }
+        }
+        let (a, c) = (try await cluster.nodes[0].client(), try await cluster.nodes[2].client())
+        try await a.send(3, to: "level")
+        try await waitUntil("c to hold 3") { try await c.list().subjects.first { $0.name == "level" }?.value == 3 }
+        for client in [a, c] { await client.close() }
+    }
+
     @Test func triggersFireAcrossNodes() async throws {
         let cluster = try await Cluster()
         let (a, b, c) = (try await cluster.nodes[0].client(), try await cluster.nodes[1].client(), try await cluster.nodes[2].client())
