@@ -37,6 +37,10 @@ public final class NATSConnection: @unchecked Sendable {
         public var pendingBytes: Int = 64 << 20
         /// How often the client pings the server to find a dead connection.
         public var pingInterval: Duration = .seconds(2)
+        /// Whether each publication is written to the socket by the publishing thread at
+        /// once, rather than by libnats's flusher thread, which batches writes for about a
+        /// millisecond: lower latency, a write system call per publication.
+        public var sendImmediately = false
 
         /// Options for `urls`, named `name`.
         public init(urls: [String], name: String) {
@@ -112,6 +116,7 @@ public final class NATSConnection: @unchecked Sendable {
         try check(natsOptions_SetMaxPendingMsgs(opts, Int32(clamping: options.pendingMessages)), "setting pending limits")
         try check(natsOptions_SetPingInterval(opts, Self.milliseconds(options.pingInterval)), "setting the ping interval")
         try check(natsOptions_SetMaxPingsOut(opts, 2), "setting the pings out")
+        try check(natsOptions_SetSendAsap(opts, options.sendImmediately), "setting send as soon as possible")
         // A node's own publications are not echoed back to it: it has delivered them locally.
         try check(natsOptions_SetNoEcho(opts, true), "setting no echo")
         // One delivery thread for every subscription: messages reach the handlers in the

@@ -19,8 +19,9 @@ final class ClusterMembership: @unchecked Sendable {
     /// Makes the node for `hub` and starts it (on the loop).
     func join(_ settings: ClusterSettings, hub: Hub, eventLoop: EventLoop, logger: Logger) throws {
         let nodeName = settings.node ?? ClusterSettings.defaultNodeName()
-        let node = ClusterNode(
-            configuration: .init(urls: settings.urls, nodeName: nodeName), hub: hub, eventLoop: eventLoop, logger: logger)
+        var configuration = ClusterNode.Configuration(urls: settings.urls, nodeName: nodeName)
+        configuration.sendImmediately = settings.sendImmediately
+        let node = ClusterNode(configuration: configuration, hub: hub, eventLoop: eventLoop, logger: logger)
         try node.start()
         lock.withLock {
             self.node = node

@@ -123,7 +123,9 @@ struct Serve: AsyncParsableCommand {
             configuration.service.tls = TLSConfiguration(certificatePath: tlsCertificate, privateKeyPath: tlsPrivateKey)
         }
         if let cluster, case .success(let urls) = ClusterSettings.parseURLList(cluster) {
-            configuration.cluster = ClusterSettings(urls: urls, node: configuration.cluster?.node)
+            configuration.cluster = ClusterSettings(
+                urls: urls, node: configuration.cluster?.node,
+                sendImmediately: configuration.cluster?.sendImmediately ?? false)
         }
         if let node { configuration.cluster?.node = node }
         return configuration

@@ -17,6 +17,8 @@ struct ClusterConfigurationTests {
         let joined = try BrokerConfiguration.parse(yaml: "cluster: {nats: \"nats://a:1, nats://[::1]:2\"}")
         #expect(joined.cluster == ClusterSettings(urls: ["nats://a:1", "nats://[::1]:2"]))
         #expect(try BrokerConfiguration.parse(yaml: "listen: {port: 0}").cluster == nil)
+        let immediate = try BrokerConfiguration.parse(yaml: "cluster: {nats: \"nats://a:1\", sendImmediately: true}")
+        #expect(immediate.cluster?.sendImmediately == true)
     }
 
     @Test func aBadURLIsReportedAtItsPlaceNamingIt() throws {

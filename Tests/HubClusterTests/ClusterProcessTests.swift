@@ -99,6 +99,42 @@ struct ClusterProcessTests {
         for client in [a, b, c] { await client.close() }
     }
 
+    /// Not a benchmark (debug build, one value at a time): the latency a value takes from a
+    /// `send` on a to a subscriber on b (through nats-server), beside a subscriber on a
+    /// itself; printed for the README, checked only to be under a second.
+    @Test(arguments: [false, true])
+    func crossNodeLatencyFigures(sendImmediately: Bool) async throws {
+        let cluster = try await Cluster(config: sendImmediately ? "cluster: {nats: \"nats://127.0.0.1:1\", sendImmediately: true}\n" : nil)
+        let (a, b) = (try await cluster.nodes[0].client(), try await cluster.nodes[1].client())
+        let onA = record("ping", on: a)
+        let onB = record("ping", on: b)
+        try await waitUntil("a to see b's subscriber") { try await subscribers(of: "ping", via: a) == 2 }
+        let clock = ContinuousClock()
+        var local: [Duration] = []
+        var remote: [Duration] = []
+        for index in 0..<300 {
+            let start = clock.now
+            try await a.send(.int(Int64(index)), to: "ping")
+            _ = try await onA.values(1)
+            local.append(clock.now - start)
+            _ = try await onB.values(1)
+            remote.append(clock.now - start)
+        }
+        func percentile(_ samples: [Duration], _ p: Double) -> Duration {
+            let sorted = samples.sorted()
+            return sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+        }
+        func ms(_ duration: Duration) -> String {
+            let (seconds, attoseconds) = duration.components
+            return String(format: "%.2f ms", Double(seconds) * 1000 + Double(attoseconds) / 1e15)
+        }
+        let figures = "send on a → subscriber on a: p50 \(ms(percentile(local, 0.5))), p99 \(ms(percentile(local, 0.99))); "
+            + "→ subscriber on b: p50 \(ms(percentile(remote, 0.5))), p99 \(ms(percentile(remote, 0.99)))"
+        print("cluster latency (300 values, one at a time, sendImmediately: \(sendImmediately)): \(figures)")
+        #expect(percentile(remote, 0.99) < .seconds(1), "\(figures)")
+        for client in [a, b] { await client.close() }
+    }
+
     @Test func aNodeWithoutSubscribersGetsNothingAndListSumsTheCluster() async throws {
         let cluster = try await Cluster()
         let (a, b, c) = (try await cluster.nodes[0].client(), try await cluster.nodes[1].client(), try await cluster.nodes[2].client())

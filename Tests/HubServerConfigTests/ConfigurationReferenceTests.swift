@@ -87,7 +87,7 @@ struct ConfigurationReferenceTests {
     /// What an example needs beside it, at its own level, to be a whole configuration.
     static func siblings(of key: String) -> String? {
         if key.hasPrefix("auth.jwt."), key != "auth.jwt.keys" { return "keys: [{algorithm: HS256, secret: s3cret}]" }
-        if key == "cluster.node" { return "nats: [\"nats://127.0.0.1:4222\"]" }
+        if key.hasPrefix("cluster."), key != "cluster.nats" { return "nats: [\"nats://127.0.0.1:4222\"]" }
         return nil
     }
 

@@ -123,6 +123,7 @@ extension BrokerConfiguration {
             if let problem = ClusterSettings.problem(withNodeName: name) { throw reader.error(node.value, node.path, problem) }
             settings.node = name
         }
+        if let field = fields["sendImmediately"] { settings.sendImmediately = try reader.bool(field.value, field.path) }
         self.cluster = settings
     }
 

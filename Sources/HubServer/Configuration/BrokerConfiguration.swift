@@ -144,7 +144,7 @@ public struct BrokerConfiguration: Sendable {
         "pipelines", "admin", "metrics", "drainGrace", "cluster",
     ]
     /// The keys of `cluster`.
-    public static let clusterKeys = ["nats", "node"]
+    public static let clusterKeys = ["nats", "node", "sendImmediately"]
     /// The keys of `admin`.
     public static let adminKeys = ["host", "port"]
     /// The keys of `metrics`.

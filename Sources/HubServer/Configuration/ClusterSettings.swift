@@ -10,11 +10,15 @@ public struct ClusterSettings: Hashable, Sendable {
     public var urls: [String]
     /// The node's name (unique in the cluster); `nil`: ``defaultNodeName()``.
     public var node: String?
+    /// Whether the node writes each value to NATS at once (lower latency, a system call
+    /// per value on the loop) rather than leaving it to libnats's batching flusher.
+    public var sendImmediately = false
 
     /// Settings for `urls`, with `node` if given.
-    public init(urls: [String], node: String? = nil) {
+    public init(urls: [String], node: String? = nil, sendImmediately: Bool = false) {
         self.urls = urls
         self.node = node
+        self.sendImmediately = sendImmediately
     }
 
     /// The longest node name.
