@@ -16,6 +16,8 @@ final class ClusterInbox: @unchecked Sendable {
         case connection(ClusterNode.ConnectionState)
         /// Current values read from the key-value bucket.
         case currentValues([CurrentValueRead])
+        /// A renewal of the running pipelines' leases.
+        case leases(PipelineLeases.Outcome)
     }
 
     /// A current value read from the key-value bucket: the subject, the value's JSON (nil:

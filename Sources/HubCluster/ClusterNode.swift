@@ -19,6 +19,9 @@ import Logging
 /// - The current values of current-value subjects are also written to a JetStream
 ///   key-value bucket (`hub_current`), which a node reads when it connects or reconnects:
 ///   a node that was away catches up (when NATS runs with JetStream, `nats-server -js`).
+/// - A running pipeline (`run: true`) runs on one node: the holder of its lease in the
+///   JetStream bucket `hub_leases`, renewed every second; when the holder dies or loses
+///   NATS the lease passes to another node within three seconds.
 /// - Each node broadcasts its catalog every ``Configuration/catalogInterval`` (and soon
 ///   after its interest changes); `list` sums the live nodes' subscriber counts.
 ///
@@ -60,6 +63,12 @@ public final class ClusterNode: HubClusterLink {
         public var currentValueBucket: String? = "hub_current"
         /// The largest current value the bucket keeps.
         public var maxCurrentValueBytes = 1 << 20
+        /// The JetStream key-value bucket of the running pipelines' leases (`run: true`:
+        /// one node runs each); `nil`, or a NATS without JetStream: every node runs them.
+        public var leaseBucket: String? = "hub_leases"
+        /// How often a node renews its leases and tries to take the free ones; a lease
+        /// not renewed for three of these passes to another node.
+        public var leaseRenewal: Duration = .seconds(1)
 
         /// A node named `nodeName` of the cluster behind `urls`.
         public init(urls: [String], nodeName: String) {
@@ -105,6 +114,13 @@ public final class ClusterNode: HubClusterLink {
     /// The bucket's binding, made and used on `worker` (blocking requests).
     private let keyValue = KeyValueBinding()
     private let worker = DispatchQueue(label: "hub.cluster.kv")
+    private var leases: PipelineLeases?
+    private var leaseTimer: (any Cancellable)?
+    private var isRenewing = false
+    /// The running pipelines this node holds the lease of (and so runs).
+    private var heldLeases: Set<String> = []
+    /// False once the server turned out to have no JetStream: every node runs its pipelines.
+    private var placesPipelines = true
 
     /// A node for `hub` on `eventLoop` (the hub's); nothing connects until ``start()``.
     public init(configuration: Configuration, hub: Hub, eventLoop: EventLoop, logger: Logger) {
@@ -142,6 +158,13 @@ public final class ClusterNode: HubClusterLink {
         fixedSubscriptions.append(try connection.subscribe(to: names.control) { inbox.push(.message(.control, $0)) })
         fixedSubscriptions.append(try connection.subscribe(to: names.catalog) { inbox.push(.message(.catalog, $0)) })
         hub.clusterLink = self
+        if let bucket = configuration.leaseBucket {
+            leases = PipelineLeases(bucket: bucket, ttl: configuration.leaseRenewal * 3, node: configuration.nodeName)
+            hub.pipelinePlacement = { [weak self] pipeline in self?.mayRun(pipeline.name) ?? true }
+            leaseTimer = hub.scheduler.schedule(
+                after: hub.scheduler.now.advanced(by: configuration.leaseRenewal), interval: configuration.leaseRenewal
+            ) { [weak self] in self?.renewLeases() }
+        }
         // Current-value subjects are listened to always; subjects and triggers with
         // subscribers already (none, at start) by interest.
         for (name, entry) in hub.allEntries {
@@ -163,6 +186,7 @@ public final class ClusterNode: HubClusterLink {
         isStopped = true
         catalogTimer?.cancel()
         catalogSoon?.cancel()
+        leaseTimer?.cancel()
         if hub.clusterLink === self { hub.clusterLink = nil }
         for subscription in interest.values { subscription.unsubscribe() }
         interest = [:]
@@ -283,6 +307,8 @@ public final class ClusterNode: HubClusterLink {
                 connectionChanged(state)
             case .currentValues(let reads):
                 applyCurrentValues(reads)
+            case .leases(let outcome):
+                applyLeases(outcome)
             case .message(let route, let message):
                 let origin = message.headers[ClusterSubjectNames.originHeader] ?? "?"
                 guard origin != configuration.nodeName else { continue }
@@ -302,6 +328,7 @@ public final class ClusterNode: HubClusterLink {
             logger.notice("connected to NATS", metadata: ["state": "\(state.rawValue)", "server": "\(connection?.connectedURL ?? "?")"])
             broadcastCatalog()
             readCurrentValues()
+            renewLeases()
         case .disconnected:
             logger.warning("lost NATS: serving local clients only until it is back")
         case .closed:
@@ -314,7 +341,7 @@ public final class ClusterNode: HubClusterLink {
             logger.notice("unreadable value from the cluster", metadata: ["subject": "\(name)", "from": "\(origin)"])
             return
         }
-        hub.applyingClusterEvent {
+        hub.applyingClusterEvent(to: name) {
             guard case .subject(let subject) = hub.entry(named: name), !subject.isCompleted, subject.history == nil else {
                 return
             }
@@ -325,7 +352,7 @@ public final class ClusterNode: HubClusterLink {
 
     private func receiveActivation(_ payload: [UInt8], of name: String, from origin: String) {
         let key: Value? = payload.isEmpty ? nil : try? Value.parse(payload)
-        hub.applyingClusterEvent {
+        hub.applyingClusterEvent(to: name) {
             guard case .trigger(let trigger) = hub.entry(named: name) else { return }
             hub.activate(trigger, key: key)
         }
@@ -335,7 +362,7 @@ public final class ClusterNode: HubClusterLink {
         guard let name = message.headers[ClusterSubjectNames.nameHeader], HubName.isValid(name), !HubName.isSystem(name),
               let operation = message.headers[ClusterSubjectNames.operationHeader]
         else { return }
-        hub.applyingClusterEvent {
+        hub.applyingClusterEvent(to: name) {
             switch operation {
             case "complete", "fail":
                 // A name this node does not know yet is made (when the hub makes names on
@@ -400,7 +427,66 @@ public final class ClusterNode: HubClusterLink {
                   case .subject(let subject) = hub.entry(named: read.name), subject.kind == .currentValue,
                   !subject.isCompleted, subject.history == nil, subject.currentValue != value
             else { continue }
-            hub.applyingClusterEvent { hub.publish(value, to: subject, sender: "cluster (current value)") }
+            hub.applyingClusterEvent(to: read.name) { hub.publish(value, to: subject, sender: "cluster (current value)") }
+        }
+    }
+
+    // MARK: Running pipelines (leases)
+
+    /// Whether this node runs the running pipeline `name` now.
+    private func mayRun(_ name: String) -> Bool { !placesPipelines || heldLeases.contains(name) }
+
+    private var runningPipelines: [NamedPipeline] {
+        hub.allEntries.compactMap { entry in
+            guard case .pipeline(let pipeline) = entry.entry, pipeline.runs else { return nil }
+            return pipeline
+        }
+    }
+
+    /// Renews the leases, off the loop; the outcome comes back through the inbox.
+    private func renewLeases() {
+        guard !isStopped, !isRenewing, let leases, let connection else { return }
+        let names = runningPipelines.map(\.name)
+        guard !names.isEmpty else { return }
+        isRenewing = true
+        let inbox = self.inbox
+        worker.async { inbox.push(.leases(leases.renew(names, over: connection))) }
+    }
+
+    /// Starts the pipelines whose lease this node took, stops those whose lease it lost.
+    private func applyLeases(_ outcome: PipelineLeases.Outcome) {
+        isRenewing = false
+        let held: Set<String>
+        switch outcome {
+        case .held(let names):
+            placesPipelines = true
+            held = names
+        case .unavailable(let reason):
+            if placesPipelines {
+                logger.warning("running pipelines run on every node: no JetStream for their leases (nats-server -js)", metadata: [
+                    "error": "\(reason)",
+                ])
+            }
+            placesPipelines = false
+            held = Set(runningPipelines.map(\.name))
+        case .failed(let reason):
+            logger.debug("leases not renewed", metadata: ["error": "\(reason)"])
+            return
+        }
+        let previous = heldLeases
+        heldLeases = held
+        for pipeline in runningPipelines {
+            if held.contains(pipeline.name), !previous.contains(pipeline.name) {
+                do {
+                    try pipeline.start(in: hub)
+                    logger.info("running pipeline placed here", metadata: ["pipeline": "\(pipeline.name)"])
+                } catch {
+                    logger.error("running pipeline cannot start", metadata: ["pipeline": "\(pipeline.name)", "error": "\(error)"])
+                }
+            } else if !held.contains(pipeline.name), previous.contains(pipeline.name) {
+                pipeline.stop()
+                logger.notice("running pipeline's lease lost: stopped here", metadata: ["pipeline": "\(pipeline.name)"])
+            }
         }
     }
 

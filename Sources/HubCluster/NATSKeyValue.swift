@@ -13,9 +13,10 @@ public final class NATSKeyValue: @unchecked Sendable {
     private let store: OpaquePointer
 
     /// Binds to the bucket `bucket`, creating it (memory storage, one value per key,
-    /// values of at most `maxValueBytes`) when the server has none. Blocks; throws when
-    /// the server has no JetStream (`nats-server -js`) or does not answer.
-    public init(connection: NATSConnection, bucket: String, maxValueBytes: Int) throws(NATSError) {
+    /// values of at most `maxValueBytes`, each key gone `ttl` after its last write if
+    /// given) when the server has none. Blocks; throws when the server has no JetStream
+    /// (`nats-server -js`) or does not answer.
+    public init(connection: NATSConnection, bucket: String, maxValueBytes: Int, ttl: Duration? = nil) throws(NATSError) {
         self.bucket = bucket
         var context: OpaquePointer?
         var status = natsConnection_JetStream(&context, connection.connection, nil)
@@ -32,11 +33,21 @@ public final class NATSKeyValue: @unchecked Sendable {
                 config.History = 1
                 config.MaxValueSize = Int32(clamping: maxValueBytes)
                 config.StorageType = js_MemoryStorage
+                if let ttl {
+                    let (seconds, attoseconds) = ttl.components
+                    // libnats passes TTL on as the stream's MaxAge: nanoseconds.
+                    config.TTL = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+                }
                 return js_CreateKeyValue(&store, context, &config)
             }
-            if status == NATS_ERR || store == nil {
-                // Another node created it meanwhile.
+            if status != NATS_OK || store == nil {
+                let createError = NATSError(.connectFailed, doing: "creating the key-value bucket \(bucket)", status: status)
+                // Another node may have created it meanwhile.
                 status = js_KeyValue(&store, context, bucket)
+                if status != NATS_OK {
+                    jsCtx_Destroy(context)
+                    throw createError
+                }
             }
         }
         guard status == NATS_OK, let store else {
@@ -54,6 +65,26 @@ public final class NATSKeyValue: @unchecked Sendable {
 
     /// The core NATS subject whose messages write `key`.
     public func subject(for key: String) -> String { "$KV.\(bucket).\(key)" }
+
+    /// Writes `value` to `key` if the key has no value; returns the new revision, or `nil`
+    /// when it has one. Blocks.
+    public func create(_ key: String, _ value: [UInt8]) throws(NATSError) -> UInt64? {
+        var revision: UInt64 = 0
+        let status = value.withUnsafeBytes { kvStore_Create(&revision, store, key, $0.baseAddress, Int32($0.count)) }
+        if status == NATS_ERR { return nil }
+        guard status == NATS_OK else { throw NATSError(.publishFailed, doing: "creating \(key) in \(bucket)", status: status) }
+        return revision
+    }
+
+    /// Writes `value` to `key` if its revision is still `last`; returns the new revision,
+    /// or `nil` when it is not (another wrote it, or it expired). Blocks.
+    public func update(_ key: String, _ value: [UInt8], last: UInt64) throws(NATSError) -> UInt64? {
+        var revision: UInt64 = 0
+        let status = value.withUnsafeBytes { kvStore_Update(&revision, store, key, $0.baseAddress, Int32($0.count), last) }
+        if status == NATS_ERR { return nil }
+        guard status == NATS_OK else { throw NATSError(.publishFailed, doing: "updating \(key) in \(bucket)", status: status) }
+        return revision
+    }
 
     /// The value of `key`, or `nil` when it has none (never put, or deleted). Blocks.
     public func get(_ key: String) throws(NATSError) -> [UInt8]? {

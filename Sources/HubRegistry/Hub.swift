@@ -125,8 +125,14 @@ public final class Hub: PipelineEnvironment {
     /// The cluster this hub belongs to, if any: told of local sends, completions, deletions,
     /// activations and changes of interest, and asked for the cluster's catalog.
     public weak var clusterLink: (any HubClusterLink)?
-    /// Whether the hub is applying an event that came from another node (its link is not told).
-    public private(set) var isApplyingClusterEvent = false
+    /// The subject or trigger whose event from another node the hub is applying, if any:
+    /// what happens to that name meanwhile is not told to the link (it came from there).
+    public private(set) var clusterEventName: String?
+    /// Whether the hub is applying an event that came from another node.
+    public var isApplyingClusterEvent: Bool { clusterEventName != nil }
+    /// Whether this hub runs a running pipeline (`runs`) now; `nil`: it runs them all. A
+    /// cluster places each on one node, and starts and stops it as the place moves.
+    public var pipelinePlacement: ((NamedPipeline) -> Bool)?
 
     /// An empty hub. `wallClock` is the clock of `now()` in pipelines: the
     /// system's calendar time unless given (tests pass virtual time).
@@ -287,7 +293,9 @@ public final class Hub: PipelineEnvironment {
     /// Starts every declared pipeline that runs without subscribers (`runs`), in name order.
     public func startRunningPipelines() throws(HubError) {
         for (_, entry) in allEntries {
-            if case .pipeline(let pipeline) = entry, pipeline.runs { try pipeline.start(in: self) }
+            if case .pipeline(let pipeline) = entry, pipeline.runs, pipelinePlacement?(pipeline) ?? true {
+                try pipeline.start(in: self)
+            }
         }
     }
 
@@ -396,7 +404,7 @@ public final class Hub: PipelineEnvironment {
         subject.wasUsed = true
         metrics.published += 1
         subject.counters.published &+= 1
-        if !isApplyingClusterEvent, let clusterLink, subject.history == nil, !HubName.isSystem(subject.name) {
+        if subject.name != clusterEventName, let clusterLink, subject.history == nil, !HubName.isSystem(subject.name) {
             clusterLink.hub(self, published: value, to: subject)
         }
         let previous = origin.sender
@@ -448,7 +456,7 @@ public final class Hub: PipelineEnvironment {
         if HubName.isSystem(name) { throw HubError(.forbidden, "the system subject '\(name)' cannot be deleted") }
         switch entries[name] {
         case .subject(let subject):
-            if !isApplyingClusterEvent, let clusterLink, subject.history == nil { clusterLink.hub(self, deleted: name) }
+            if name != clusterEventName, let clusterLink, subject.history == nil { clusterLink.hub(self, deleted: name) }
             entries[name] = nil
             if !subject.isCompleted { subject.send(completion: .finished) }
             // Its history goes too: the next subject of that name begins a new epoch.
@@ -478,18 +486,20 @@ public final class Hub: PipelineEnvironment {
 
     /// Completes `subject` (`error` nil) or fails it with `error`, and tells the cluster.
     public func finish(_ subject: HubSubject, error: Value?) {
-        if !isApplyingClusterEvent, let clusterLink, subject.history == nil, !HubName.isSystem(subject.name) {
+        if subject.name != clusterEventName, let clusterLink, subject.history == nil, !HubName.isSystem(subject.name) {
             clusterLink.hub(self, finished: subject, error: error)
         }
         if let error { subject.fail(with: error) } else { subject.send(completion: .finished) }
     }
 
-    /// Runs `body` as the application of an event from another node of the cluster: what
-    /// it publishes, completes, deletes or activates is not sent back to the cluster.
-    public func applyingClusterEvent<T>(_ body: () throws -> T) rethrows -> T {
-        let previous = isApplyingClusterEvent
-        isApplyingClusterEvent = true
-        defer { isApplyingClusterEvent = previous }
+    /// Runs `body` as the application of an event from another node of the cluster to the
+    /// subject or trigger `name`: what it publishes into, completes, deletes or activates
+    /// of `name` is not sent back to the cluster. (What it causes elsewhere, such as a
+    /// pipeline's `into` another subject, is this node's doing and is sent.)
+    public func applyingClusterEvent<T>(to name: String, _ body: () throws -> T) rethrows -> T {
+        let previous = clusterEventName
+        clusterEventName = name
+        defer { clusterEventName = previous }
         return try body()
     }
 
@@ -500,7 +510,7 @@ public final class Hub: PipelineEnvironment {
 
     /// Activates `trigger` (resolved with ``trigger(named:)``), for `key` if given.
     public func activate(_ trigger: HubTrigger, key: Value?) {
-        if !isApplyingClusterEvent, let clusterLink { clusterLink.hub(self, activated: trigger, key: key) }
+        if trigger.name != clusterEventName, let clusterLink { clusterLink.hub(self, activated: trigger, key: key) }
         metrics.activations += 1
         trigger.counters.published &+= 1
         trigger.activate(key: key)

@@ -5,7 +5,7 @@ import HubWire
 /// What a hub tells the cluster it belongs to, and asks of it (HubCluster's
 /// `ClusterNode` is the one implementation): the hub calls it on its loop for what
 /// happens locally, never for what the link itself applies from other nodes
-/// (``Hub/applyingClusterEvent(_:)``), so that nothing echoes around the cluster.
+/// (``Hub/applyingClusterEvent(to:_:)``), so that nothing echoes around the cluster.
 ///
 /// Subjects with history and the system subjects are not forwarded (the hub does not
 /// call the link for them).
