@@ -404,7 +404,7 @@ public final class Hub: PipelineEnvironment {
         subject.wasUsed = true
         metrics.published += 1
         subject.counters.published &+= 1
-        if subject.name != clusterEventName, let clusterLink, subject.history == nil, !HubName.isSystem(subject.name) {
+        if let clusterLink, subject.name != clusterEventName, subject.history == nil, !HubName.isSystem(subject.name) {
             clusterLink.hub(self, published: value, to: subject)
         }
         let previous = origin.sender
@@ -456,7 +456,7 @@ public final class Hub: PipelineEnvironment {
         if HubName.isSystem(name) { throw HubError(.forbidden, "the system subject '\(name)' cannot be deleted") }
         switch entries[name] {
         case .subject(let subject):
-            if name != clusterEventName, let clusterLink, subject.history == nil { clusterLink.hub(self, deleted: name) }
+            if let clusterLink, name != clusterEventName, subject.history == nil { clusterLink.hub(self, deleted: name) }
             entries[name] = nil
             if !subject.isCompleted { subject.send(completion: .finished) }
             // Its history goes too: the next subject of that name begins a new epoch.
@@ -486,7 +486,7 @@ public final class Hub: PipelineEnvironment {
 
     /// Completes `subject` (`error` nil) or fails it with `error`, and tells the cluster.
     public func finish(_ subject: HubSubject, error: Value?) {
-        if subject.name != clusterEventName, let clusterLink, subject.history == nil, !HubName.isSystem(subject.name) {
+        if let clusterLink, subject.name != clusterEventName, subject.history == nil, !HubName.isSystem(subject.name) {
             clusterLink.hub(self, finished: subject, error: error)
         }
         if let error { subject.fail(with: error) } else { subject.send(completion: .finished) }
@@ -510,7 +510,7 @@ public final class Hub: PipelineEnvironment {
 
     /// Activates `trigger` (resolved with ``trigger(named:)``), for `key` if given.
     public func activate(_ trigger: HubTrigger, key: Value?) {
-        if trigger.name != clusterEventName, let clusterLink { clusterLink.hub(self, activated: trigger, key: key) }
+        if let clusterLink, trigger.name != clusterEventName { clusterLink.hub(self, activated: trigger, key: key) }
         metrics.activations += 1
         trigger.counters.published &+= 1
         trigger.activate(key: key)

@@ -127,7 +127,14 @@ struct Serve: AsyncParsableCommand {
                 urls: urls, node: configuration.cluster?.node,
                 sendImmediately: configuration.cluster?.sendImmediately ?? false)
         }
-        if let node { configuration.cluster?.node = node }
+        if let node {
+            guard configuration.cluster != nil else {
+                throw ConfigurationError(
+                    file: configuration.file, line: 1, column: 1, path: "cluster",
+                    message: "--node \(node) needs --cluster or the file's cluster section")
+            }
+            configuration.cluster?.node = node
+        }
         return configuration
     }
 

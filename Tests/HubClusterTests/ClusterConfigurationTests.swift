@@ -72,6 +72,22 @@ struct ClusterConfigurationTests {
         #expect(name.hasSuffix("-\(ProcessInfo.processInfo.processIdentifier)"))
     }
 
+    @Test func serveRefusesANodeNameWithoutACluster() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("no-cluster-\(UUID().uuidString).yml").path
+        try "listen: {port: 0}\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = try HubCLIExecutable.locate()
+        process.arguments = ["serve", "--config", file, "--node", "a"]
+        let err = Pipe()
+        process.standardError = err
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let output = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 1)
+        #expect(output.contains("--node a needs --cluster or the file's cluster section"), "\(output)")
+    }
+
     @Test func serveRefusesABadClusterFlagNamingTheURL() throws {
         let process = Process()
         process.executableURL = try HubCLIExecutable.locate()
