@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "HubTransport", targets: ["HubTransport"]),
         .library(name: "HubServer", targets: ["HubServer"]),
         .library(name: "HubClient", targets: ["HubClient"]),
+        .library(name: "HubCluster", targets: ["HubCluster"]),
         .executable(name: "hubcli", targets: ["hubcli"]),
     ],
     dependencies: [
@@ -138,6 +139,26 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
             ]
         ),
+        // The cluster's backplane: the NATS C client from the system, as libwebsockets is
+        // (pkg-config libnats; apt libnats-dev). Only HubCluster (and hubcli) link it.
+        .systemLibrary(
+            name: "CNATS",
+            path: "Sources/CNATS",
+            pkgConfig: "libnats",
+            providers: [.apt(["libnats-dev"])]
+        ),
+        .target(
+            name: "HubCluster",
+            dependencies: [
+                "CNATS",
+                "HubEngine",
+                "HubValue",
+                "HubWire",
+                "HubRegistry",
+                "HubTransport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(
             name: "HubClient",
             dependencies: [
@@ -152,6 +173,7 @@ let package = Package(
             name: "hubcli",
             dependencies: [
                 "HubClient",
+                "HubCluster",
                 "HubEngine",
                 "HubValue",
                 "HubWire",
@@ -269,6 +291,22 @@ let package = Package(
                 "HubTransport",
                 "hubcli",
                 "HubTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "HubClusterTests",
+            dependencies: [
+                "NetworkTestSupport",
+                "HubCluster",
+                "HubClient",
+                "HubServer",
+                "HubRegistry",
+                "HubEngine",
+                "HubValue",
+                "HubWire",
+                "HubTransport",
+                "hubcli",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

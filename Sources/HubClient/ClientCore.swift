@@ -22,7 +22,14 @@ final class ClientCore {
     }
 
     let eventLoop: EventLoop
-    let url: HubURL
+    /// The servers, tried in turn: the nodes of a cluster (one URL for a lone broker).
+    let urls: [HubURL]
+    /// Which of ``urls`` the client uses now.
+    private var urlIndex = 0
+    /// How many URLs a first connection has tried without success (it tries each once).
+    private var firstConnectFailures = 0
+    /// The server the client uses now.
+    var url: HubURL { urls[urlIndex] }
     let configuration: HubClient.Configuration
     let logger: Logger
     private(set) var state: State = .idle
@@ -50,8 +57,9 @@ final class ClientCore {
     /// How many times the client (re)connected successfully.
     private(set) var connectCount = 0
 
-    init(url: HubURL, configuration: HubClient.Configuration, eventLoop: EventLoop, logger: Logger) {
-        self.url = url
+    init(urls: [HubURL], configuration: HubClient.Configuration, eventLoop: EventLoop, logger: Logger) {
+        precondition(!urls.isEmpty, "a client needs a URL")
+        self.urls = urls
         self.configuration = configuration
         self.eventLoop = eventLoop
         self.logger = logger
@@ -144,6 +152,7 @@ final class ClientCore {
         state = .open(connection)
         everConnected = true
         attempt = 0
+        firstConnectFailures = 0
         connectCount += 1
         self.session = session
         logger.debug("connected", metadata: ["url": "\(url)", "session": "\(session)"])
@@ -167,6 +176,18 @@ final class ClientCore {
         logger.debug("connection attempt failed", metadata: ["url": "\(url)", "error": "\(error)"])
         let policy = configuration.reconnect
         let authFailure = error.code == HubClientError.Code(.unauthorized)
+        if urls.count > 1, !authFailure {
+            // The next server is tried next; a first connection tries each once at once.
+            urlIndex = (urlIndex + 1) % urls.count
+            if !everConnected {
+                firstConnectFailures += 1
+                if firstConnectFailures < urls.count {
+                    startAttempt()
+                    return
+                }
+                firstConnectFailures = 0
+            }
+        }
         if everConnected, policy.isEnabled, !authFailure,
             policy.maximumAttempts.map({ attempt < $0 }) ?? true
         {
@@ -259,6 +280,8 @@ final class ClientCore {
         failEverything(failure, resuming: reconnecting)
         if reconnecting {
             attempt = 0
+            // Another node of the cluster, when there are several: this one went away (or drains).
+            if urls.count > 1 { urlIndex = (urlIndex + 1) % urls.count }
             scheduleReconnect()
         }
     }

@@ -32,8 +32,12 @@ import Synchronization
 ///   them. Subscribers of ``HubPublisher`` receive their callbacks on that loop.
 /// - Ids: subscription ids increase over the client's life (never reused), acks too.
 public final class HubClient: Sendable {
-    /// The server's URL.
+    /// The server's URL (the first of ``urls``).
     public let url: HubURL
+    /// The servers the client connects to, in turn: the nodes of a cluster of brokers.
+    /// The first connection tries each once until one answers; after a lost connection
+    /// the client reconnects (by its ``Configuration/reconnect`` policy) to the next.
+    public let urls: [HubURL]
     /// The configuration the client was made with.
     public let configuration: Configuration
     /// The loop the client's connection and subscriptions run on.
@@ -56,11 +60,34 @@ public final class HubClient: Sendable {
     }
 
     /// A client for an already parsed URL (see the `String` initialiser).
-    public init(
+    public convenience init(
         url: HubURL, configuration: Configuration = Configuration(), eventLoop: EventLoop? = nil,
         logger: Logger = Logger(label: "hub.client")
     ) throws(HubClientError) {
-        self.url = url
+        try self.init(urls: [url], configuration: configuration, eventLoop: eventLoop, logger: logger)
+    }
+
+    /// A client for several servers, the nodes of a cluster (`ws://…` or `wss://…` each):
+    /// see ``urls``.
+    ///
+    /// - Throws: `invalid_url` naming the offending URL, or when there is none.
+    public convenience init(
+        urls: [String], configuration: Configuration = Configuration(), eventLoop: EventLoop? = nil,
+        logger: Logger = Logger(label: "hub.client")
+    ) throws(HubClientError) {
+        var parsed: [HubURL] = []
+        for url in urls { parsed.append(try HubURL(parsing: url)) }
+        try self.init(urls: parsed, configuration: configuration, eventLoop: eventLoop, logger: logger)
+    }
+
+    /// A client for several already parsed URLs (see the `String` initialiser).
+    public init(
+        urls: [HubURL], configuration: Configuration = Configuration(), eventLoop: EventLoop? = nil,
+        logger: Logger = Logger(label: "hub.client")
+    ) throws(HubClientError) {
+        guard let first = urls.first else { throw HubClientError(code: .invalidURL, message: "no server URL given") }
+        self.url = first
+        self.urls = urls
         self.configuration = configuration
         if let eventLoop {
             self.eventLoop = eventLoop
@@ -74,7 +101,7 @@ public final class HubClient: Sendable {
             ownsLoop = true
         }
         core = LoopBound(
-            ClientCore(url: url, configuration: configuration, eventLoop: self.eventLoop, logger: logger),
+            ClientCore(urls: urls, configuration: configuration, eventLoop: self.eventLoop, logger: logger),
             eventLoop: self.eventLoop)
     }
 

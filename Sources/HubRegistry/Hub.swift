@@ -123,6 +123,18 @@ public final class Hub: PipelineEnvironment {
     /// `storage.path`); `nil`: no subject may be durable.
     public var durableStore: (any SubjectStore)?
 
+    /// The cluster this hub belongs to, if any: told of local sends, completions, deletions,
+    /// activations and changes of interest, and asked for the cluster's catalog.
+    public weak var clusterLink: (any HubClusterLink)?
+    /// The subject or trigger whose event from another node the hub is applying, if any:
+    /// what happens to that name meanwhile is not told to the link (it came from there).
+    public private(set) var clusterEventName: String?
+    /// Whether the hub is applying an event that came from another node.
+    public var isApplyingClusterEvent: Bool { clusterEventName != nil }
+    /// Whether this hub runs a running pipeline (`runs`) now; `nil`: it runs them all. A
+    /// cluster places each on one node, and starts and stops it as the place moves.
+    public var pipelinePlacement: ((NamedPipeline) -> Bool)?
+
     /// An empty hub. `wallClock` is the clock of `now()` in pipelines: the
     /// system's calendar time unless given (tests pass virtual time).
     public init(
@@ -228,6 +240,10 @@ public final class Hub: PipelineEnvironment {
         // System subjects count apart: they are the broker's, not the clients'.
         if !HubName.isSystem(name) { subject.counters = metrics.counters(for: name, kind: "subject") }
         entries[name] = .subject(subject)
+        // A current-value subject declared while in a cluster (a reload) is listened to at once.
+        if subject.kind == .currentValue, !HubName.isSystem(name), let clusterLink {
+            clusterLink.hub(self, interestMayHaveChangedIn: name)
+        }
         return subject
     }
 
@@ -289,7 +305,9 @@ public final class Hub: PipelineEnvironment {
     /// Starts every declared pipeline that runs without subscribers (`runs`), in name order.
     public func startRunningPipelines() throws(HubError) {
         for (_, entry) in allEntries {
-            if case .pipeline(let pipeline) = entry, pipeline.runs { try pipeline.start(in: self) }
+            if case .pipeline(let pipeline) = entry, pipeline.runs, pipelinePlacement?(pipeline) ?? true {
+                try pipeline.start(in: self)
+            }
         }
     }
 
@@ -401,6 +419,9 @@ public final class Hub: PipelineEnvironment {
         subject.wasUsed = true
         metrics.published += 1
         subject.counters.published &+= 1
+        if let clusterLink, subject.name != clusterEventName, subject.history == nil, !HubName.isSystem(subject.name) {
+            clusterLink.hub(self, published: value, to: subject)
+        }
         let previous = origin.sender
         origin.sender = sender
         subject.send(value, whenStored: whenStored)
@@ -462,6 +483,7 @@ public final class Hub: PipelineEnvironment {
         if HubName.isSystem(name) { throw HubError(.forbidden, "the system subject '\(name)' cannot be deleted") }
         switch entries[name] {
         case .subject(let subject):
+            if let clusterLink, name != clusterEventName, subject.history == nil { clusterLink.hub(self, deleted: name) }
             entries[name] = nil
             if !subject.isCompleted { subject.send(completion: .finished) }
             // Its history goes too: the next subject of that name begins a new epoch.
@@ -481,12 +503,31 @@ public final class Hub: PipelineEnvironment {
 
     /// Finishes the subject `name`: its subscribers get `complete` after their buffered values.
     public func complete(_ name: String) throws(HubError) {
-        try openSubject(named: name).send(completion: .finished)
+        finish(try openSubject(named: name), error: nil)
     }
 
     /// Fails the subject `name` with the JSON value `error`.
     public func fail(_ name: String, error: Value) throws(HubError) {
-        try openSubject(named: name).fail(with: error)
+        finish(try openSubject(named: name), error: error)
+    }
+
+    /// Completes `subject` (`error` nil) or fails it with `error`, and tells the cluster.
+    public func finish(_ subject: HubSubject, error: Value?) {
+        if let clusterLink, subject.name != clusterEventName, subject.history == nil, !HubName.isSystem(subject.name) {
+            clusterLink.hub(self, finished: subject, error: error)
+        }
+        if let error { subject.fail(with: error) } else { subject.send(completion: .finished) }
+    }
+
+    /// Runs `body` as the application of an event from another node of the cluster to the
+    /// subject or trigger `name`: what it publishes into, completes, deletes or activates
+    /// of `name` is not sent back to the cluster. (What it causes elsewhere, such as a
+    /// pipeline's `into` another subject, is this node's doing and is sent.)
+    public func applyingClusterEvent<T>(to name: String, _ body: () throws -> T) rethrows -> T {
+        let previous = clusterEventName
+        clusterEventName = name
+        defer { clusterEventName = previous }
+        return try body()
     }
 
     /// Activates the trigger `name`, for `key` if given.
@@ -496,6 +537,7 @@ public final class Hub: PipelineEnvironment {
 
     /// Activates `trigger` (resolved with ``trigger(named:)``), for `key` if given.
     public func activate(_ trigger: HubTrigger, key: Value?) {
+        if let clusterLink, trigger.name != clusterEventName { clusterLink.hub(self, activated: trigger, key: key) }
         metrics.activations += 1
         trigger.counters.published &+= 1
         trigger.activate(key: key)
@@ -634,7 +676,7 @@ public final class Hub: PipelineEnvironment {
         let size = bufferSize ?? defaultBufferSize(of: entry)
         switch entry {
         case .subject(let subject):
-            return subject.publisher
+            return watchingInterest(in: subject.name, subject.publisher)
                 .hotBuffer(
                     capacity: size, policy: overflow ?? subject.overflow, metrics: metrics, counters: subject.counters,
                     memory: memory, origin: origin)
@@ -652,11 +694,29 @@ public final class Hub: PipelineEnvironment {
         _ trigger: HubTrigger, key: Value?, bufferSize: Int?, overflow: OverflowPolicy?, memory: ResourceBudget?,
         origin: ValueOrigin? = nil
     ) -> AnyPublisher<Value, HubError> {
-        trigger.publisher(key: key)
+        watchingInterest(in: trigger.name, trigger.publisher(key: key))
             .hotBuffer(
                 capacity: bufferSize ?? configuration.defaultBufferSize,
                 policy: overflow ?? configuration.defaultOverflow, metrics: metrics, counters: trigger.counters,
                 memory: memory, origin: origin)
+            .eraseToAnyPublisher()
+    }
+
+    /// `publisher`, telling the cluster link (when there is one) when a subscription to
+    /// `name` begins and ends, so that the node listens to the name's values from other
+    /// nodes only while it has subscribers of its own.
+    private func watchingInterest(
+        in name: String, _ publisher: AnyPublisher<Value, HubError>
+    ) -> AnyPublisher<Value, HubError> {
+        guard clusterLink != nil, !HubName.isSystem(name) else { return publisher }
+        let changed: () -> Void = { [weak self] in
+            guard let self, let link = self.clusterLink else { return }
+            link.hub(self, interestMayHaveChangedIn: name)
+        }
+        return publisher
+            .handleEvents(
+                receiveSubscription: { _ in changed() }, receiveCompletion: { _ in changed() },
+                receiveCancel: { changed() })
             .eraseToAnyPublisher()
     }
 
@@ -681,6 +741,12 @@ extension Hub {
     /// The whole catalog: every subject, pipeline and trigger with its subscriber count
     /// (the system subjects are left out: PROTOCOL.md documents them).
     public func catalog() -> Catalog {
+        let local = localCatalog()
+        return clusterLink?.clusterCatalog(merging: local) ?? local
+    }
+
+    /// This hub's own catalog (in a cluster, ``catalog()`` adds the other nodes').
+    public func localCatalog() -> Catalog {
         var catalog = Catalog()
         for (name, entry) in entries where !HubName.isSystem(name) {
             Hub.append(name, entry, to: &catalog)
@@ -691,11 +757,16 @@ extension Hub {
     /// One page of the catalog `list` answers: the entries after `after` in catalog order
     /// (``CatalogCursor``) that `isVisible` lets through, at most `limit` of them and about
     /// `maxBytes` of JSON (at least one entry), with ``Catalog/next`` set when more follow.
-    /// It costs one pass over the names and a heap of `limit` entries, whatever the
+    /// Alone, it costs one pass over the names and a heap of `limit` entries, whatever the
     /// catalog's size.
     public func catalog(
         after: CatalogCursor?, limit: Int, maxBytes: Int, isVisible: (String) -> Bool = { _ in true }
     ) -> Catalog {
+        if let clusterLink {
+            // The cluster's catalog is assembled from every node's: page it in memory.
+            return clusterLink.clusterCatalog(merging: localCatalog())
+                .page(after: after, limit: limit, maxBytes: maxBytes, isVisible: isVisible)
+        }
         let limit = max(1, limit)
         var page = Heap<CatalogCursor>()
         var more = false

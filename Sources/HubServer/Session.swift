@@ -336,13 +336,13 @@ public final class Session {
             perform(ack: ack) { () throws(HubError) in
                 try checkWritable(name, doing: "complete")
                 let subject = try hub.openSubject(named: name)
-                return { subject.send(completion: .finished) }
+                return { [hub] in hub.finish(subject, error: nil) }
             }
         case .fail(let name, let error, let ack):
             perform(ack: ack) { () throws(HubError) in
                 try checkWritable(name, doing: "fail")
                 let subject = try hub.openSubject(named: name)
-                return { subject.fail(with: error) }
+                return { [hub] in hub.finish(subject, error: error) }
             }
         case .trigger(let name, let key, let ack):
             perform(ack: ack) { () throws(HubError) in

@@ -265,3 +265,62 @@ public struct Catalog: Hashable, Sendable {
         return Int(count)
     }
 }
+
+extension Catalog {
+    /// The page of this (whole) catalog after `after` in catalog order (``CatalogCursor``):
+    /// the entries `isVisible` lets through, at most `limit` of them and about `maxBytes`
+    /// of JSON (at least one entry), with ``next`` set when more follow. For a catalog
+    /// assembled in memory (a cluster's); a hub pages its own names without building it.
+    public func page(
+        after: CatalogCursor?, limit: Int, maxBytes: Int, isVisible: (String) -> Bool = { _ in true }
+    ) -> Catalog {
+        let sorted = self.sorted()
+        var page = Catalog(connections: connections)
+        var count = 0, bytes = 0
+        var more = false
+        func admit(_ cursor: CatalogCursor, size: Int) -> Bool? {
+            if let after, cursor <= after { return false }
+            guard isVisible(cursor.name) else { return false }
+            if count >= max(1, limit) || (count > 0 && bytes + size > maxBytes) {
+                more = true
+                return nil
+            }
+            count += 1
+            bytes += size
+            page.next = cursor
+            return true
+        }
+        var scratch: [UInt8] = []
+        outer: do {
+            for subject in sorted.subjects {
+                var size = 80 + subject.name.utf8.count
+                if let value = subject.value {
+                    scratch.removeAll(keepingCapacity: true)
+                    value.writeJSON(into: &scratch)
+                    size += scratch.count
+                }
+                switch admit(CatalogCursor(.subject, subject.name), size: size) {
+                case true?: page.subjects.append(subject)
+                case false?: continue
+                case nil: break outer
+                }
+            }
+            for pipeline in sorted.pipelines {
+                switch admit(CatalogCursor(.pipeline, pipeline.name), size: 80 + pipeline.name.utf8.count) {
+                case true?: page.pipelines.append(pipeline)
+                case false?: continue
+                case nil: break outer
+                }
+            }
+            for trigger in sorted.triggers {
+                switch admit(CatalogCursor(.trigger, trigger.name), size: 80 + trigger.name.utf8.count) {
+                case true?: page.triggers.append(trigger)
+                case false?: continue
+                case nil: break outer
+                }
+            }
+        }
+        if !more { page.next = nil }
+        return page
+    }
+}

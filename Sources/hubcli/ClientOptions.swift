@@ -10,7 +10,7 @@ struct ClientOptions: ParsableArguments {
     static let defaultURL = "ws://127.0.0.1:7420"
 
     @Option(help: ArgumentHelp(
-        "The hub's WebSocket URL, ws://host:port/path or wss://host:port/path (default: $HUB_URL, else ws://127.0.0.1:7420).",
+        "The hub's WebSocket URL, ws://host:port/path or wss://host:port/path; several, comma-separated, for the nodes of a cluster (the first that answers is used) (default: $HUB_URL, else ws://127.0.0.1:7420).",
         valueName: "url"))
     var url: String?
 
@@ -63,7 +63,21 @@ struct ClientOptions: ParsableArguments {
 
     /// A connected client (no reconnects unless `reconnect`: a command is one session).
     func connect(reconnect: ReconnectPolicy = .disabled, batch: Bool = false) async throws(HubClientError) -> HubClient {
-        try await HubClient.connect(to: resolvedURL, configuration: configuration(reconnect: reconnect, batch: batch), logger: Self.quietLogger)
+        let urls = resolvedURL.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard urls.count > 1 else {
+            return try await HubClient.connect(
+                to: resolvedURL, configuration: configuration(reconnect: reconnect, batch: batch), logger: Self.quietLogger)
+        }
+        // The nodes of a cluster: the first that answers; with --reconnect, the next when it goes.
+        let client = try HubClient(
+            urls: urls, configuration: configuration(reconnect: reconnect, batch: batch), logger: Self.quietLogger)
+        do throws(HubClientError) {
+            try await client.connect()
+        } catch {
+            await client.close()
+            throw error
+        }
+        return client
     }
 
     /// The client configuration these options describe.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HubCluster
 import HubServer
 import HubTransport
 import Logging
@@ -38,6 +39,16 @@ struct Serve: AsyncParsableCommand {
             Logs go to standard error at --log-level (info: connections opened
             and closed, reloads, drains; warning: slow consumers, auth failures),
             as text or, with --log-format json, one JSON object per line.
+
+            Clustering: --cluster nats://HOST:PORT[,nats://HOST:PORT...] (or the
+            file's cluster: {nats: [URLs], node: NAME}) joins the brokers that use
+            the same NATS servers: values sent on any node reach the subscribers of
+            that subject on every node, in each publisher's order; triggers,
+            complete, fail and delete reach every node; list sums the cluster's
+            subscriber counts. --node names this node (default HOSTNAME-PID). While
+            NATS is unreachable the broker keeps serving its own clients, /ready
+            answers 503 (not ready: cluster: not connected to NATS) and it
+            reconnects by itself.
             """
     )
 
@@ -59,6 +70,16 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Validate the --config file, print 'FILE: ok' or the error, and exit without serving.")
     var checkConfig = false
 
+    @Option(help: ArgumentHelp(
+        "Join a cluster through these NATS servers (comma-separated nats://HOST:PORT; overrides the file's cluster.nats).",
+        valueName: "urls"))
+    var cluster: String?
+
+    @Option(help: ArgumentHelp(
+        "This node's name in the cluster (letters, digits, _-.; default: the file's cluster.node, or HOSTNAME-PID).",
+        valueName: "name"))
+    var node: String?
+
     @Option(help: "The log level: trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
@@ -77,6 +98,15 @@ struct Serve: AsyncParsableCommand {
         if (tlsCertificate == nil) != (tlsPrivateKey == nil) {
             throw ValidationError("--tls-certificate and --tls-private-key must be given together")
         }
+        if let cluster, case .failure(let problem) = ClusterSettings.parseURLList(cluster) {
+            throw ValidationError("--cluster: \(problem.message)")
+        }
+        if let node, let problem = ClusterSettings.problem(withNodeName: node) {
+            throw ValidationError("--node: \(problem)")
+        }
+        if node != nil, cluster == nil, configPath == nil {
+            throw ValidationError("--node needs --cluster (or a configuration file with cluster)")
+        }
         if checkConfig, configPath == nil {
             throw ValidationError("--check-config needs --config FILE")
         }
@@ -91,6 +121,19 @@ struct Serve: AsyncParsableCommand {
         if let port { configuration.service.port = port }
         if let tlsCertificate, let tlsPrivateKey {
             configuration.service.tls = TLSConfiguration(certificatePath: tlsCertificate, privateKeyPath: tlsPrivateKey)
+        }
+        if let cluster, case .success(let urls) = ClusterSettings.parseURLList(cluster) {
+            configuration.cluster = ClusterSettings(
+                urls: urls, node: configuration.cluster?.node,
+                sendImmediately: configuration.cluster?.sendImmediately ?? false)
+        }
+        if let node {
+            guard configuration.cluster != nil else {
+                throw ConfigurationError(
+                    file: configuration.file, line: 1, column: 1, path: "cluster",
+                    message: "--node \(node) needs --cluster or the file's cluster section")
+            }
+            configuration.cluster?.node = node
         }
         return configuration
     }
@@ -140,8 +183,18 @@ struct Serve: AsyncParsableCommand {
         } catch {
             throw CLIError(Self.cannotStart(error, host: host, port: configuration.port))
         }
+        // The cluster node lives on the service's loop; /ready waits for it to reach NATS.
+        let membership = ClusterMembership()
+        if broker.cluster != nil {
+            try await service.addReadinessCheck(named: "cluster") { membership.problem() }
+        }
         do {
-            bound = try await service.start { hub in try broker.declare(in: hub) }
+            bound = try await service.start { [eventLoop = service.eventLoop] hub in
+                try broker.declare(in: hub)
+                if let cluster = broker.cluster {
+                    try membership.join(cluster, hub: hub, eventLoop: eventLoop, logger: logger)
+                }
+            }
         } catch let error as ConfigurationError {
             await service.shutdown(grace: .zero)
             Output.message("\(error)")
@@ -152,6 +205,10 @@ struct Serve: AsyncParsableCommand {
         }
         let scheme = configuration.tls == nil ? "ws" : "wss"
         Output.message("hubcli: listening on \(scheme)://\(host):\(bound)/")
+        if let cluster = broker.cluster {
+            Output.message("hubcli: cluster node \(membership.nodeName ?? "?") via \(cluster.urls.joined(separator: ","))")
+        }
+        defer { membership.leave(service.eventLoop) }
         // SIGINT/SIGTERM start the group's graceful shutdown: the service ends every
         // live subscription with shutting_down, closes with 1001, and run() returns.
         // SIGHUP reloads the file; SIGUSR2 drains (run() returns when the drain is done).

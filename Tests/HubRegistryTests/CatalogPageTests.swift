@@ -82,6 +82,26 @@ struct CatalogPageTests {
         #expect(pages.dropLast().allSatisfy { $0.count == 2 })
     }
 
+    /// A cluster's catalog is paged in memory (`Catalog.page`): the same pages as the hub's own.
+    @Test func aCatalogPagedInMemoryGivesTheHubsPages() throws {
+        let hub = Hub(scheduler: TestScheduler())
+        for index in 0..<30 { try hub.send(.int(Int64(index)), to: "s\(index % 17)_\(index)") }
+        for index in 0..<5 { _ = try hub.declareTrigger("t\(index)") }
+        try hub.declareSubject("big", initialValue: .string(String(repeating: "x", count: 3000)))
+        let whole = hub.catalog()
+        for (limit, maxBytes) in [(1, 1 << 20), (4, 1 << 20), (7, 1000), (100, 3500), (100, 1 << 20)] {
+            for visible in [{ (_: String) in true }, { (name: String) in name.hasPrefix("s1") || name.hasPrefix("t") }] {
+                var after: CatalogCursor?
+                repeat {
+                    let own = hub.catalog(after: after, limit: limit, maxBytes: maxBytes, isVisible: visible)
+                    let inMemory = whole.page(after: after, limit: limit, maxBytes: maxBytes, isVisible: visible)
+                    #expect(own == inMemory, "limit \(limit), after \(String(describing: after))")
+                    after = own.next
+                } while after != nil
+            }
+        }
+    }
+
     @Test func systemSubjectsAreNotListed() throws {
         let hub = try Self.populated()
         try hub.declareSubject("$sys.stats", initialValue: 1)

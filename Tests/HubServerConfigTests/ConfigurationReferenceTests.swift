@@ -31,6 +31,7 @@ struct ConfigurationReferenceTests {
         paths.formUnion(BrokerConfiguration.historyKeys.map { "subjects.<name>.history.\($0)" })
         paths.formUnion(BrokerConfiguration.adminKeys.map { "admin.\($0)" })
         paths.formUnion(BrokerConfiguration.metricsKeys.map { "metrics.\($0)" })
+        paths.formUnion(BrokerConfiguration.clusterKeys.map { "cluster.\($0)" })
         return paths
     }
 
@@ -86,6 +87,7 @@ struct ConfigurationReferenceTests {
     /// What an example needs beside it, at its own level, to be a whole configuration.
     static func siblings(of key: String) -> String? {
         if key.hasPrefix("auth.jwt."), key != "auth.jwt.keys" { return "keys: [{algorithm: HS256, secret: s3cret}]" }
+        if key.hasPrefix("cluster."), key != "cluster.nats" { return "nats: [\"nats://127.0.0.1:4222\"]" }
         return nil
     }
 

@@ -56,6 +56,7 @@ extension BrokerConfiguration {
         if let auth = top["auth"] { try readAuth(auth, reader) }
         if let adHoc = top["allowAdHocPipelines"] { try readAdHoc(adHoc, reader) }
         if let storage = top["storage"] { try readStorage(storage, reader) }
+        if let cluster = top["cluster"] { try readCluster(cluster, reader) }
         if let defaults = top["defaults"] {
             let fields = try reader.fields(defaults.value, defaults.path, allowed: BrokerConfiguration.defaultsKeys)
             if let history = fields["history"] { service.hub.defaultHistory = try readHistory(history, reader) }
@@ -90,6 +91,40 @@ extension BrokerConfiguration {
                 pipelines.append(try readPipeline(name, entry, reader))
             }
         }
+    }
+
+    /// `cluster: {nats: [URL, ...] or "URL,URL", node: NAME}`: each URL `nats://HOST:PORT`
+    /// (the error points at the offending one), the node name letters, digits, `_-.`.
+    private mutating func readCluster(_ cluster: ConfigurationReader.Entry, _ reader: ConfigurationReader) throws(ConfigurationError) {
+        let fields = try reader.fields(cluster.value, cluster.path, allowed: BrokerConfiguration.clusterKeys)
+        guard let nats = fields["nats"] else {
+            throw reader.error(cluster.value, cluster.path, "missing 'nats' (the NATS server URLs, nats://HOST:PORT)")
+        }
+        var urls: [String] = []
+        if case .scalar = nats.value {
+            let text = try reader.string(nats.value, nats.path)
+            switch ClusterSettings.parseURLList(text) {
+            case .success(let parsed): urls = parsed
+            case .failure(let problem): throw reader.error(nats.value, nats.path, problem.message)
+            }
+        } else {
+            for item in try reader.items(nats.value, nats.path) {
+                let text = try reader.string(item.node, item.path)
+                if let problem = ClusterSettings.problem(withURL: text) { throw reader.error(item.node, item.path, problem) }
+                urls.append(text)
+            }
+            guard !urls.isEmpty else {
+                throw reader.error(nats.value, nats.path, "expected at least one NATS URL (nats://HOST:PORT)")
+            }
+        }
+        var settings = ClusterSettings(urls: urls)
+        if let node = fields["node"] {
+            let name = try reader.string(node.value, node.path)
+            if let problem = ClusterSettings.problem(withNodeName: name) { throw reader.error(node.value, node.path, problem) }
+            settings.node = name
+        }
+        if let field = fields["sendImmediately"] { settings.sendImmediately = try reader.bool(field.value, field.path) }
+        self.cluster = settings
     }
 
     /// `listen.tls`: both files required and readable (relative paths are taken from

@@ -125,6 +125,8 @@ public struct BrokerConfiguration: Sendable {
     public var triggers: [Trigger]
     /// The named pipelines, in file order.
     public var pipelines: [Pipeline]
+    /// The cluster to join (`cluster`), if any: without it the broker runs alone.
+    public var cluster: ClusterSettings?
 
     /// The defaults: what `hubcli serve` runs without a file.
     public init(file: String = "<defaults>") {
@@ -139,8 +141,10 @@ public struct BrokerConfiguration: Sendable {
     /// The keys of the top level.
     public static let topLevelKeys = [
         "listen", "autoCreate", "limits", "auth", "allowAdHocPipelines", "storage", "defaults", "subjects", "triggers",
-        "pipelines", "admin", "metrics", "drainGrace",
+        "pipelines", "admin", "metrics", "drainGrace", "cluster",
     ]
+    /// The keys of `cluster`.
+    public static let clusterKeys = ["nats", "node", "sendImmediately"]
     /// The keys of `admin`.
     public static let adminKeys = ["host", "port"]
     /// The keys of `metrics`.

@@ -1,0 +1,195 @@
+import Foundation
+import HubClient
+import HubEngine
+import HubValue
+import HubWire
+import NetworkTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A `hubcli serve --port 0 --cluster URL --node NAME` process: one node of a test cluster.
+final class NodeProcess: @unchecked Sendable {
+    let name: String
+    let process = Process()
+    private(set) var port = 0
+    private let output = NodeOutput()
+    private let stderrChunks = EventQueue<String>()
+    private let exited = EventQueue<Int32>()
+
+    /// Starts the node and waits for its listening line.
+    init(name: String, natsURL: String, extraArguments: [String] = []) async throws {
+        self.name = name
+        process.executableURL = try HubCLIExecutable.locate()
+        process.arguments = ["serve", "--port", "0", "--cluster", natsURL, "--node", name] + extraArguments
+        let errPipe = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = errPipe
+        process.standardInput = FileHandle.nullDevice
+        process.terminationHandler = { [exited] process in exited.push(process.terminationStatus) }
+        try process.run()
+        NodeOutput.killAtExit(process.processIdentifier)
+        let errHandle = errPipe.fileHandleForReading
+        // The reader holds what it fills, not the node: the node's deinit (which kills a
+        // node still running) is not held back by its own output.
+        Thread.detachNewThread { [output, stderrChunks] in
+            while case let data = errHandle.availableData, !data.isEmpty {
+                output.append(data)
+                stderrChunks.push(String(decoding: data, as: UTF8.self))
+            }
+        }
+        port = try await listeningPort()
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    /// Standard error so far.
+    var stderr: String { output.text }
+
+    private func listeningPort(timeout: Duration = .seconds(30)) async throws -> Int {
+        var seen = ""
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: timeout)
+        while true {
+            if let range = seen.range(of: "hubcli: listening on ws://127.0.0.1:") {
+                let digits = seen[range.upperBound...].prefix { $0.isNumber }
+                if seen[range.upperBound...].dropFirst(digits.count).hasPrefix("/"), let port = Int(digits) { return port }
+            }
+            let left = clock.now.duration(to: deadline)
+            guard left > .zero else { throw TimedOut(what: "node \(name)'s listening line, got: \(seen)") }
+            seen += try await stderrChunks.next(timeout: left, "node \(name)'s output")
+        }
+    }
+
+    /// A client of this node.
+    func client() async throws -> HubClient {
+        let client = try HubClient(url: "ws://127.0.0.1:\(port)/", configuration: HubClient.Configuration(
+            connectTimeout: .seconds(5), requestTimeout: .seconds(10), reconnect: .disabled))
+        try await client.connect()
+        return client
+    }
+
+    /// `/ready`'s status and body.
+    func ready() async throws -> (status: Int, text: String) {
+        let response = try await HTTPTestClient.request(port: port, path: "/ready")
+        return (response.status, response.text)
+    }
+
+    /// Stops the node (SIGTERM) and waits for its exit status.
+    func stop(timeout: Duration = .seconds(10)) async throws -> Int32 {
+        process.terminate()
+        return try await exited.next(timeout: timeout, "node \(name) to exit")
+    }
+}
+
+/// A node's standard error, and the nodes a test run started: those still running when
+/// the test process exits are killed then (a test that fails midway would otherwise
+/// leave its nodes running after the run).
+final class NodeOutput: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data = Data()
+
+    func append(_ chunk: Data) { lock.withLock { data.append(chunk) } }
+    var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
+
+    private static let started = NSLock()
+    nonisolated(unsafe) private static var pids: [Int32] = []
+    nonisolated(unsafe) private static var hookInstalled = false
+
+    /// Kills `pid` when the test process exits, if it is still running then.
+    static func killAtExit(_ pid: Int32) {
+        started.withLock {
+            pids.append(pid)
+            if !hookInstalled {
+                hookInstalled = true
+                atexit { NodeOutput.killAll() }
+            }
+        }
+    }
+
+    private static func killAll() {
+        for pid in started.withLock({ pids }) { kill(pid, SIGKILL) }
+    }
+}
+
+/// Waits until `condition` holds, asking again every 20 ms until `timeout`; the error names `what`.
+func waitUntil(
+    _ what: String, timeout: Duration = .seconds(15), _ condition: () async throws -> Bool
+) async throws {
+    let clock = ContinuousClock()
+    let deadline = clock.now.advanced(by: timeout)
+    while try await !condition() {
+        guard clock.now < deadline else { throw TimedOut(what: what) }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+}
+
+/// What a ``Recorder`` saw.
+enum Recorded: Sendable, Equatable {
+    case value(Value)
+    case finished
+    case failed(HubClientError)
+}
+
+/// A subscriber of a remote subscription that records its events (unlimited demand unless told).
+final class Recorder: Subscriber, @unchecked Sendable {
+    typealias Input = Value
+    typealias Failure = HubClientError
+
+    let events = EventQueue<Recorded>()
+    private let lock = NSLock()
+    private var subscription: (any Subscription)?
+    private let initialDemand: Subscribers.Demand
+
+    init(demand: Subscribers.Demand = .unlimited) {
+        initialDemand = demand
+    }
+
+    func receive(subscription: any Subscription) {
+        lock.withLock { self.subscription = subscription }
+        if initialDemand > 0 { subscription.request(initialDemand) }
+    }
+
+    func receive(_ input: Value) -> Subscribers.Demand {
+        events.push(.value(input))
+        return .none
+    }
+
+    func receive(completion: Subscribers.Completion<HubClientError>) {
+        switch completion {
+        case .finished: events.push(.finished)
+        case let .failure(error): events.push(.failed(error))
+        }
+    }
+
+    func cancel() {
+        lock.withLock { subscription }?.cancel()
+    }
+
+    /// The next `count` events' values (fails on anything else).
+    func values(_ count: Int, timeout: Duration = .seconds(15)) async throws -> [Value] {
+        try await events.next(count, timeout: timeout, "\(count) values").map { event in
+            guard case .value(let value) = event else { throw TimedOut(what: "a value, got \(event)") }
+            return value
+        }
+    }
+}
+
+/// Subscribes a recorder to `name` on `client`.
+func record(_ name: String, on client: HubClient, demand: Subscribers.Demand = .unlimited) -> Recorder {
+    let recorder = Recorder(demand: demand)
+    client.subscribe(to: name).subscribe(recorder)
+    return recorder
+}
+
+/// The subscriber count of the subject `name` in `client`'s `list` (0 when absent).
+func subscribers(of name: String, via client: HubClient) async throws -> Int {
+    let catalog = try await client.list()
+    return catalog.subjects.first { $0.name == name }?.subscribers
+        ?? catalog.triggers.first { $0.name == name }?.subscribers ?? 0
+}

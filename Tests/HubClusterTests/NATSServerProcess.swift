@@ -1,0 +1,175 @@
+import Foundation
+import NetworkTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real `nats-server` on 127.0.0.1 for the cluster tests: started on a free port,
+/// waited for until it accepts connections, stopped and started again on the same port.
+final class NATSServerProcess: @unchecked Sendable {
+    /// Its port (the same across ``restart()``).
+    let port: Int
+    /// Its HTTP monitoring port (`/connz?subs=1` lists each connection's subscriptions).
+    let monitorPort: Int
+    /// Its URL for clients.
+    var url: String { "nats://127.0.0.1:\(port)" }
+    private let jetStreamDirectory: String?
+    private let lock = NSLock()
+    private var process: Process?
+
+    /// Starts a server on `port`, or on a free loopback port (`jetStream`: with `-js`, storing in a
+    /// temporary directory).
+    init(port: Int? = nil, jetStream: Bool = false) async throws {
+        self.port = try port ?? Self.freePort()
+        monitorPort = try Self.freePort()
+        jetStreamDirectory = jetStream
+            ? FileManager.default.temporaryDirectory.appendingPathComponent("nats-js-\(UUID().uuidString)").path
+            : nil
+        try await start()
+    }
+
+    deinit {
+        stop()
+        if let jetStreamDirectory { try? FileManager.default.removeItem(atPath: jetStreamDirectory) }
+    }
+
+    /// A port nothing listens on now: bind 127.0.0.1:0 and read what the kernel chose.
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TimedOut(what: "a socket (errno \(errno))") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        guard bound == 0 else { throw TimedOut(what: "a free port (bind errno \(errno))") }
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard named == 0 else { throw TimedOut(what: "a free port (getsockname errno \(errno))") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Starts the server (again) and waits until it accepts connections.
+    func start(timeout: Duration = .seconds(10)) async throws {
+        let process = Process()
+        process.executableURL = try Self.executable()
+        var arguments = ["-a", "127.0.0.1", "-p", "\(port)", "-m", "\(monitorPort)"]
+        if let jetStreamDirectory { arguments += ["-js", "-sd", jetStreamDirectory] }
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        lock.withLock { self.process = process }
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: timeout)
+        // Its port may still be held for a moment by a previous run's socket: it retries below.
+        while !Self.accepts(port) {
+            guard process.isRunning else {
+                // It exited (the port was still taken): start it once more until the deadline.
+                guard clock.now < deadline else { throw TimedOut(what: "nats-server to start on port \(port)") }
+                try await Task.sleep(for: .milliseconds(100))
+                try process.run()
+                continue
+            }
+            guard clock.now < deadline else { throw TimedOut(what: "nats-server to accept on port \(port)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// Stops the server (SIGKILL: as a crash would) and waits for its exit.
+    func stop() {
+        guard let process = lock.withLock({ self.process.take() }) else { return }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    /// Stops the server and starts it again on the same port.
+    func restart() async throws {
+        stop()
+        try await start()
+    }
+
+    /// The subjects each named client connection subscribes to now, from the server's
+    /// monitoring endpoint (`/connz?subs=1`).
+    func subscriptions() async throws -> [String: Set<String>] {
+        let body = try await Task.detached { [monitorPort] in try Self.get(port: monitorPort, path: "/connz?subs=1") }.value
+        let object = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
+        var result: [String: Set<String>] = [:]
+        for connection in object?["connections"] as? [[String: Any]] ?? [] {
+            guard let name = connection["name"] as? String else { continue }
+            result[name, default: []].formUnion(connection["subscriptions_list"] as? [String] ?? [])
+        }
+        return result
+    }
+
+    /// The body of an HTTP/1.0 GET (the server answers without chunks and closes: read to the end).
+    static func get(port: Int, path: String) throws -> [UInt8] {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TimedOut(what: "a socket (errno \(errno))") }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw TimedOut(what: "the monitoring port \(port) (errno \(errno))") }
+        let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+        guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else {
+            throw TimedOut(what: "sending to the monitoring port")
+        }
+        var response: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count == 0 { break }
+            guard count > 0 else { throw TimedOut(what: "the monitoring answer (errno \(errno))") }
+            response += buffer[..<count]
+        }
+        guard let end = response.firstRange(of: Array("\r\n\r\n".utf8)) else { throw TimedOut(what: "an HTTP answer") }
+        return Array(response[end.upperBound...])
+    }
+
+    private static func executable() throws -> URL {
+        for path in ["/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"]
+        where FileManager.default.isExecutableFile(atPath: path) {
+            return URL(fileURLWithPath: path)
+        }
+        throw TimedOut(what: "a nats-server executable (apt install nats-server; scripts/dev installs it)")
+    }
+
+    /// Whether something accepts TCP connections on 127.0.0.1:`port`.
+    static func accepts(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+}
+
+extension Optional {
+    /// The value, leaving `nil` behind.
+    mutating func take() -> Wrapped? {
+        defer { self = nil }
+        return self
+    }
+}
