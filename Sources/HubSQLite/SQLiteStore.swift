@@ -80,8 +80,17 @@ public final class SQLiteStore: SubjectStore {
         self.maxPendingBytes = maxPendingBytes
 
         let connection = try SQLiteConnection(path: path)
+        // 16 KiB pages for a new database (an existing one keeps its own): a history's rows
+        // (up to a few KiB each) fill fewer leaves, so a group commit rewrites fewer pages.
+        try connection.execute("PRAGMA page_size = 16384")
         // WAL: readers never block the writer; a commit appends to the WAL file.
         try connection.execute("PRAGMA journal_mode = WAL")
+        // 16 MB of page cache (SQLite's default is 2 MB): the pages a commit touches stay cached.
+        try connection.execute("PRAGMA cache_size = -16384")
+        // A checkpoint (inside the commit that crosses it) every 4 MB of WAL, as SQLite's
+        // default of 1,000 pages does with 4 KiB pages, not every 16 MB: each one, and with
+        // `normal` its fsync of what piled up, holds that commit's acks for less.
+        try connection.execute("PRAGMA wal_autocheckpoint = 256")
         guard try connection.pragma("journal_mode")?.lowercased() == "wal" else {
             throw SQLiteError(code: -1, message: "\(path): the database cannot use WAL mode")
         }
