@@ -114,7 +114,20 @@ public final class HubClient: Sendable {
         to url: String, configuration: Configuration = Configuration(), eventLoop: EventLoop? = nil,
         logger: Logger = Logger(label: "hub.client")
     ) async throws(HubClientError) -> HubClient {
-        let client = try HubClient(url: url, configuration: configuration, eventLoop: eventLoop, logger: logger)
+        try await connected(HubClient(url: url, configuration: configuration, eventLoop: eventLoop, logger: logger))
+    }
+
+    /// Makes a client of the nodes `urls` (see ``init(urls:configuration:eventLoop:logger:)``)
+    /// and connects it to the first that answers.
+    public static func connect(
+        to urls: [String], configuration: Configuration = Configuration(), eventLoop: EventLoop? = nil,
+        logger: Logger = Logger(label: "hub.client")
+    ) async throws(HubClientError) -> HubClient {
+        try await connected(HubClient(urls: urls, configuration: configuration, eventLoop: eventLoop, logger: logger))
+    }
+
+    /// `client`, connected; closed when it cannot connect.
+    private static func connected(_ client: HubClient) async throws(HubClientError) -> HubClient {
         do throws(HubClientError) {
             try await client.connect()
         } catch {

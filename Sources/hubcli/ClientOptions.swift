@@ -69,15 +69,8 @@ struct ClientOptions: ParsableArguments {
                 to: resolvedURL, configuration: configuration(reconnect: reconnect, batch: batch), logger: Self.quietLogger)
         }
         // The nodes of a cluster: the first that answers; with --reconnect, the next when it goes.
-        let client = try HubClient(
-            urls: urls, configuration: configuration(reconnect: reconnect, batch: batch), logger: Self.quietLogger)
-        do throws(HubClientError) {
-            try await client.connect()
-        } catch {
-            await client.close()
-            throw error
-        }
-        return client
+        return try await HubClient.connect(
+            to: urls, configuration: configuration(reconnect: reconnect, batch: batch), logger: Self.quietLogger)
     }
 
     /// The client configuration these options describe.
