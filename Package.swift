@@ -204,6 +204,11 @@ let package = Package(
             ],
             path: "Tests/NetworkTestSupport"
         ),
+        .target(
+            name: "RemoteTestSupport",
+            dependencies: ["NetworkTestSupport", "HubClient", "HubEngine", "HubValue"],
+            path: "Tests/RemoteTestSupport"
+        ),
         .testTarget(
             name: "HubEngineTests",
             dependencies: [
@@ -250,6 +255,7 @@ let package = Package(
             name: "HubClientTests",
             dependencies: [
                 "NetworkTestSupport",
+                "RemoteTestSupport",
                 "HubClient",
                 "HubServer",
                 "HubRegistry",
@@ -283,6 +289,7 @@ let package = Package(
             name: "ScenarioTests",
             dependencies: [
                 "NetworkTestSupport",
+                "RemoteTestSupport",
                 "HubServer",
                 "HubClient",
                 "HubEngine",
@@ -298,6 +305,7 @@ let package = Package(
             name: "HubClusterTests",
             dependencies: [
                 "NetworkTestSupport",
+                "RemoteTestSupport",
                 "HubCluster",
                 "HubClient",
                 "HubServer",

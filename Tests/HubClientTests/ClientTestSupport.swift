@@ -1,70 +1,12 @@
 import Foundation
 import NetworkTestSupport
+import RemoteTestSupport
 import HubClient
 import HubEngine
 import HubValue
 import HubWire
 import HubServer
 import HubTransport
-
-/// What a recording subscriber saw.
-enum Recorded: Sendable, Equatable {
-    case value(Value)
-    case finished
-    case failed(HubClientError)
-
-    var failure: HubClientError? {
-        if case let .failed(error) = self { return error }
-        return nil
-    }
-}
-
-/// A subscriber of a ``HubPublisher`` that records events (on the loop) and lets the
-/// test request more or cancel.
-final class Recorder: Subscriber, @unchecked Sendable {
-    typealias Input = Value
-    typealias Failure = HubClientError
-
-    let events = EventQueue<Recorded>()
-    let initialDemand: Subscribers.Demand
-    private let lock = NSLock()
-    private var subscription: (any Subscription)?
-
-    init(demand: Subscribers.Demand) {
-        initialDemand = demand
-    }
-
-    func receive(subscription: any Subscription) {
-        lock.lock()
-        self.subscription = subscription
-        lock.unlock()
-        if initialDemand != .none { subscription.request(initialDemand) }
-    }
-
-    func receive(_ input: Value) -> Subscribers.Demand {
-        events.push(.value(input))
-        return .none
-    }
-
-    func receive(completion: Subscribers.Completion<HubClientError>) {
-        switch completion {
-        case .finished: events.push(.finished)
-        case let .failure(error): events.push(.failed(error))
-        }
-    }
-
-    private var current: (any Subscription)? {
-        lock.lock()
-        defer { lock.unlock() }
-        return subscription
-    }
-
-    /// Requests more (hops to the loop).
-    func request(_ demand: Subscribers.Demand) { current?.request(demand) }
-
-    /// Cancels (hops to the loop).
-    func cancel() { current?.cancel() }
-}
 
 /// A client configuration for tests: short timeouts, fast reconnects.
 func testConfiguration(reconnect: ReconnectPolicy = .disabled) -> HubClient.Configuration {

@@ -1,5 +1,6 @@
 import Foundation
 import HubClient
+import RemoteTestSupport
 import HubServer
 import HubTransport
 import Testing

@@ -7,6 +7,7 @@ import HubTransport
 import HubValue
 import HubWire
 import NetworkTestSupport
+import RemoteTestSupport
 import Testing
 
 /// A subscription to a subject with history survives a lost connection: the client

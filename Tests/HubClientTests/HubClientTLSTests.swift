@@ -2,6 +2,7 @@ import Foundation
 import HubClient
 import HubServer
 import NetworkTestSupport
+import RemoteTestSupport
 import HubTransport
 import Testing
 

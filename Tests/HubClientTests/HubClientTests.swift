@@ -1,4 +1,5 @@
 import NetworkTestSupport
+import RemoteTestSupport
 import Foundation
 import HubClient
 import HubValue

@@ -3,6 +3,7 @@ import HubClient
 import HubValue
 import HubWire
 import NetworkTestSupport
+import RemoteTestSupport
 import Testing
 
 /// Three real `hubcli serve --cluster` processes and one real nats-server on loopback ports.

@@ -4,6 +4,7 @@ import HubEngine
 import HubValue
 import HubWire
 import NetworkTestSupport
+import RemoteTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -126,57 +127,6 @@ func waitUntil(
     while try await !condition() {
         guard clock.now < deadline else { throw TimedOut(what: what) }
         try await Task.sleep(for: .milliseconds(20))
-    }
-}
-
-/// What a ``Recorder`` saw.
-enum Recorded: Sendable, Equatable {
-    case value(Value)
-    case finished
-    case failed(HubClientError)
-}
-
-/// A subscriber of a remote subscription that records its events (unlimited demand unless told).
-final class Recorder: Subscriber, @unchecked Sendable {
-    typealias Input = Value
-    typealias Failure = HubClientError
-
-    let events = EventQueue<Recorded>()
-    private let lock = NSLock()
-    private var subscription: (any Subscription)?
-    private let initialDemand: Subscribers.Demand
-
-    init(demand: Subscribers.Demand = .unlimited) {
-        initialDemand = demand
-    }
-
-    func receive(subscription: any Subscription) {
-        lock.withLock { self.subscription = subscription }
-        if initialDemand > 0 { subscription.request(initialDemand) }
-    }
-
-    func receive(_ input: Value) -> Subscribers.Demand {
-        events.push(.value(input))
-        return .none
-    }
-
-    func receive(completion: Subscribers.Completion<HubClientError>) {
-        switch completion {
-        case .finished: events.push(.finished)
-        case let .failure(error): events.push(.failed(error))
-        }
-    }
-
-    func cancel() {
-        lock.withLock { subscription }?.cancel()
-    }
-
-    /// The next `count` events' values (fails on anything else).
-    func values(_ count: Int, timeout: Duration = .seconds(15)) async throws -> [Value] {
-        try await events.next(count, timeout: timeout, "\(count) values").map { event in
-            guard case .value(let value) = event else { throw TimedOut(what: "a value, got \(event)") }
-            return value
-        }
     }
 }
 

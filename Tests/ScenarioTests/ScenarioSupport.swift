@@ -1,5 +1,6 @@
 import Foundation
 import NetworkTestSupport
+import RemoteTestSupport
 import HubClient
 import HubEngine
 import HubTesting
@@ -7,77 +8,6 @@ import HubValue
 import HubServer
 import HubTransport
 
-/// What a remote subscription delivered.
-enum Recorded: Sendable, Equatable {
-    case value(Value)
-    case finished
-    case failed(HubClientError)
-}
-
-/// A subscriber of a remote subscription that records its events and asks for unlimited demand.
-final class Recorder: Subscriber, @unchecked Sendable {
-    typealias Input = Value
-    typealias Failure = HubClientError
-
-    let events = EventQueue<Recorded>()
-    private let lock = NSLock()
-    private var subscription: (any Subscription)?
-    private let initialDemand: Subscribers.Demand
-
-    /// A recorder that asks for `demand` when subscribed (more with ``request(_:)``).
-    init(demand: Subscribers.Demand = .unlimited) {
-        initialDemand = demand
-    }
-
-    func receive(subscription: any Subscription) {
-        lock.lock()
-        self.subscription = subscription
-        lock.unlock()
-        if initialDemand > 0 { subscription.request(initialDemand) }
-    }
-
-    /// Asks for `demand` more values.
-    func request(_ demand: Subscribers.Demand) {
-        lock.lock()
-        let current = subscription
-        lock.unlock()
-        current?.request(demand)
-    }
-
-    func receive(_ input: Value) -> Subscribers.Demand {
-        events.push(.value(input))
-        return .none
-    }
-
-    func receive(completion: Subscribers.Completion<HubClientError>) {
-        switch completion {
-        case .finished: events.push(.finished)
-        case let .failure(error): events.push(.failed(error))
-        }
-    }
-
-    /// The next value; throws ``TimedOut`` after 10 s, or when the subscription ended instead.
-    func next(_ what: String = "a value") async throws -> Value {
-        switch try await events.next(what) {
-        case let .value(value): return value
-        case let other: throw UnexpectedEvent(event: other, expected: what)
-        }
-    }
-
-    /// Cancels the subscription.
-    func cancel() {
-        lock.lock()
-        let current = subscription
-        lock.unlock()
-        current?.cancel()
-    }
-}
-
-/// A subscription ended while a value was expected.
-struct UnexpectedEvent: Error {
-    var event: Recorded
-    var expected: String
-}
 
 /// A scenario of `examples/`: its `hub.yml` loaded with ``BrokerConfiguration``,
 /// a real ``HubService`` on 127.0.0.1 with an ephemeral port, and a connected client.

@@ -3,6 +3,7 @@ import HubClient
 import HubValue
 import HubWire
 import NetworkTestSupport
+import RemoteTestSupport
 import HubTesting
 import Testing
 
