@@ -163,6 +163,12 @@ public final class HubService: Sendable {
         try await eventLoop.submit { [core] in core.value.readinessChecks.append((name, check)) }
     }
 
+    /// Adds figures to `/metrics`: `source` runs on the loop at each scrape and must be
+    /// quick (a cluster node's connection state and drop counts).
+    public func addMetricsSource(_ source: @Sendable @escaping () -> [MetricSample]) async throws {
+        try await eventLoop.submit { [core] in core.value.metricsSources.append(source) }
+    }
+
     /// A snapshot of the service's connections, sessions and encoding cache.
     public struct Statistics: Sendable, Equatable {
         /// Open connections (counted against ``Configuration/maxConnections``).
@@ -328,6 +334,8 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     private(set) var system: SystemSubjects?
     /// Conditions `/ready` checks (name, and a reason while not ready).
     var readinessChecks: [(name: String, check: @Sendable () -> String?)] = []
+    /// What ``HubService/addMetricsSource(_:)`` added to `/metrics`.
+    var metricsSources: [@Sendable () -> [MetricSample]] = []
     /// Called when the last connection has closed after ``stop(grace:whenDrained:)``.
     private var drainWaiters: [() -> Void] = []
     /// Checks the clients' tokens; `nil` when the server requires no authentication.

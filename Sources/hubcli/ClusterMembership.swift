@@ -36,6 +36,20 @@ final class ClusterMembership: @unchecked Sendable {
         return check()
     }
 
+    /// The node's figures for `/metrics` (on the loop): whether it is connected to NATS,
+    /// how many other nodes it hears, and the values from other nodes it dropped because
+    /// its loop was behind.
+    func metrics() -> [MetricSample] {
+        guard let node = lock.withLock({ node }) else {
+            return [MetricSample("hub_cluster_connected", 0, kind: .gauge)]
+        }
+        return [
+            MetricSample("hub_cluster_connected", node.isConnected ? 1 : 0, kind: .gauge),
+            MetricSample("hub_cluster_nodes", Double(node.liveNodes.count + 1), kind: .gauge),
+            MetricSample("hub_cluster_dropped_total", Double(node.droppedFromCluster), kind: .counter),
+        ]
+    }
+
     /// Leaves the cluster (closes NATS) if the loop still runs.
     func leave(_ eventLoop: EventLoop) {
         guard let node = lock.withLock({ self.node.take() }) else { return }

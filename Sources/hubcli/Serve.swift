@@ -187,6 +187,7 @@ struct Serve: AsyncParsableCommand {
         let membership = ClusterMembership()
         if broker.cluster != nil {
             try await service.addReadinessCheck(named: "cluster") { membership.problem() }
+            try await service.addMetricsSource { membership.metrics() }
         }
         do {
             bound = try await service.start { [eventLoop = service.eventLoop] hub in

@@ -287,6 +287,12 @@ struct ClusterProcessTests {
         let onB = record("ticks", on: b)
         let onA = record("ticks", on: a)
         try await waitUntil("a to see both subscribers") { try await subscribers(of: "ticks", via: a) == 2 }
+        // /metrics tells the same story as /ready: connected, the nodes it hears.
+        try await waitUntil("a's metrics to count three nodes") {
+            let metrics = try await nodeA.metrics()
+            return metrics.contains("hub_cluster_connected 1") && metrics.contains("hub_cluster_nodes 3")
+        }
+        #expect(try await nodeA.metrics().contains("hub_cluster_dropped_total"))
 
         cluster.nats.stop()
         for node in cluster.nodes {
@@ -294,6 +300,7 @@ struct ClusterProcessTests {
                 let ready = try await node.ready()
                 return ready.status == 503 && ready.text.contains("cluster: not connected to NATS")
             }
+            #expect(try await node.metrics().contains("hub_cluster_connected 0"), "node \(node.name)")
         }
         // Local traffic goes on: a's own subscriber gets a's values.
         try await a.send("alone", to: "ticks")
@@ -302,6 +309,7 @@ struct ClusterProcessTests {
         try await cluster.nats.start()
         for node in cluster.nodes {
             try await waitUntil("node \(node.name) ready again") { try await node.ready().status == 200 }
+            #expect(try await node.metrics().contains("hub_cluster_connected 1"), "node \(node.name)")
         }
         // Subscriptions are made again: once a hears b's catalog again, a's values reach b.
         try await waitUntil("a to see both subscribers again") { try await subscribers(of: "ticks", via: a) == 2 }

@@ -75,6 +75,11 @@ final class NodeProcess: @unchecked Sendable {
         return client
     }
 
+    /// `/metrics`' text.
+    func metrics() async throws -> String {
+        try await HTTPTestClient.request(port: port, path: "/metrics").text
+    }
+
     /// `/ready`'s status and body.
     func ready() async throws -> (status: Int, text: String) {
         let response = try await HTTPTestClient.request(port: port, path: "/ready")

@@ -54,7 +54,7 @@ struct ServiceRoutes {
                 exchange.respond(unauthorized())
                 return
             }
-            let body = core.exporter.render(core.snapshot(for: .metrics))
+            let body = core.exporter.render(core.snapshot(for: .metrics), adding: core.metricsSources.flatMap { $0() })
             exchange.respond(HTTPResponse(
                 status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
                 headers: [.init("cache-control", "no-store")], body: body))

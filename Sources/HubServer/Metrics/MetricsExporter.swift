@@ -61,8 +61,16 @@ final class MetricsExporter {
         lag = Metrics.Timer(label: "hub_event_loop_lag_seconds", factory: factory)
     }
 
-    /// Exports `snapshot` (cumulative figures) and renders every metric as Prometheus text.
-    func render(_ snapshot: MetricsSnapshot) -> [UInt8] {
+    /// Exports `snapshot` (cumulative figures) and `samples` (from sources outside the
+    /// service) and renders every metric as Prometheus text.
+    func render(_ snapshot: MetricsSnapshot, adding samples: [MetricSample] = []) -> [UInt8] {
+        for sample in samples {
+            let dimensions = sample.dimensions.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+            switch sample.kind {
+            case .counter: count(sample.label, Int(sample.value), dimensions)
+            case .gauge: gauge(sample.label, sample.value, dimensions)
+            }
+        }
         count("hub_connections_opened_total", snapshot.connectionsOpened)
         count("hub_received_bytes_total", snapshot.bytesReceived)
         count("hub_sent_bytes_total", snapshot.bytesSent)
