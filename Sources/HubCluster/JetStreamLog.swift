@@ -26,6 +26,11 @@ final class JetStreamLog: SubjectLog {
     private var nextRead: UInt64 = 0
     /// The last sequence the worker knows of (used on the worker only).
     private let cursor: Cursor
+    /// The consumer bringing the values other nodes store, while following.
+    private var follower: JetStreamFollower?
+    /// Values other nodes stored, waiting for this node's appends before them to be acked.
+    private var held = Deque<HistoryEntry>()
+    private var followers = 0
 
     init(store: JetStreamStore, stream: String, subject: String, retention: HistoryRetention, opened: JetStreamStreams.Opened) {
         self.store = store
@@ -91,6 +96,64 @@ final class JetStreamLog: SubjectLog {
             completion(.success(sequence))
             onCommit?(HistoryEntry(offset: sequence, value: value))
         }
+        drainHeld()
+    }
+
+    /// Whether the log follows the stream for the values other nodes store (see
+    /// ``JetStreamFollower``): a node does while it has subscribers of the subject.
+    var isFollowing: Bool { follower != nil }
+
+    /// Starts following the stream from the value after ``lastOffset``.
+    func follow() throws(HubError) {
+        guard follower == nil, !store.closed else { return }
+        followers += 1
+        let consumer = "hub_f_\(store.streams.writer)_\(followers)"
+        let follower: JetStreamFollower
+        do throws(NATSError) {
+            follower = try JetStreamFollower(
+                context: store.streams.context, stream: stream, subject: subject, consumer: consumer, start: lastOffset + 1)
+        } catch {
+            throw JetStreamStore.hubError(error)
+        }
+        self.follower = follower
+        let executor = store.executor
+        let log = LoopBound(self)
+        let bound = LoopBound(follower)
+        follower.run { batch in
+            executor.execute { log.value.observed(batch, from: bound.value) }
+        }
+    }
+
+    /// Stops following (values the follower still brings are dropped).
+    func unfollow() {
+        follower?.stop()
+        follower = nil
+        held.removeAll()
+    }
+
+    private func observed(_ batch: [(entry: HistoryEntry, writer: String?)], from source: JetStreamFollower) {
+        guard source === follower else { return }
+        for (entry, writer) in batch where entry.offset > lastOffset {
+            // This store's own values are committed by their acks.
+            if writer == store.streams.writer, !completions.isEmpty { continue }
+            held.append(entry)
+        }
+        drainHeld()
+    }
+
+    /// Commits the held values that come next, or that no append of this node precedes;
+    /// lets the follower fetch again once none is held (one window in memory at most).
+    private func drainHeld() {
+        while let first = held.first {
+            if first.offset <= lastOffset {
+                held.removeFirst()
+            } else if first.offset == lastOffset + 1 || completions.isEmpty {
+                commit(held.removeFirst())
+            } else {
+                break
+            }
+        }
+        if held.isEmpty { follower?.take() }
     }
 
     private func commit(_ entry: HistoryEntry) {

@@ -104,7 +104,7 @@ public final class JetStreamStore: SubjectStore {
     /// Deletes the subject's stream, after the appends already made to it.
     public func removeLog(subject name: String) throws(HubError) {
         guard !closed else { throw HubError(.internal, "the JetStream store is closed") }
-        logs[name] = nil
+        logs.removeValue(forKey: name)?.unfollow()
         let stream = names.historyStream(name)
         let streams = self.streams
         let logger = self.logger
@@ -117,10 +117,21 @@ public final class JetStreamStore: SubjectStore {
         }
     }
 
+    /// Follows (`true`) or stops following the stream of the subject `name` for the values
+    /// other nodes store, which its log then reports through ``SubjectLog/onCommit``: a
+    /// node follows a subject while it has subscribers of it. The values come by fetches
+    /// of at most ``JetStreamFollower/window`` (64) messages, the next one asked for only
+    /// once the previous one was taken on the loop. Does nothing for a subject not open.
+    public func setFollowing(_ following: Bool, subject name: String) throws(HubError) {
+        guard let log = logs[name] else { return }
+        if following { try log.follow() } else { log.unfollow() }
+    }
+
     /// Waits for the requests under way (every append made so far is acked or failed).
     public func close() {
         guard !closed else { return }
         closed = true
+        for log in logs.values { log.unfollow() }
         logs.removeAll()
         queue.sync {}
     }

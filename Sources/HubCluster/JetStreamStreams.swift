@@ -16,6 +16,8 @@ import HubWire
 final class JetStreamStreams: @unchecked Sendable {
     /// The header carrying a value's append time, nanoseconds since 1970.
     static let timeHeader = "Hub-Time"
+    /// The header naming the store that stored a value (a follower skips its own).
+    static let writerHeader = "Hub-Writer"
     /// The prefix of a stream's description before its epoch.
     static let epochPrefix = "hub-epoch:"
 
@@ -27,7 +29,10 @@ final class JetStreamStreams: @unchecked Sendable {
         var lastTime: Int64
     }
 
-    private let context: OpaquePointer
+    /// The JetStream context (thread-safe in libnats).
+    let context: OpaquePointer
+    /// This store's id in the ``writerHeader`` of what it stores.
+    let writer = MemoryStore.newEpoch()
     private let wait: Int64
 
     /// A JetStream context on `connection` whose requests wait `timeout` at most.
@@ -141,6 +146,8 @@ final class JetStreamStreams: @unchecked Sendable {
         defer { natsMsg_Destroy(message) }
         status = natsMsgHeader_Set(message, Self.timeHeader, String(time))
         guard status == NATS_OK else { throw NATSError(.jetStreamFailed, doing: "setting the time header", status: status) }
+        status = natsMsgHeader_Set(message, Self.writerHeader, writer)
+        guard status == NATS_OK else { throw NATSError(.jetStreamFailed, doing: "setting the writer header", status: status) }
         var ack: UnsafeMutablePointer<jsPubAck>?
         var errorCode = jsErrCode(0)
         status = js_PublishMsg(&ack, context, message, nil, &errorCode)

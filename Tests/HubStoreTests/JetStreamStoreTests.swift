@@ -87,3 +87,51 @@ struct JetStreamStoreTests {
 final class CommitRecorder {
     var entries: [HistoryEntry] = []
 }
+
+extension JetStreamStoreTests {
+    @Test("a following store reports the values another node stores, in order, once each, interleaved with its own")
+    func following() async throws {
+        let nats = try await NATSServerProcess(jetStream: true)
+        defer { nats.stop() }
+        let loop = TestLoop()
+        let (connectionA, storeA) = try store(nats, name: "a", loop: loop)
+        let (connectionB, storeB) = try store(nats, name: "b", loop: loop)
+        defer {
+            connectionA.close()
+            connectionB.close()
+        }
+        let logA = try await open(storeA, "followed", on: loop)
+        let logB = try await open(storeB, "followed", on: loop)
+        #expect(try await logB.append(0, on: loop).get() == 1)
+        let count = 300
+        let seen: [HistoryEntry] = try await withThrowingTaskGroup(of: [HistoryEntry].self) { group in
+            group.addTask {
+                await loop.callback { done in
+                    var entries: [HistoryEntry] = []
+                    logA.value.onCommit = { entry in
+                        entries.append(entry)
+                        if entry.offset == UInt64(count) + 1 { done(entries) }
+                    }
+                    try? (storeA.value as! JetStreamStore).setFollowing(true, subject: "followed")
+                }
+            }
+            // B stores most values, A some: A's commits must be every one, in order.
+            for index in 1...count {
+                if index % 10 == 0 {
+                    _ = try await logA.append(.int(Int64(index)), on: loop).get()
+                } else {
+                    _ = try await logB.append(.int(Int64(index)), on: loop).get()
+                }
+            }
+            return try await group.next()!
+        }
+        // A opened the log before B's first value: it reports that one too.
+        #expect(seen.map(\.offset) == (1...UInt64(count + 1)).map { $0 })
+        #expect(seen.map(\.value) == (0...count).map { Value.int(Int64($0)) })
+        try await loop.run {
+            try (storeA.value as! JetStreamStore).setFollowing(false, subject: "followed")
+            storeA.value.close()
+            storeB.value.close()
+        }
+    }
+}
