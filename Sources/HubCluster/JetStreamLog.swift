@@ -31,6 +31,8 @@ final class JetStreamLog: SubjectLog {
     /// Values other nodes stored, waiting for this node's appends before them to be acked.
     private var held = Deque<HistoryEntry>()
     private var followers = 0
+    /// Catch-ups waiting for ``lastOffset`` to reach their sequence.
+    private var catchingUp: [(id: UInt64, target: UInt64, completion: () -> Void)] = []
 
     init(store: JetStreamStore, stream: String, subject: String, retention: HistoryRetention, opened: JetStreamStreams.Opened) {
         self.store = store
@@ -129,6 +131,10 @@ final class JetStreamLog: SubjectLog {
         follower?.stop()
         follower = nil
         held.removeAll()
+        // Nothing brings the values they wait for any more.
+        let waiting = catchingUp
+        catchingUp.removeAll()
+        for entry in waiting { entry.completion() }
     }
 
     private func observed(_ batch: [(entry: HistoryEntry, writer: String?)], from source: JetStreamFollower) {
@@ -160,6 +166,39 @@ final class JetStreamLog: SubjectLog {
         lastOffset = entry.offset
         lastValue = entry.value
         onCommit?(entry)
+        caughtUp()
+    }
+
+    /// Asks the stream for its last sequence, then follows it (if not yet) until this log
+    /// has reported every value up to there; a failed request completes at once.
+    func catchUp(_ completion: @escaping () -> Void) {
+        guard !store.closed else { return completion() }
+        let (streams, executor, stream) = (store.streams, store.executor, self.stream)
+        let log = LoopBound(self)
+        let id = nextRead
+        nextRead += 1
+        catchingUp.append((id, UInt64.max, completion))
+        store.queue.async {
+            let last = try? streams.lastSequence(stream: stream)
+            executor.execute { log.value.caughtUp(id: id, last: last) }
+        }
+    }
+
+    private func caughtUp(id: UInt64, last: UInt64?) {
+        guard let index = catchingUp.firstIndex(where: { $0.id == id }) else { return }
+        catchingUp[index].target = last ?? 0
+        if let last, last > lastOffset, follower == nil {
+            do throws(HubError) { try follow() } catch { catchingUp[index].target = 0 }
+        }
+        caughtUp()
+    }
+
+    /// Completes the catch-ups whose sequence is reached (in order of their calls).
+    private func caughtUp() {
+        while let first = catchingUp.first, first.target <= lastOffset {
+            catchingUp.removeFirst()
+            first.completion()
+        }
     }
 
     func read(

@@ -127,6 +127,18 @@ final class JetStreamStreams: @unchecked Sendable {
         }
     }
 
+    /// The stream's last sequence.
+    func lastSequence(stream: String) throws(NATSError) -> UInt64 {
+        var info: UnsafeMutablePointer<jsStreamInfo>?
+        var errorCode = jsErrCode(0)
+        let status = js_GetStreamInfo(&info, context, stream, nil, &errorCode)
+        guard status == NATS_OK, let info else {
+            throw NATSError(.jetStreamFailed, doing: "reading the stream \(stream)", status: status)
+        }
+        defer { jsStreamInfo_Destroy(info) }
+        return info.pointee.State.LastSeq
+    }
+
     /// Deletes the stream (its history is gone); a stream already gone is no error.
     func delete(stream: String) throws(NATSError) {
         var errorCode = jsErrCode(0)
