@@ -63,6 +63,37 @@ struct ClusterHistoryTests {
     }
 }
 
+extension ClusterHistoryTests {
+    @Test func aDurableSubjectOutlivesEveryNodeInItsFileStream() async throws {
+        let storage = FileManager.default.temporaryDirectory.appendingPathComponent("cluster-storage-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: storage) }
+        let config = "storage: {path: \"\(storage)\"}\nsubjects:\n  ledger: {durable: true, history: {size: 100}}\n"
+        let cluster = try await ClusterProcessTests.Cluster(config: config, jetStream: true)
+        let a = try await cluster.nodes[0].client()
+        for index in 1...5 { try await a.send(.int(Int64(index)), to: "ledger") }
+        let onA = EntryRecorder(demand: .unlimited)
+        a.subscribe(to: "ledger", options: SubscribeOptions(since: .offset(0, epoch: nil))).entries.subscribe(onA)
+        let before = try await onA.entries(5)
+        let epoch = try #require(before.last?.epoch)
+        // Every node dies; a new one reads the same history, epoch and offsets from the stream.
+        for node in cluster.nodes where node.process.isRunning {
+            kill(node.process.processIdentifier, SIGKILL)
+            node.process.waitUntilExit()
+        }
+        let fresh = try await NodeProcess(name: "d", natsURL: cluster.nats.url, extraArguments: cluster.arguments)
+        try await waitUntil("node d ready") { try await fresh.ready().status == 200 }
+        let d = try await fresh.client()
+        let onD = EntryRecorder(demand: .unlimited)
+        d.subscribe(to: "ledger", options: SubscribeOptions(since: .offset(2, epoch: epoch))).entries.subscribe(onD)
+        let after = try await onD.entries(3)
+        #expect(after.map(\.value) == [3, 4, 5])
+        #expect(after.compactMap(\.offset) == [3, 4, 5])
+        #expect(after.allSatisfy { $0.epoch == epoch })
+        try await d.send(6, to: "ledger")
+        #expect(try await onD.entries(1).compactMap(\.offset) == [6])
+    }
+}
+
 /// A subscriber of a remote subscription's entries (value, offset, epoch) that records
 /// them, with the demand it is given.
 final class EntryRecorder: Subscriber, @unchecked Sendable {
