@@ -135,3 +135,37 @@ extension JetStreamStoreTests {
         }
     }
 }
+
+extension JetStreamStoreTests {
+    /// Prints what an append costs against a local nats-server (README, "Cluster"): the
+    /// round trip of one append at a time, and the rate of appends issued together.
+    @Test("figures: append round trip and rate against a local nats-server (printed)")
+    func appendFigures() async throws {
+        let nats = try await NATSServerProcess(jetStream: true)
+        defer { nats.stop() }
+        let loop = TestLoop()
+        let (connection, store) = try store(nats, name: "figures", loop: loop)
+        defer { connection.close() }
+        let log = try await open(store, "figures", on: loop)
+        let clock = ContinuousClock()
+        var rounds: [Duration] = []
+        for index in 1...300 {
+            let start = clock.now
+            _ = try await log.append(.int(Int64(index)), on: loop).get()
+            rounds.append(start.duration(to: clock.now))
+        }
+        rounds.sort()
+        let count = 2000
+        let start = clock.now
+        _ = await loop.callback { (done: @escaping (Bool) -> Void) in
+            for index in 1...count {
+                log.value.append(.int(Int64(index))) { _ in if index == count { done(true) } }
+            }
+        }
+        let elapsed = start.duration(to: clock.now)
+        let rate = Double(count) / (Double(elapsed.components.attoseconds) / 1e18 + Double(elapsed.components.seconds))
+        print("jetstream append (memory stream): round trip p50 \(rounds[rounds.count / 2]), p99 \(rounds[rounds.count * 99 / 100]); \(count) issued together: \(Int(rate)) appends/s")
+        #expect(try await log.position(on: loop).lastOffset == UInt64(300 + count))
+        _ = try? await loop.run { store.value.close() }
+    }
+}
