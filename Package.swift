@@ -151,6 +151,7 @@ let package = Package(
             name: "HubCluster",
             dependencies: [
                 "CNATS",
+                .product(name: "DequeModule", package: "swift-collections"),
                 "HubEngine",
                 "HubValue",
                 "HubWire",
@@ -240,7 +241,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HubStoreTests",
-            dependencies: ["HubRegistry", "HubSQLite", "CSQLite", "HubEngine", "HubValue", "HubWire"]
+            dependencies: [
+                "NetworkTestSupport", "HubRegistry", "HubSQLite", "HubCluster", "CSQLite", "HubEngine", "HubValue", "HubWire",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "HubTransportTests",

@@ -173,7 +173,10 @@ public final class ClusterNode: HubClusterLink {
         }
         catalogTimer = hub.scheduler.schedule(
             after: hub.scheduler.now.advanced(by: configuration.catalogInterval), interval: configuration.catalogInterval
-        ) { [weak self] in self?.broadcastCatalog() }
+        ) { [weak self] in
+            self?.reviewFollowing()
+            self?.broadcastCatalog()
+        }
         broadcastCatalog()
         logger.info("cluster node started", metadata: [
             "nats": "\(configuration.urls.joined(separator: ","))", "connected": "\(connection.isConnected)",
@@ -263,6 +266,15 @@ public final class ClusterNode: HubClusterLink {
 
     // MARK: Interest
 
+    /// Reviews the subjects kept in JetStream: a replay that ended tells no one, so the
+    /// node stops following a subject without subscribers at its next catalog interval.
+    private func reviewFollowing() {
+        for (name, entry) in hub.allEntries {
+            guard case .subject(let subject) = entry, subject.history != nil else { continue }
+            reviewInterest(in: name)
+        }
+    }
+
     /// Listens to `name`'s values (or activations) in NATS when it has local subscribers
     /// (or is a current-value subject), and stops when it has none.
     private func reviewInterest(in name: String) {
@@ -273,6 +285,15 @@ public final class ClusterNode: HubClusterLink {
         case .subject(let subject):
             route = .values(name)
             wanted = subject.history == nil && (subject.subscriberCount > 0 || subject.kind == .currentValue)
+            if let history = subject.history,
+               let store = (history.isDurable ? hub.durableStore : hub.historyStore) as? JetStreamStore {
+                // Its values come from its stream, followed while it has subscribers here.
+                do {
+                    try store.setFollowing(subject.subscriberCount > 0 && !subject.isCompleted, subject: name)
+                } catch {
+                    logger.warning("cannot follow the subject's stream", metadata: ["subject": "\(name)", "error": "\(error)"])
+                }
+            }
         case .trigger(let trigger):
             route = .activations(name)
             wanted = trigger.subscriberCount > 0

@@ -8,6 +8,7 @@ import HubWire
 /// | `hub.t.NAME` | the activations of the trigger NAME (payload: the key's JSON, empty for none) |
 /// | `hub.ctl` | complete, fail and delete of any subject (`Hub-Op`, `Hub-Name` headers) |
 /// | `hub.catalog` | each node's catalog, every catalog interval |
+/// | `hub.h.NAME` | the values of the subject NAME with history: the JetStream stream `HUB_H_<hex of NAME>` |
 /// | `$KV.hub_current.NAME` | the current value of the current-value subject NAME (JetStream key-value) |
 ///
 /// A hub name is a NATS subject's tokens as it is, unless it has an empty token
@@ -34,6 +35,18 @@ public struct ClusterSubjectNames: Sendable, Hashable {
 
     /// Where the activations of the trigger `name` travel.
     public func activations(_ name: String) -> String { encoded(name, plain: "t", hex: "tx") }
+
+    /// The subject of the JetStream stream holding the history of the hub subject `name`
+    /// (a subject with history, or a durable one, in a cluster).
+    public func history(_ name: String) -> String { encoded(name, plain: "h", hex: "hx") }
+
+    /// The name of the JetStream stream holding the history of the hub subject `name`:
+    /// the prefix in capitals, `_H_`, and the name's UTF-8 in hex digits (a stream name
+    /// allows no `.`, `*`, `>` or white space; hex keeps every hub name distinct).
+    public func historyStream(_ name: String) -> String {
+        let head = String(prefix.uppercased().map { $0.isLetter || $0.isNumber ? $0 : "_" })
+        return "\(head)_H_\(Self.hex(name))"
+    }
 
     /// Where complete, fail and delete travel.
     public var control: String { "\(prefix).ctl" }

@@ -16,6 +16,9 @@ public struct NATSError: Error, Hashable, Sendable, CustomStringConvertible {
         case flushFailed = "flush_failed"
         /// The connection was closed.
         case closed = "closed"
+        /// A JetStream request (a stream's creation, update, deletion, a stored publish, a
+        /// read) failed or was not answered in time.
+        case jetStreamFailed = "jetstream_failed"
     }
 
     /// What failed.

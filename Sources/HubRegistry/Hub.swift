@@ -117,8 +117,9 @@ public final class Hub: PipelineEnvironment {
     /// and counted: the broker publishes it on `$sys.events`. Called on the hub's loop.
     public var onNamedPipelineFailure: ((_ pipeline: String, _ sender: String?, _ error: HubError) -> Void)?
 
-    /// Where subjects that are not durable keep their history (the process's memory).
-    public let historyStore: any SubjectStore
+    /// Where subjects that are not durable keep their history (the process's memory; in a
+    /// cluster, JetStream: set before the subjects are declared).
+    public var historyStore: any SubjectStore
     /// Where durable subjects keep theirs (the service sets the SQLite store of
     /// `storage.path`); `nil`: no subject may be durable.
     public var durableStore: (any SubjectStore)?
@@ -644,6 +645,9 @@ public final class Hub: PipelineEnvironment {
         guard let history = subject.history else {
             throw HubError(.internal, "subject '\(subject.name)' keeps no history")
         }
+        // In a cluster the node follows the subject's stream from now on (the cluster
+        // reviews its interest again at its catalog interval, once the replay has ended).
+        if let clusterLink, !HubName.isSystem(subject.name) { clusterLink.hub(self, interestMayHaveChangedIn: subject.name) }
         return Publishers.HistoryReplay(
             history: history, since: since, capacity: try bufferCapacity(bufferSize ?? subject.bufferSize),
             policy: overflow ?? subject.overflow, metrics: metrics, counters: subject.counters, memory: memory,

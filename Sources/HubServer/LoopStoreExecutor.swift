@@ -4,10 +4,17 @@ import HubTransport
 /// The service loop's queue as a store's way back: a durable store's threads hand
 /// their results to the hub's loop through it, as answers (their acks and values are
 /// written at the end of the pass, not held back for write coalescing).
-struct LoopStoreExecutor: StoreExecutor {
-    let eventLoop: EventLoop
+public struct LoopStoreExecutor: StoreExecutor {
+    /// The loop.
+    public let eventLoop: EventLoop
 
-    func execute(_ work: @Sendable @escaping () -> Void) {
+    /// A way back to `eventLoop`.
+    public init(eventLoop: EventLoop) {
+        self.eventLoop = eventLoop
+    }
+
+    /// Runs `work` on the loop, as an answer.
+    public func execute(_ work: @Sendable @escaping () -> Void) {
         eventLoop.executeAnswer(work)
     }
 }

@@ -12,9 +12,25 @@ final class ClusterMembership: @unchecked Sendable {
     private var node: ClusterNode?
     private var check: (@Sendable () -> String?)?
     private var name: String?
+    private var storeConnection: NATSConnection?
 
     /// The node's name once it has joined.
     var nodeName: String? { lock.withLock { name } }
+
+    /// In a cluster, subjects with history and durable subjects keep it in JetStream
+    /// (``JetStreamStore``: memory streams for history, file streams for durable ones),
+    /// over a NATS connection of their own: set on `hub` before its subjects are
+    /// declared. Blocks until NATS answers (the broker does not listen yet).
+    func openStores(_ settings: ClusterSettings, hub: Hub, eventLoop: EventLoop, logger: Logger) throws {
+        let nodeName = settings.node ?? ClusterSettings.defaultNodeName()
+        let connection = try NATSConnection(
+            options: NATSConnection.Options(urls: settings.urls, name: nodeName + ".store"), logger: logger)
+        let executor = LoopStoreExecutor(eventLoop: eventLoop)
+        hub.durableStore?.close()
+        hub.historyStore = try JetStreamStore(connection: connection, storage: .memory, executor: executor, logger: logger)
+        hub.durableStore = try JetStreamStore(connection: connection, storage: .file, executor: executor, logger: logger)
+        lock.withLock { storeConnection = connection }
+    }
 
     /// Makes the node for `hub` and starts it (on the loop).
     func join(_ settings: ClusterSettings, hub: Hub, eventLoop: EventLoop, logger: Logger) throws {
@@ -52,9 +68,16 @@ final class ClusterMembership: @unchecked Sendable {
 
     /// Leaves the cluster (closes NATS) if the loop still runs.
     func leave(_ eventLoop: EventLoop) {
-        guard let node = lock.withLock({ self.node.take() }) else { return }
+        let connection = lock.withLock { storeConnection.take() }
+        guard let node = lock.withLock({ self.node.take() }) else {
+            connection?.close()
+            return
+        }
         let bound = LoopBound(node, eventLoop: eventLoop)
-        eventLoop.execute { bound.value.stop() }
+        eventLoop.execute {
+            bound.value.stop()
+            connection?.close()
+        }
     }
 }
 

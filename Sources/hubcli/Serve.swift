@@ -191,6 +191,9 @@ struct Serve: AsyncParsableCommand {
         }
         do {
             bound = try await service.start { [eventLoop = service.eventLoop] hub in
+                if let cluster = broker.cluster {
+                    try membership.openStores(cluster, hub: hub, eventLoop: eventLoop, logger: logger)
+                }
                 try broker.declare(in: hub)
                 if let cluster = broker.cluster {
                     try membership.join(cluster, hub: hub, eventLoop: eventLoop, logger: logger)

@@ -11,7 +11,7 @@ import Testing
 struct StoreConformanceTests {
     /// Runs `body` with a fresh fixture of `kind` and removes it afterwards.
     private func withFixture(_ kind: StoreKind, _ body: (StoreFixture) async throws -> Void) async throws {
-        let fixture = try kind.makeFixture()
+        let fixture = try await kind.makeFixture()
         do {
             try await body(fixture)
         } catch {

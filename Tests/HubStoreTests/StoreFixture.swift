@@ -1,8 +1,11 @@
 import Foundation
+import HubCluster
 import HubRegistry
 import HubSQLite
 import HubValue
 import HubWire
+import Logging
+import NetworkTestSupport
 import Synchronization
 import Testing
 
@@ -53,32 +56,42 @@ extension Duration {
     }
 }
 
-/// The stores every conformance test runs against. A JetStream store (the cluster issue)
-/// adds its case here and passes the same suite.
+/// The stores every conformance test runs against: memory, SQLite, and the cluster's
+/// JetStream store over a real `nats-server -js` on 127.0.0.1 (file and memory streams).
 enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case memory
     case sqlite
+    case jetstreamFile = "jetstream-file"
+    case jetstreamMemory = "jetstream-memory"
 
     var testDescription: String { rawValue }
 
-    /// Whether history, last value and epoch survive a restart of the store.
-    var isDurable: Bool { self == .sqlite }
+    /// Whether history, last value and epoch survive a restart of the store (a
+    /// JetStream stream, in file or memory storage, outlives the hub that opened it).
+    var isDurable: Bool { self != .memory }
 
-    func makeFixture() throws -> StoreFixture { try StoreFixture(kind: self) }
+    func makeFixture() async throws -> StoreFixture { try await StoreFixture(kind: self) }
 }
 
 /// One store under test, on its own loop and manual clock; ``restart()`` closes it and
-/// opens it again as a restarted broker would (same directory for the SQLite store).
+/// opens it again as a restarted broker would (same directory for the SQLite store, same
+/// NATS server and a new connection for the JetStream store).
 final class StoreFixture: @unchecked Sendable {
     let kind: StoreKind
     let loop = TestLoop()
     let clock = ManualClock()
     private let directory: String
+    private let nats: NATSServerProcess?
+    private var connection: NATSConnection?
     private(set) var store: Confined<any SubjectStore>
 
-    init(kind: StoreKind) throws {
+    init(kind: StoreKind) async throws {
         self.kind = kind
         directory = NSTemporaryDirectory() + "hub-store-tests-" + UUID().uuidString
+        switch kind {
+        case .jetstreamFile, .jetstreamMemory: nats = try await NATSServerProcess(jetStream: true)
+        case .memory, .sqlite: nats = nil
+        }
         store = Confined(MemoryStore(clock: clock.clock))
         store = Confined(try makeStore())
     }
@@ -89,6 +102,15 @@ final class StoreFixture: @unchecked Sendable {
             return MemoryStore(clock: clock.clock)
         case .sqlite:
             return try SQLiteStore(directory: directory, sync: .normal, executor: loop, clock: clock.clock)
+        case .jetstreamFile, .jetstreamMemory:
+            guard let nats else { throw TimedOut(what: "a NATS server") }
+            connection?.close()
+            let logger = Logger(label: "store-tests.jetstream")
+            let connection = try NATSConnection(options: NATSConnection.Options(urls: [nats.url], name: "store-tests"), logger: logger)
+            self.connection = connection
+            return try JetStreamStore(
+                connection: connection, storage: kind == .jetstreamFile ? .file : .memory,
+                executor: loop, clock: clock.clock, logger: logger)
         }
     }
 
@@ -109,6 +131,8 @@ final class StoreFixture: @unchecked Sendable {
     func tearDown() async {
         let store = self.store
         _ = try? await loop.run { store.value.close() }
+        connection?.close()
+        nats?.stop()
         try? FileManager.default.removeItem(atPath: directory)
     }
 }

@@ -95,6 +95,15 @@ extension Publishers {
                 started = true
                 countedAsReplaying = true
                 history.replaying += 1
+                // A store shared with other hubs first learns what they committed, so that
+                // an offset read on another node is one this one knows too.
+                history.log.catchUp { [weak self] in
+                    guard let self, self.downstream != nil else { return }
+                    self.begin()
+                }
+            }
+
+            private func begin() {
                 let last = history.lastOffset
                 switch replay.since {
                 case nil:

@@ -24,6 +24,9 @@ public final class SubjectHistory {
     private let current: CurrentValueSubject<HistoryEntry, HubError>?
     /// Appends whose outcome is not known yet, and acknowledged values not yet delivered.
     private var unsettled = 0
+    /// Offsets of this hub's appends acknowledged and not yet delivered: a store shared
+    /// with other hubs also reports their values, which settle nothing here.
+    private var acknowledged = Set<UInt64>()
     private var pendingCompletion: Subscribers.Completion<HubError>?
 
     /// The history of a subject over `log`; `initialValue` makes it a current-value
@@ -80,6 +83,7 @@ public final class SubjectHistory {
     func append(_ value: Value, completion: ((Result<UInt64, HubError>) -> Void)?) {
         unsettled += 1
         log.append(value) { [weak self] result in
+            if case let .success(offset) = result { self?.acknowledged.insert(offset) }
             completion?(result)
             // A committed value stays unsettled until it is delivered (``committed(_:)``).
             if case .failure = result { self?.settle() }
@@ -96,7 +100,7 @@ public final class SubjectHistory {
     private func committed(_ entry: HistoryEntry) {
         lastOffset = entry.offset
         if let passthrough { passthrough.send(entry) } else { current!.send(entry) }
-        settle()
+        if acknowledged.remove(entry.offset) != nil { settle() }
     }
 
     private func settle() {

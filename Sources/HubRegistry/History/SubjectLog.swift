@@ -50,10 +50,20 @@ public protocol SubjectLog: AnyObject {
     /// kept it out of the log (`internal`, naming the store's failure).
     func append(_ value: Value, completion: @escaping (Result<UInt64, HubError>) -> Void)
 
+    /// Calls `completion` once every value committed before the call (by any hub sharing
+    /// the store) has been reported through ``onCommit`` (or at once, for a store of one
+    /// hub: the default). A replay begins after it.
+    func catchUp(_ completion: @escaping () -> Void)
+
     /// Reads the kept values with `after` < offset ≤ `through`, in offset order: at most
     /// `limit` (≥ 1) of them, stopping after the value that brings the page to
     /// `maxBytes` of encoded JSON (a page holds at least one value when any is kept).
     func read(
         after: UInt64, through: UInt64, limit: Int, maxBytes: Int,
         completion: @escaping (Result<[HistoryEntry], HubError>) -> Void)
+}
+
+extension SubjectLog {
+    /// A store of one hub knows every committed value: at once.
+    public func catchUp(_ completion: @escaping () -> Void) { completion() }
 }

@@ -1,25 +1,24 @@
 import Foundation
-import NetworkTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// A real `nats-server` on 127.0.0.1 for the cluster tests: started on a free port,
 /// waited for until it accepts connections, stopped and started again on the same port.
-final class NATSServerProcess: @unchecked Sendable {
+public final class NATSServerProcess: @unchecked Sendable {
     /// Its port (the same across ``restart()``).
-    let port: Int
+    public let port: Int
     /// Its HTTP monitoring port (`/connz?subs=1` lists each connection's subscriptions).
-    let monitorPort: Int
+    public let monitorPort: Int
     /// Its URL for clients.
-    var url: String { "nats://127.0.0.1:\(port)" }
+    public var url: String { "nats://127.0.0.1:\(port)" }
     private let jetStreamDirectory: String?
     private let lock = NSLock()
     private var process: Process?
 
     /// Starts a server on `port`, or on a free loopback port (`jetStream`: with `-js`, storing in a
     /// temporary directory).
-    init(port: Int? = nil, jetStream: Bool = false) async throws {
+    public init(port: Int? = nil, jetStream: Bool = false) async throws {
         self.port = try port ?? Self.freePort()
         monitorPort = try Self.freePort()
         jetStreamDirectory = jetStream
@@ -34,7 +33,7 @@ final class NATSServerProcess: @unchecked Sendable {
     }
 
     /// A port nothing listens on now: bind 127.0.0.1:0 and read what the kernel chose.
-    static func freePort() throws -> Int {
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TimedOut(what: "a socket (errno \(errno))") }
         defer { close(fd) }
@@ -55,7 +54,7 @@ final class NATSServerProcess: @unchecked Sendable {
     }
 
     /// Starts the server (again) and waits until it accepts connections.
-    func start(timeout: Duration = .seconds(10)) async throws {
+    public func start(timeout: Duration = .seconds(10)) async throws {
         let process = Process()
         process.executableURL = try Self.executable()
         var arguments = ["-a", "127.0.0.1", "-p", "\(port)", "-m", "\(monitorPort)"]
@@ -83,7 +82,7 @@ final class NATSServerProcess: @unchecked Sendable {
     }
 
     /// Stops the server (SIGKILL: as a crash would) and waits for its exit.
-    func stop() {
+    public func stop() {
         guard let process = lock.withLock({ self.process.take() }) else { return }
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
@@ -92,14 +91,14 @@ final class NATSServerProcess: @unchecked Sendable {
     }
 
     /// Stops the server and starts it again on the same port.
-    func restart() async throws {
+    public func restart() async throws {
         stop()
         try await start()
     }
 
     /// The subjects each named client connection subscribes to now, from the server's
     /// monitoring endpoint (`/connz?subs=1`).
-    func subscriptions() async throws -> [String: Set<String>] {
+    public func subscriptions() async throws -> [String: Set<String>] {
         let body = try await Task.detached { [monitorPort] in try Self.get(port: monitorPort, path: "/connz?subs=1") }.value
         let object = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
         var result: [String: Set<String>] = [:]
@@ -111,7 +110,7 @@ final class NATSServerProcess: @unchecked Sendable {
     }
 
     /// The body of an HTTP/1.0 GET (the server answers without chunks and closes: read to the end).
-    static func get(port: Int, path: String) throws -> [UInt8] {
+    public static func get(port: Int, path: String) throws -> [UInt8] {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TimedOut(what: "a socket (errno \(errno))") }
         defer { close(fd) }
@@ -150,7 +149,7 @@ final class NATSServerProcess: @unchecked Sendable {
     }
 
     /// Whether something accepts TCP connections on 127.0.0.1:`port`.
-    static func accepts(_ port: Int) -> Bool {
+    public static func accepts(_ port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
@@ -168,7 +167,7 @@ final class NATSServerProcess: @unchecked Sendable {
 
 extension Optional {
     /// The value, leaving `nil` behind.
-    mutating func take() -> Wrapped? {
+    public mutating func take() -> Wrapped? {
         defer { self = nil }
         return self
     }

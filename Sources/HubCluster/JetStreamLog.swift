@@ -1,0 +1,240 @@
+import DequeModule
+import HubRegistry
+import HubValue
+import HubWire
+
+/// One subject's history in a ``JetStreamStore``: its stream, seen from the hub's loop.
+///
+/// Appends are stored publishes made in order on the store's worker; each ack comes back
+/// to the loop with the values other nodes stored before it (read from the stream when
+/// the ack's sequence is not the next one), so that ``onCommit`` reports every value of
+/// the stream once, in sequence order, and the completion of an append runs before
+/// its commit is reported.
+final class JetStreamLog: SubjectLog {
+    let epoch: String
+    private(set) var lastOffset: UInt64
+    private(set) var lastValue: Value?
+    var onCommit: ((HistoryEntry) -> Void)?
+    var retention: HistoryRetention
+
+    private unowned let store: JetStreamStore
+    private let stream: String
+    private let subject: String
+    private var lastTime: Int64
+    private var completions = Deque<(Result<UInt64, HubError>) -> Void>()
+    private var reads: [UInt64: (Result<[HistoryEntry], HubError>) -> Void] = [:]
+    private var nextRead: UInt64 = 0
+    /// The last sequence the worker knows of (used on the worker only).
+    private let cursor: Cursor
+    /// The consumer bringing the values other nodes store, while following.
+    private var follower: JetStreamFollower?
+    /// Values other nodes stored, waiting for this node's appends before them to be acked.
+    private var held = Deque<HistoryEntry>()
+    private var followers = 0
+    /// Catch-ups waiting for ``lastOffset`` to reach their sequence.
+    private var catchingUp: [(id: UInt64, target: UInt64, completion: () -> Void)] = []
+
+    init(store: JetStreamStore, stream: String, subject: String, retention: HistoryRetention, opened: JetStreamStreams.Opened) {
+        self.store = store
+        self.stream = stream
+        self.subject = subject
+        self.retention = retention
+        epoch = opened.epoch
+        lastOffset = opened.lastSequence
+        lastValue = opened.lastValue
+        lastTime = opened.lastTime
+        cursor = Cursor(seen: opened.lastSequence)
+    }
+
+    func append(_ value: Value, completion: @escaping (Result<UInt64, HubError>) -> Void) {
+        guard !store.closed else {
+            completion(.failure(HubError(.internal, "the JetStream store is closed")))
+            return
+        }
+        guard store.pendingAppends < store.maxPendingAppends else {
+            completion(.failure(HubError(.limitExceeded, "\(store.maxPendingAppends) values already wait for JetStream's ack")))
+            return
+        }
+        store.pendingAppends += 1
+        lastTime = max(store.clock(), lastTime)
+        var json: [UInt8] = []
+        value.writeJSON(into: &json)
+        let payload = json
+        completions.append(completion)
+        let (streams, executor, cursor) = (store.streams, store.executor, cursor)
+        let (stream, subject, time, size) = (self.stream, self.subject, lastTime, retention.size)
+        let log = LoopBound(self)
+        store.queue.async {
+            let outcome: Result<(UInt64, [HistoryEntry]), NATSError> = Result { () throws(NATSError) in
+                let sequence = try streams.publish(subject: subject, payload: payload, time: time)
+                var others: [HistoryEntry] = []
+                // Another node stored values since the last one known here: read them
+                // (the newest `size` at most; older ones are trimmed) to report them first.
+                if sequence > cursor.seen &+ 1 {
+                    let from = max(cursor.seen, sequence - 1 - min(sequence - 1, UInt64(size)))
+                    others = try streams.read(
+                        stream: stream, subject: subject, after: from, through: sequence - 1,
+                        limit: size, maxBytes: .max, cutoff: nil)
+                }
+                cursor.seen = max(cursor.seen, sequence)
+                return (sequence, others)
+            }
+            executor.execute { log.value.acked(outcome, value: value) }
+        }
+    }
+
+    private func acked(_ outcome: Result<(UInt64, [HistoryEntry]), NATSError>, value: Value) {
+        store.pendingAppends -= 1
+        guard let completion = completions.popFirst() else { return }
+        switch outcome {
+        case let .failure(error):
+            completion(.failure(JetStreamStore.hubError(error)))
+        case let .success((sequence, others)):
+            for entry in others where entry.offset > lastOffset { commit(entry) }
+            if sequence > lastOffset {
+                lastOffset = sequence
+                lastValue = value
+            }
+            completion(.success(sequence))
+            onCommit?(HistoryEntry(offset: sequence, value: value))
+        }
+        drainHeld()
+    }
+
+    /// Whether the log follows the stream for the values other nodes store (see
+    /// ``JetStreamFollower``): a node does while it has subscribers of the subject.
+    var isFollowing: Bool { follower != nil }
+
+    /// Starts following the stream from the value after ``lastOffset``.
+    func follow() throws(HubError) {
+        guard follower == nil, !store.closed else { return }
+        followers += 1
+        let consumer = "hub_f_\(store.streams.writer)_\(followers)"
+        let follower: JetStreamFollower
+        do throws(NATSError) {
+            follower = try JetStreamFollower(
+                context: store.streams.context, stream: stream, subject: subject, consumer: consumer, start: lastOffset + 1)
+        } catch {
+            throw JetStreamStore.hubError(error)
+        }
+        self.follower = follower
+        let executor = store.executor
+        let log = LoopBound(self)
+        let bound = LoopBound(follower)
+        follower.run { batch in
+            executor.execute { log.value.observed(batch, from: bound.value) }
+        }
+    }
+
+    /// Stops following (values the follower still brings are dropped).
+    func unfollow() {
+        follower?.stop()
+        follower = nil
+        held.removeAll()
+        // Nothing brings the values they wait for any more.
+        let waiting = catchingUp
+        catchingUp.removeAll()
+        for entry in waiting { entry.completion() }
+    }
+
+    private func observed(_ batch: [(entry: HistoryEntry, writer: String?)], from source: JetStreamFollower) {
+        guard source === follower else { return }
+        for (entry, writer) in batch where entry.offset > lastOffset {
+            // This store's own values are committed by their acks.
+            if writer == store.streams.writer, !completions.isEmpty { continue }
+            held.append(entry)
+        }
+        drainHeld()
+    }
+
+    /// Commits the held values that come next, or that no append of this node precedes;
+    /// lets the follower fetch again once none is held (one window in memory at most).
+    private func drainHeld() {
+        while let first = held.first {
+            if first.offset <= lastOffset {
+                held.removeFirst()
+            } else if first.offset == lastOffset + 1 || completions.isEmpty {
+                commit(held.removeFirst())
+            } else {
+                break
+            }
+        }
+        if held.isEmpty { follower?.take() }
+    }
+
+    private func commit(_ entry: HistoryEntry) {
+        lastOffset = entry.offset
+        lastValue = entry.value
+        onCommit?(entry)
+        caughtUp()
+    }
+
+    /// Asks the stream for its last sequence, then follows it (if not yet) until this log
+    /// has reported every value up to there; a failed request completes at once.
+    func catchUp(_ completion: @escaping () -> Void) {
+        guard !store.closed else { return completion() }
+        let (streams, executor, stream) = (store.streams, store.executor, self.stream)
+        let log = LoopBound(self)
+        let id = nextRead
+        nextRead += 1
+        catchingUp.append((id, UInt64.max, completion))
+        store.queue.async {
+            let last = try? streams.lastSequence(stream: stream)
+            executor.execute { log.value.caughtUp(id: id, last: last) }
+        }
+    }
+
+    private func caughtUp(id: UInt64, last: UInt64?) {
+        guard let index = catchingUp.firstIndex(where: { $0.id == id }) else { return }
+        catchingUp[index].target = last ?? 0
+        if let last, last > lastOffset, follower == nil {
+            do throws(HubError) { try follow() } catch { catchingUp[index].target = 0 }
+        }
+        caughtUp()
+    }
+
+    /// Completes the catch-ups whose sequence is reached (in order of their calls).
+    private func caughtUp() {
+        while let first = catchingUp.first, first.target <= lastOffset {
+            catchingUp.removeFirst()
+            first.completion()
+        }
+    }
+
+    func read(
+        after: UInt64, through: UInt64, limit: Int, maxBytes: Int,
+        completion: @escaping (Result<[HistoryEntry], HubError>) -> Void
+    ) {
+        guard !store.closed else {
+            completion(.failure(HubError(.internal, "the JetStream store is closed")))
+            return
+        }
+        let id = nextRead
+        nextRead += 1
+        reads[id] = completion
+        let cutoff = retention.ttl.map { store.clock() - JetStreamStreams.nanoseconds($0) }
+        let (streams, executor) = (store.streams, store.executor)
+        let (stream, subject, limit) = (self.stream, self.subject, max(1, limit))
+        let log = LoopBound(self)
+        store.queue.async {
+            let result: Result<[HistoryEntry], NATSError> = Result { () throws(NATSError) in
+                try streams.read(
+                    stream: stream, subject: subject, after: after, through: through,
+                    limit: limit, maxBytes: maxBytes, cutoff: cutoff)
+            }
+            executor.execute { log.value.reads.removeValue(forKey: id)?(result.mapError(JetStreamStore.hubError)) }
+        }
+    }
+
+    /// The worker's knowledge of the stream's last sequence.
+    private final class Cursor: @unchecked Sendable {
+        var seen: UInt64
+        init(seen: UInt64) { self.seen = seen }
+    }
+}
+
+/// A loop-confined object carried through the worker back to the loop (used on the loop only).
+private struct LoopBound<T: AnyObject>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}

@@ -1,0 +1,143 @@
+import Dispatch
+import HubRegistry
+import HubValue
+import HubWire
+import Logging
+
+/// The cluster's store: each subject's history in a JetStream stream of its own, so
+/// that every node of the cluster reads and appends the same history, and a client
+/// whose node died resumes on another with `since` and loses nothing.
+///
+/// - **Streams.** The subject NAME lives in the stream `HUB_H_<hex of NAME>` on the NATS
+///   subject `hub.h.NAME` (``ClusterSubjectNames/historyStream(_:)``,
+///   ``ClusterSubjectNames/history(_:)``), with `max_msgs` = the retention's size,
+///   `max_age` = its ttl, discarding the oldest, file storage for durable subjects
+///   (``Storage/file``) and memory storage otherwise.
+/// - **Offsets and epochs.** Offsets are the stream's sequences. The epoch is the
+///   stream's identity: 16 hex digits drawn when the stream is created and kept in its
+///   description (`hub-epoch:…`); deleting the subject deletes the stream, so the next
+///   one has a new epoch. Every node binding the stream reads the same epoch.
+/// - **Appends.** An append is a stored publish; it completes with the ack's sequence
+///   once the server has stored the value. At most `maxPendingAppends` wait for their
+///   acks; beyond, appends fail with `limit_exceeded`.
+/// - **Reads.** A read is a series of direct gets (the next message on the subject from
+///   a sequence), at most the page's `limit`, stopping at its `maxBytes`: never more
+///   than one page in memory, never an unbounded push.
+///
+/// **Where the work runs.** Every JetStream request blocks until the server answers (or
+/// the timeout), so they run on one worker thread of the store, in the order they are
+/// made; results come back to the hub's loop through the ``StoreExecutor``. The one
+/// exception is ``openLog(subject:retention:)``, which waits on the loop for the
+/// stream to be bound (one request to the server, a few hundred microseconds on a
+/// local network, at most the timeout): the log's epoch and last offset must be known
+/// when it returns.
+///
+/// Its members are used on the hub's loop.
+public final class JetStreamStore: SubjectStore {
+    /// Where the server keeps a stream.
+    public enum Storage: String, Sendable {
+        /// On disk: a durable subject's history survives a restart of the NATS server.
+        case file
+        /// In the server's memory: the history lives as long as the NATS server.
+        case memory
+    }
+
+    /// The most appends waiting for their acks by default.
+    public static let defaultMaxPendingAppends = 4096
+
+    /// The storage of the streams it creates.
+    public let storage: Storage
+    let names: ClusterSubjectNames
+    let streams: JetStreamStreams
+    let queue = DispatchQueue(label: "hub.jetstream-store")
+    let executor: any StoreExecutor
+    let clock: HistoryClock
+    let logger: Logger
+    let maxPendingAppends: Int
+    var pendingAppends = 0
+    private(set) var closed = false
+    private var logs: [String: JetStreamLog] = [:]
+
+    /// A store over `connection`'s JetStream, creating streams with `storage` under
+    /// `names`; results come back through `executor`; values are stamped by `clock`;
+    /// each JetStream request waits `timeout` at most.
+    public init(
+        connection: NATSConnection, names: ClusterSubjectNames = ClusterSubjectNames(), storage: Storage,
+        executor: any StoreExecutor, clock: @escaping HistoryClock = systemHistoryClock,
+        timeout: Duration = .seconds(5), maxPendingAppends: Int = JetStreamStore.defaultMaxPendingAppends,
+        logger: Logger
+    ) throws(NATSError) {
+        self.names = names
+        self.storage = storage
+        self.executor = executor
+        self.clock = clock
+        self.logger = logger
+        self.maxPendingAppends = max(1, maxPendingAppends)
+        streams = try JetStreamStreams(connection: connection, timeout: timeout)
+    }
+
+    /// Binds the subject's stream (creating it with a new epoch when there is none) and
+    /// applies `retention` to it. Waits for the server (see the type's notes).
+    public func openLog(subject name: String, retention: HistoryRetention) throws(HubError) -> any SubjectLog {
+        guard !closed else { throw HubError(.internal, "the JetStream store is closed") }
+        let stream = names.historyStream(name)
+        let subject = names.history(name)
+        let streams = self.streams
+        let storage = self.storage
+        let result: Result<JetStreamStreams.Opened, NATSError> = queue.sync {
+            Result { () throws(NATSError) in try streams.open(stream: stream, subject: subject, retention: retention, storage: storage) }
+        }
+        let opened: JetStreamStreams.Opened
+        switch result {
+        case let .success(value): opened = value
+        case let .failure(error): throw Self.hubError(error)
+        }
+        if let log = logs[name], log.epoch == opened.epoch {
+            log.retention = retention
+            return log
+        }
+        let log = JetStreamLog(store: self, stream: stream, subject: subject, retention: retention, opened: opened)
+        logs[name] = log
+        return log
+    }
+
+    /// Deletes the subject's stream, after the appends already made to it.
+    public func removeLog(subject name: String) throws(HubError) {
+        guard !closed else { throw HubError(.internal, "the JetStream store is closed") }
+        logs.removeValue(forKey: name)?.unfollow()
+        let stream = names.historyStream(name)
+        let streams = self.streams
+        let logger = self.logger
+        queue.async {
+            do throws(NATSError) {
+                try streams.delete(stream: stream)
+            } catch {
+                logger.error("could not delete the stream of a removed subject", metadata: ["stream": "\(stream)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// Follows (`true`) or stops following the stream of the subject `name` for the values
+    /// other nodes store, which its log then reports through ``SubjectLog/onCommit``: a
+    /// node follows a subject while it has subscribers of it. The values come by fetches
+    /// of at most ``JetStreamFollower/window`` (64) messages, the next one asked for only
+    /// once the previous one was taken on the loop. Does nothing for a subject not open.
+    public func setFollowing(_ following: Bool, subject name: String) throws(HubError) {
+        guard let log = logs[name] else { return }
+        if following { try log.follow() } else { log.unfollow() }
+    }
+
+    /// Waits for the requests under way (every append made so far is acked or failed).
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        for log in logs.values { log.unfollow() }
+        logs.removeAll()
+        queue.sync {}
+    }
+
+    /// The hub's error for a failed JetStream request.
+    static func hubError(_ error: NATSError) -> HubError {
+        HubError(.internal, "the JetStream store failed: \(error)")
+    }
+}

@@ -1,0 +1,249 @@
+import CNATS
+import Foundation
+import HubRegistry
+import HubValue
+import HubWire
+
+/// The blocking JetStream requests of a ``JetStreamStore``, made on the store's worker
+/// thread only (never on the hub's loop, except ``JetStreamStore/openLog(subject:retention:)``):
+/// one stream per subject, created or bound, updated, deleted; stored publishes that
+/// wait for the server's ack; reads by direct gets, one message at a time, bounded by
+/// the caller's page.
+///
+/// Each stored message is a value's JSON with the header ``timeHeader``: the hub's
+/// clock when the value was appended (nanoseconds since 1970), which reads compare
+/// with the subject's ttl (the stream's own `max_age` trims by the server's clock).
+final class JetStreamStreams: @unchecked Sendable {
+    /// The header carrying a value's append time, nanoseconds since 1970.
+    static let timeHeader = "Hub-Time"
+    /// The header naming the store that stored a value (a follower skips its own).
+    static let writerHeader = "Hub-Writer"
+    /// The prefix of a stream's description before its epoch.
+    static let epochPrefix = "hub-epoch:"
+
+    /// What a stream holds when it is bound: the log's starting point.
+    struct Opened: Sendable {
+        var epoch: String
+        var lastSequence: UInt64
+        var lastValue: Value?
+        var lastTime: Int64
+    }
+
+    /// The JetStream context (thread-safe in libnats).
+    let context: OpaquePointer
+    /// This store's id in the ``writerHeader`` of what it stores.
+    let writer = MemoryStore.newEpoch()
+    private let wait: Int64
+
+    /// A JetStream context on `connection` whose requests wait `timeout` at most.
+    init(connection: NATSConnection, timeout: Duration) throws(NATSError) {
+        var options = jsOptions()
+        jsOptions_Init(&options)
+        let (seconds, attoseconds) = timeout.components
+        wait = max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+        options.Wait = wait
+        var context: OpaquePointer?
+        let status = natsConnection_JetStream(&context, connection.connection, &options)
+        guard status == NATS_OK, let context else {
+            throw NATSError(.connectFailed, doing: "opening JetStream", status: status)
+        }
+        self.context = context
+    }
+
+    deinit {
+        jsCtx_Destroy(context)
+    }
+
+    /// Binds the stream `stream` on `subject`, creating it with a new epoch when the server
+    /// has none, and applying `retention` (max_msgs, max_age) when it differs.
+    func open(stream: String, subject: String, retention: HistoryRetention, storage: JetStreamStore.Storage) throws(NATSError) -> Opened {
+        var info: UnsafeMutablePointer<jsStreamInfo>?
+        var errorCode = jsErrCode(0)
+        var status = js_GetStreamInfo(&info, context, stream, nil, &errorCode)
+        if status == NATS_NOT_FOUND {
+            status = configure(stream: stream, subject: subject, retention: retention, storage: storage,
+                               epoch: MemoryStore.newEpoch(), update: false, info: &info)
+            if status != NATS_OK {
+                // Another node may have created it meanwhile: bind to that one.
+                let created = NATSError(.jetStreamFailed, doing: "creating the stream \(stream)", status: status)
+                status = js_GetStreamInfo(&info, context, stream, nil, &errorCode)
+                guard status == NATS_OK else { throw created }
+            }
+        }
+        guard status == NATS_OK, let found = info else {
+            throw NATSError(.jetStreamFailed, doing: "reading the stream \(stream)", status: status)
+        }
+        var current = found
+        defer { jsStreamInfo_Destroy(current) }
+        let epoch = Self.epoch(of: current)
+        if let config = current.pointee.Config,
+           config.pointee.MaxMsgs != Int64(retention.size) || config.pointee.MaxAge != Self.nanoseconds(retention.ttl) {
+            var updated: UnsafeMutablePointer<jsStreamInfo>?
+            status = configure(stream: stream, subject: subject, retention: retention,
+                               storage: config.pointee.Storage == js_MemoryStorage ? .memory : .file,
+                               epoch: epoch, update: true, info: &updated)
+            guard status == NATS_OK, let updated else {
+                throw NATSError(.jetStreamFailed, doing: "updating the retention of the stream \(stream)", status: status)
+            }
+            jsStreamInfo_Destroy(current)
+            current = updated
+        }
+        let lastSequence = current.pointee.State.LastSeq
+        var opened = Opened(epoch: epoch, lastSequence: lastSequence, lastValue: nil, lastTime: 0)
+        if lastSequence > 0, let last = try get(stream: stream, subject: nil, from: lastSequence) {
+            opened.lastValue = last.value
+            opened.lastTime = last.time
+        }
+        return opened
+    }
+
+    private func configure(
+        stream: String, subject: String, retention: HistoryRetention, storage: JetStreamStore.Storage,
+        epoch: String, update: Bool, info: inout UnsafeMutablePointer<jsStreamInfo>?
+    ) -> natsStatus {
+        var config = jsStreamConfig()
+        jsStreamConfig_Init(&config)
+        var errorCode = jsErrCode(0)
+        return stream.withCString { name in
+            subject.withCString { subjectName in
+                (Self.epochPrefix + epoch).withCString { description in
+                    var subjects: [UnsafePointer<CChar>?] = [subjectName]
+                    return subjects.withUnsafeMutableBufferPointer { list in
+                        config.Name = name
+                        config.Description = description
+                        config.Subjects = list.baseAddress
+                        config.SubjectsLen = 1
+                        config.Storage = storage == .memory ? js_MemoryStorage : js_FileStorage
+                        config.MaxMsgs = Int64(retention.size)
+                        config.MaxAge = Self.nanoseconds(retention.ttl)
+                        config.Discard = js_DiscardOld
+                        config.AllowDirect = true
+                        return update
+                            ? js_UpdateStream(&info, context, &config, nil, &errorCode)
+                            : js_AddStream(&info, context, &config, nil, &errorCode)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The stream's last sequence.
+    func lastSequence(stream: String) throws(NATSError) -> UInt64 {
+        var info: UnsafeMutablePointer<jsStreamInfo>?
+        var errorCode = jsErrCode(0)
+        let status = js_GetStreamInfo(&info, context, stream, nil, &errorCode)
+        guard status == NATS_OK, let info else {
+            throw NATSError(.jetStreamFailed, doing: "reading the stream \(stream)", status: status)
+        }
+        defer { jsStreamInfo_Destroy(info) }
+        return info.pointee.State.LastSeq
+    }
+
+    /// Deletes the stream (its history is gone); a stream already gone is no error.
+    func delete(stream: String) throws(NATSError) {
+        var errorCode = jsErrCode(0)
+        let status = js_DeleteStream(context, stream, nil, &errorCode)
+        guard status == NATS_OK || status == NATS_NOT_FOUND else {
+            throw NATSError(.jetStreamFailed, doing: "deleting the stream \(stream)", status: status)
+        }
+    }
+
+    /// Publishes `payload` to `subject` and waits for the stream's ack: its sequence.
+    func publish(subject: String, payload: [UInt8], time: Int64) throws(NATSError) -> UInt64 {
+        var message: OpaquePointer?
+        var status = payload.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { natsMsg_Create(&message, subject, nil, $0.baseAddress, Int32($0.count)) }
+        }
+        guard status == NATS_OK, let message else { throw NATSError(.jetStreamFailed, doing: "publishing to \(subject)", status: status) }
+        defer { natsMsg_Destroy(message) }
+        status = natsMsgHeader_Set(message, Self.timeHeader, String(time))
+        guard status == NATS_OK else { throw NATSError(.jetStreamFailed, doing: "setting the time header", status: status) }
+        status = natsMsgHeader_Set(message, Self.writerHeader, writer)
+        guard status == NATS_OK else { throw NATSError(.jetStreamFailed, doing: "setting the writer header", status: status) }
+        var ack: UnsafeMutablePointer<jsPubAck>?
+        var errorCode = jsErrCode(0)
+        status = js_PublishMsg(&ack, context, message, nil, &errorCode)
+        guard status == NATS_OK, let ack else {
+            throw NATSError(.jetStreamFailed, doing: "storing a value on \(subject)", status: status)
+        }
+        defer { jsPubAck_Destroy(ack) }
+        return ack.pointee.Sequence
+    }
+
+    /// The kept values with `after` < sequence ≤ `through`, in order: at most `limit`,
+    /// stopping after the one that brings the page to `maxBytes` of JSON, skipping
+    /// those stamped before `cutoff`. One direct get per value (the next message on
+    /// `subject` from a sequence: trimmed sequences cost nothing).
+    func read(
+        stream: String, subject: String, after: UInt64, through: UInt64, limit: Int, maxBytes: Int, cutoff: Int64?
+    ) throws(NATSError) -> [HistoryEntry] {
+        var page: [HistoryEntry] = []
+        var bytes = 0
+        var next = after &+ 1
+        while next > after, next <= through, page.count < limit, bytes < maxBytes {
+            guard let found = try get(stream: stream, subject: subject, from: next), found.sequence <= through else { break }
+            next = found.sequence &+ 1
+            if let cutoff, found.time < cutoff { continue }
+            page.append(HistoryEntry(offset: found.sequence, value: found.value))
+            bytes += found.size
+        }
+        return page
+    }
+
+    /// The message at `sequence` (or, with `subject`, the first on it from `sequence`),
+    /// or `nil` when there is none.
+    private func get(
+        stream: String, subject: String?, from sequence: UInt64
+    ) throws(NATSError) -> (sequence: UInt64, value: Value, time: Int64, size: Int)? {
+        var options = jsDirectGetMsgOptions()
+        jsDirectGetMsgOptions_Init(&options)
+        options.Sequence = sequence
+        var message: OpaquePointer?
+        let status: natsStatus
+        if let subject {
+            status = subject.withCString { name in
+                options.NextBySubject = name
+                return js_DirectGetMsg(&message, context, stream, nil, &options)
+            }
+        } else {
+            status = js_DirectGetMsg(&message, context, stream, nil, &options)
+        }
+        if status == NATS_NOT_FOUND { return nil }
+        guard status == NATS_OK, let message else {
+            throw NATSError(.jetStreamFailed, doing: "reading \(stream) from \(sequence)", status: status)
+        }
+        defer { natsMsg_Destroy(message) }
+        var found = natsMsg_GetSequence(message)
+        if found == 0, let text = Self.header(message, "Nats-Sequence"), let parsed = UInt64(text) { found = parsed }
+        let time = Self.header(message, Self.timeHeader).flatMap { Int64($0) } ?? 0
+        let length = Int(natsMsg_GetDataLength(message))
+        let data = natsMsg_GetData(message)
+        let bytes = UnsafeRawBufferPointer(start: data.map { UnsafeRawPointer($0) }, count: data == nil ? 0 : length)
+        do throws(JSONError) {
+            return (found, try Value.parse(bytes), time, length)
+        } catch {
+            throw NATSError(.jetStreamFailed, "the value at \(found) of \(stream) is not JSON: \(error)")
+        }
+    }
+
+    private static func header(_ message: OpaquePointer, _ key: String) -> String? {
+        var value: UnsafePointer<CChar>?
+        guard natsMsgHeader_Get(message, key, &value) == NATS_OK, let value else { return nil }
+        return String(cString: value)
+    }
+
+    private static func epoch(of info: UnsafeMutablePointer<jsStreamInfo>) -> String {
+        if let description = info.pointee.Config?.pointee.Description {
+            let text = String(cString: description)
+            if text.hasPrefix(epochPrefix) { return String(text.dropFirst(epochPrefix.count)) }
+        }
+        // A stream made by another tool: its creation time stands for its identity.
+        return "c" + String(UInt64(bitPattern: info.pointee.Created), radix: 16)
+    }
+
+    static func nanoseconds(_ duration: Duration?) -> Int64 {
+        guard let duration else { return 0 }
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+import HubClient
+import HubEngine
+import HubValue
+import HubWire
+import NetworkTestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Subjects with history in a cluster: kept in JetStream streams (offsets = stream
+/// sequences, epoch = the stream's identity), read by every node of three real
+/// `hubcli serve --cluster` processes over a real `nats-server -js`.
+@Suite("History in a cluster (JetStream)", .serialized)
+struct ClusterHistoryTests {
+    static let config = "subjects:\n  orders: {history: {size: 1000}}\n"
+
+    @Test func aClientWhoseNodeIsKilledResumesOnAnotherSinceItsLastOffset() async throws {
+        let cluster = try await ClusterProcessTests.Cluster(config: Self.config, jetStream: true)
+        let a = try await cluster.nodes[0].client()
+        let b = try await cluster.nodes[1].client()
+        // The subscriber on b reads 6 of the first 10 values (its demand), then b dies.
+        let onB = EntryRecorder(demand: .max(6))
+        b.subscribe(to: "orders", options: SubscribeOptions(since: .offset(0, epoch: nil))).entries.subscribe(onB)
+        for index in 1...10 { try await a.send(.int(Int64(index)), to: "orders") }
+        let read = try await onB.entries(6)
+        #expect(read.map(\.value) == (1...6).map { Value.int(Int64($0)) })
+        #expect(read.compactMap(\.offset) == (1...6).map { UInt64($0) })
+        let epoch = try #require(read.last?.epoch)
+        kill(cluster.nodes[1].process.processIdentifier, SIGKILL)
+        cluster.nodes[1].process.waitUntilExit()
+
+        // Meanwhile a goes on; the client resumes on c since offset 6, same epoch.
+        for index in 11...20 { try await a.send(.int(Int64(index)), to: "orders") }
+        let c = try await cluster.nodes[2].client()
+        let onC = EntryRecorder(demand: .unlimited)
+        c.subscribe(to: "orders", options: SubscribeOptions(since: .offset(6, epoch: epoch))).entries.subscribe(onC)
+        let replayed = try await onC.entries(14)
+        #expect(replayed.map(\.value) == (7...20).map { Value.int(Int64($0)) })
+        #expect(replayed.compactMap(\.offset) == (7...20).map { UInt64($0) })
+        #expect(replayed.allSatisfy { $0.epoch == epoch })
+        // Live values sent on a after the replay reach c, once each, in order.
+        for index in 21...25 { try await a.send(.int(Int64(index)), to: "orders") }
+        let live = try await onC.entries(5)
+        #expect(live.map(\.value) == (21...25).map { Value.int(Int64($0)) })
+        #expect(live.compactMap(\.offset) == (21...25).map { UInt64($0) })
+        try await onC.expectNothing(for: .milliseconds(300))
+    }
+
+    @Test func demandTwoOnAHistorySubjectGivesTwoValuesUntilMoreIsRequested() async throws {
+        let cluster = try await ClusterProcessTests.Cluster(config: Self.config, jetStream: true)
+        let a = try await cluster.nodes[0].client()
+        let c = try await cluster.nodes[2].client()
+        for index in 1...50 { try await a.send(.int(Int64(index)), to: "orders") }
+        let onC = EntryRecorder(demand: .max(2))
+        c.subscribe(to: "orders", options: SubscribeOptions(since: .offset(0, epoch: nil))).entries.subscribe(onC)
+        #expect(try await onC.entries(2).map(\.value) == [1, 2])
+        try await onC.expectNothing(for: .milliseconds(500))
+        onC.request(3)
+        #expect(try await onC.entries(3).map(\.value) == [3, 4, 5])
+        try await onC.expectNothing(for: .milliseconds(300))
+    }
+}
+
+extension ClusterHistoryTests {
+    @Test func aDurableSubjectOutlivesEveryNodeInItsFileStream() async throws {
+        let storage = FileManager.default.temporaryDirectory.appendingPathComponent("cluster-storage-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: storage) }
+        let config = "storage: {path: \"\(storage)\"}\nsubjects:\n  ledger: {durable: true, history: {size: 100}}\n"
+        let cluster = try await ClusterProcessTests.Cluster(config: config, jetStream: true)
+        let a = try await cluster.nodes[0].client()
+        for index in 1...5 { try await a.send(.int(Int64(index)), to: "ledger") }
+        let onA = EntryRecorder(demand: .unlimited)
+        a.subscribe(to: "ledger", options: SubscribeOptions(since: .offset(0, epoch: nil))).entries.subscribe(onA)
+        let before = try await onA.entries(5)
+        let epoch = try #require(before.last?.epoch)
+        // Every node dies; a new one reads the same history, epoch and offsets from the stream.
+        for node in cluster.nodes where node.process.isRunning {
+            kill(node.process.processIdentifier, SIGKILL)
+            node.process.waitUntilExit()
+        }
+        let fresh = try await NodeProcess(name: "d", natsURL: cluster.nats.url, extraArguments: cluster.arguments)
+        try await waitUntil("node d ready") { try await fresh.ready().status == 200 }
+        let d = try await fresh.client()
+        let onD = EntryRecorder(demand: .unlimited)
+        d.subscribe(to: "ledger", options: SubscribeOptions(since: .offset(2, epoch: epoch))).entries.subscribe(onD)
+        let after = try await onD.entries(3)
+        #expect(after.map(\.value) == [3, 4, 5])
+        #expect(after.compactMap(\.offset) == [3, 4, 5])
+        #expect(after.allSatisfy { $0.epoch == epoch })
+        try await d.send(6, to: "ledger")
+        #expect(try await onD.entries(1).compactMap(\.offset) == [6])
+    }
+}
+
+/// A subscriber of a remote subscription's entries (value, offset, epoch) that records
+/// them, with the demand it is given.
+final class EntryRecorder: Subscriber, @unchecked Sendable {
+    typealias Input = HubEntry
+    typealias Failure = HubClientError
+
+    enum Event: Sendable {
+        case entry(HubEntry)
+        case finished
+        case failed(HubClientError)
+    }
+
+    let events = EventQueue<Event>()
+    private let lock = NSLock()
+    private var subscription: (any Subscription)?
+    private let initialDemand: Subscribers.Demand
+
+    init(demand: Subscribers.Demand) {
+        initialDemand = demand
+    }
+
+    func receive(subscription: any Subscription) {
+        lock.withLock { self.subscription = subscription }
+        if initialDemand > 0 { subscription.request(initialDemand) }
+    }
+
+    func receive(_ input: HubEntry) -> Subscribers.Demand {
+        events.push(.entry(input))
+        return .none
+    }
+
+    func receive(completion: Subscribers.Completion<HubClientError>) {
+        switch completion {
+        case .finished: events.push(.finished)
+        case let .failure(error): events.push(.failed(error))
+        }
+    }
+
+    /// Asks for `count` more.
+    func request(_ count: Int) {
+        lock.withLock { subscription }?.request(.max(count))
+    }
+
+    /// The next `count` entries (fails on anything else).
+    func entries(_ count: Int, timeout: Duration = .seconds(15)) async throws -> [HubEntry] {
+        try await events.next(count, timeout: timeout, "\(count) entries").map { event in
+            guard case .entry(let entry) = event else { throw TimedOut(what: "an entry, got \(event)") }
+            return entry
+        }
+    }
+
+    /// Fails if anything arrives within `duration`.
+    func expectNothing(for duration: Duration) async throws {
+        do {
+            let event = try await events.next(timeout: duration, "nothing")
+            Issue.record("expected nothing, got \(event)")
+        } catch is TimedOut {}
+    }
+}
