@@ -143,9 +143,12 @@ final class RunningProcess: @unchecked Sendable {
             process.standardInput = FileHandle.nullDevice
         }
         process.terminationHandler = { [self] process in
+            ChildProcesses.forget(process.processIdentifier)
             exited.push(process.terminationStatus)
         }
         try process.run()
+        // A broker a test left running (a failed expectation before its terminate) ends with the run.
+        ChildProcesses.killAtExit(process.processIdentifier)
         let outHandle = outPipe.fileHandleForReading
         let errHandle = errPipe.fileHandleForReading
         Thread.detachNewThread { [self] in

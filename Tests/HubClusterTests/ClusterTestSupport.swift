@@ -29,7 +29,7 @@ final class NodeProcess: @unchecked Sendable {
         process.standardInput = FileHandle.nullDevice
         process.terminationHandler = { [exited] process in exited.push(process.terminationStatus) }
         try process.run()
-        NodeOutput.killAtExit(process.processIdentifier)
+        ChildProcesses.killAtExit(process.processIdentifier)
         let errHandle = errPipe.fileHandleForReading
         // The reader holds what it fills, not the node: the node's deinit (which kills a
         // node still running) is not held back by its own output.
@@ -93,34 +93,13 @@ final class NodeProcess: @unchecked Sendable {
     }
 }
 
-/// A node's standard error, and the nodes a test run started: those still running when
-/// the test process exits are killed then (a test that fails midway would otherwise
-/// leave its nodes running after the run).
+/// A node's standard error, filled by its reader thread.
 final class NodeOutput: @unchecked Sendable {
     private let lock = NSLock()
     private var data = Data()
 
     func append(_ chunk: Data) { lock.withLock { data.append(chunk) } }
     var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
-
-    private static let started = NSLock()
-    nonisolated(unsafe) private static var pids: [Int32] = []
-    nonisolated(unsafe) private static var hookInstalled = false
-
-    /// Kills `pid` when the test process exits, if it is still running then.
-    static func killAtExit(_ pid: Int32) {
-        started.withLock {
-            pids.append(pid)
-            if !hookInstalled {
-                hookInstalled = true
-                atexit { NodeOutput.killAll() }
-            }
-        }
-    }
-
-    private static func killAll() {
-        for pid in started.withLock({ pids }) { kill(pid, SIGKILL) }
-    }
 }
 
 /// Waits until `condition` holds, asking again every 20 ms until `timeout`; the error names `what`.

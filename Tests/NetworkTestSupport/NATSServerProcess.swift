@@ -55,29 +55,30 @@ public final class NATSServerProcess: @unchecked Sendable {
 
     /// Starts the server (again) and waits until it accepts connections.
     public func start(timeout: Duration = .seconds(10)) async throws {
-        let process = Process()
-        process.executableURL = try Self.executable()
         var arguments = ["-a", "127.0.0.1", "-p", "\(port)", "-m", "\(monitorPort)"]
         if let jetStreamDirectory { arguments += ["-js", "-sd", jetStreamDirectory] }
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        lock.withLock { self.process = process }
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
-        // Its port may still be held for a moment by a previous run's socket: it retries below.
-        while !Self.accepts(port) {
-            guard process.isRunning else {
-                // It exited (the port was still taken): start it once more until the deadline.
-                guard clock.now < deadline else { throw TimedOut(what: "nats-server to start on port \(port)") }
-                try await Task.sleep(for: .milliseconds(100))
-                try process.run()
-                continue
+        // Its port may still be held for a moment by a previous run's socket: a server that
+        // exits at once is started again (a new Process: one runs only once) until the deadline.
+        while true {
+            let process = Process()
+            process.executableURL = try Self.executable()
+            process.arguments = arguments
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+            ChildProcesses.killAtExit(process.processIdentifier)
+            lock.withLock { self.process = process }
+            while !Self.accepts(port), process.isRunning {
+                guard clock.now < deadline else { throw TimedOut(what: "nats-server to accept on port \(port)") }
+                try await Task.sleep(for: .milliseconds(20))
             }
-            guard clock.now < deadline else { throw TimedOut(what: "nats-server to accept on port \(port)") }
-            try await Task.sleep(for: .milliseconds(20))
+            if process.isRunning { return }
+            ChildProcesses.forget(process.processIdentifier)
+            guard clock.now < deadline else { throw TimedOut(what: "nats-server to start on port \(port)") }
+            try await Task.sleep(for: .milliseconds(100))
         }
     }
 
@@ -88,6 +89,7 @@ public final class NATSServerProcess: @unchecked Sendable {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
+        ChildProcesses.forget(process.processIdentifier)
     }
 
     /// Stops the server and starts it again on the same port.
