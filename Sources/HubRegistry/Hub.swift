@@ -787,27 +787,12 @@ extension Hub {
                 more = true
             }
         }
-        var catalog = Catalog()
-        var bytes = 0
-        var scratch: [UInt8] = []
+        // The chosen entries, cut to the page's bytes by the rule every catalog is paged by.
+        var chosen = Catalog()
         for cursor in page.unordered.sorted() {
-            guard let entry = entries[cursor.name] else { continue }
-            var size = 80 + cursor.name.utf8.count
-            if case .subject(let subject) = entry, let value = subject.currentValue {
-                scratch.removeAll(keepingCapacity: true)
-                value.writeJSON(into: &scratch)
-                size += scratch.count
-            }
-            if catalog.count > 0, bytes + size > maxBytes {
-                more = true
-                break
-            }
-            bytes += size
-            Hub.append(cursor.name, entry, to: &catalog)
-            catalog.next = cursor
+            if let entry = entries[cursor.name] { Hub.append(cursor.name, entry, to: &chosen) }
         }
-        if !more { catalog.next = nil }
-        return catalog
+        return chosen.page(after: nil, limit: limit, maxBytes: maxBytes, moreFollow: more)
     }
 
     private static func cursorKind(of entry: Entry) -> CatalogCursor.Kind {

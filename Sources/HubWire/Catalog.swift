@@ -270,9 +270,12 @@ extension Catalog {
     /// The page of this (whole) catalog after `after` in catalog order (``CatalogCursor``):
     /// the entries `isVisible` lets through, at most `limit` of them and about `maxBytes`
     /// of JSON (at least one entry), with ``next`` set when more follow. For a catalog
-    /// assembled in memory (a cluster's); a hub pages its own names without building it.
+    /// assembled in memory (a cluster's, or the entries a hub chose for a page from its own
+    /// names); `moreFollow` says that entries past this catalog exist (``next`` is then
+    /// set whatever this catalog holds).
     public func page(
-        after: CatalogCursor?, limit: Int, maxBytes: Int, isVisible: (String) -> Bool = { _ in true }
+        after: CatalogCursor?, limit: Int, maxBytes: Int, isVisible: (String) -> Bool = { _ in true },
+        moreFollow: Bool = false
     ) -> Catalog {
         let sorted = self.sorted()
         var page = Catalog(connections: connections)
@@ -320,7 +323,7 @@ extension Catalog {
                 }
             }
         }
-        if !more { page.next = nil }
+        if !more, !moreFollow { page.next = nil }
         return page
     }
 }
