@@ -72,33 +72,19 @@ struct ClusterConfigurationTests {
         #expect(name.hasSuffix("-\(ProcessInfo.processInfo.processIdentifier)"))
     }
 
-    @Test func serveRefusesANodeNameWithoutACluster() throws {
+    @Test func serveRefusesANodeNameWithoutACluster() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("no-cluster-\(UUID().uuidString).yml").path
         try "listen: {port: 0}\n".write(toFile: file, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = try HubCLIExecutable.locate()
-        process.arguments = ["serve", "--config", file, "--node", "a"]
-        let err = Pipe()
-        process.standardError = err
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let output = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 1)
+        let outcome = try await HubCLIExecutable.run(["serve", "--config", file, "--node", "a"])
+        let output = outcome.errors
+        #expect(outcome.status == 1)
         #expect(output.contains("--node a needs --cluster or the file's cluster section"), "\(output)")
     }
 
-    @Test func serveRefusesABadClusterFlagNamingTheURL() throws {
-        let process = Process()
-        process.executableURL = try HubCLIExecutable.locate()
-        process.arguments = ["serve", "--port", "0", "--cluster", "nats://127.0.0.1:4222,nats://127.0.0.1:port"]
-        let err = Pipe()
-        process.standardError = err
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let output = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 64)
+    @Test func serveRefusesABadClusterFlagNamingTheURL() async throws {
+        let outcome = try await HubCLIExecutable.run(["serve", "--port", "0", "--cluster", "nats://127.0.0.1:4222,nats://127.0.0.1:port"])
+        let output = outcome.errors
+        #expect(outcome.status == 64)
         #expect(output.contains("--cluster: 'nats://127.0.0.1:port': the port 'port' is not a number between 1 and 65535"), "\(output)")
     }
 }

@@ -38,16 +38,10 @@ struct ClusterFailoverTests {
         await client.close()
 
         // hubcli's client commands take the same list: the dead port, then b.
-        let send = Process()
-        send.executableURL = try HubCLIExecutable.locate()
-        send.arguments = ["send", "orders", "3", "--url", "ws://127.0.0.1:\(deadPort)/,ws://127.0.0.1:\(b.port)/"]
-        let err = Pipe()
-        send.standardError = err
-        send.standardOutput = FileHandle.nullDevice
-        try send.run()
-        let output = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        send.waitUntilExit()
-        #expect(send.terminationStatus == 0, "\(output)")
+        let send = try await HubCLIExecutable.run(
+            ["send", "orders", "3", "--url", "ws://127.0.0.1:\(deadPort)/,ws://127.0.0.1:\(b.port)/"])
+        let output = send.errors
+        #expect(send.status == 0, "\(output)")
         #expect(try await onC.values(1) == [3])
         await watcher.close()
     }

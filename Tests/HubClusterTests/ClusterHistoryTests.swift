@@ -29,7 +29,7 @@ struct ClusterHistoryTests {
         #expect(read.compactMap(\.offset) == (1...6).map { UInt64($0) })
         let epoch = try #require(read.last?.epoch)
         kill(cluster.nodes[1].process.processIdentifier, SIGKILL)
-        cluster.nodes[1].process.waitUntilExit()
+        await cluster.nodes[1].process.exited()
 
         // Meanwhile a goes on; the client resumes on c since offset 6, same epoch.
         for index in 11...20 { try await a.send(.int(Int64(index)), to: "orders") }
@@ -78,7 +78,7 @@ extension ClusterHistoryTests {
         // Every node dies; a new one reads the same history, epoch and offsets from the stream.
         for node in cluster.nodes where node.process.isRunning {
             kill(node.process.processIdentifier, SIGKILL)
-            node.process.waitUntilExit()
+            await node.process.exited()
         }
         let fresh = try await NodeProcess(name: "d", natsURL: cluster.nats.url, extraArguments: cluster.arguments)
         try await waitUntil("node d ready") { try await fresh.ready().status == 200 }

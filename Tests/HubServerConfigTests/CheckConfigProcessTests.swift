@@ -7,42 +7,20 @@ import Testing
 struct CheckConfigProcessTests {
     static let packageRoot = HubCLIExecutable.packageRoot
 
-    struct Outcome {
-        var status: Int32
-        var output: String
-        var errors: String
-    }
-
-    static func run(_ arguments: [String]) throws -> Outcome {
-        let process = Process()
-        process.executableURL = try HubCLIExecutable.locate()
-        process.arguments = arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Outcome(status: process.terminationStatus, output: String(decoding: out, as: UTF8.self),
-                       errors: String(decoding: err, as: UTF8.self))
-    }
-
-    @Test func theExampleIsOk() throws {
+    @Test func theExampleIsOk() async throws {
         let path = Self.packageRoot.appendingPathComponent("examples/hub.yml").path
-        let outcome = try Self.run(["serve", "--config", path, "--check-config"])
+        let outcome = try await HubCLIExecutable.run(["serve", "--config", path, "--check-config"])
         #expect(outcome.status == 0)
         #expect(outcome.output == "\(path): ok\n")
     }
 
-    @Test func aBadFileIsReportedAndExitsOne() throws {
+    @Test func aBadFileIsReportedAndExitsOne() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hub-config-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("hub.yml")
         try "subjects:\n  prices:\n    overflow: fast\n".write(to: file, atomically: true, encoding: .utf8)
-        let outcome = try Self.run(["serve", "--config", file.path, "--check-config"])
+        let outcome = try await HubCLIExecutable.run(["serve", "--config", file.path, "--check-config"])
         #expect(outcome.status == 1)
         #expect(outcome.output.isEmpty)
         #expect(outcome.errors.contains(
@@ -50,13 +28,13 @@ struct CheckConfigProcessTests {
 
         // Compiling against the hub is part of the check.
         try "autoCreate: false\npipelines:\n  p: ghost\n".write(to: file, atomically: true, encoding: .utf8)
-        let unresolved = try Self.run(["serve", "--config", file.path, "--check-config"])
+        let unresolved = try await HubCLIExecutable.run(["serve", "--config", file.path, "--check-config"])
         #expect(unresolved.status == 1)
         #expect(unresolved.errors.contains("\(file.path):3:6: pipelines.p: no subject named 'ghost'\n"))
     }
 
-    @Test func checkConfigNeedsAFile() throws {
-        let outcome = try Self.run(["serve", "--check-config"])
+    @Test func checkConfigNeedsAFile() async throws {
+        let outcome = try await HubCLIExecutable.run(["serve", "--check-config"])
         #expect(outcome.status != 0)
         #expect(outcome.errors.contains("--check-config needs --config FILE"))
     }

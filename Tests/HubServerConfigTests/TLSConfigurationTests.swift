@@ -1,4 +1,5 @@
 import Foundation
+import NetworkTestSupport
 import HubServer
 import HubTransport
 import Testing
@@ -68,9 +69,9 @@ struct TLSConfigurationTests {
     }
 
     @Test
-    func serveWithAMissingCertificateFailsNamingIt() throws {
+    func serveWithAMissingCertificateFailsNamingIt() async throws {
         let missing = NSTemporaryDirectory() + "hub-missing-\(UUID().uuidString).pem"
-        let outcome = try CheckConfigProcessTests.run([
+        let outcome = try await HubCLIExecutable.run([
             "serve", "--port", "0", "--tls-certificate", missing, "--tls-private-key", missing,
         ])
         #expect(outcome.status != 0)
@@ -78,10 +79,10 @@ struct TLSConfigurationTests {
     }
 
     @Test
-    func checkConfigChecksTheTLSOptionsFiles() throws {
+    func checkConfigChecksTheTLSOptionsFiles() async throws {
         let example = CheckConfigProcessTests.packageRoot.appendingPathComponent("examples/hub.yml").path
         let missing = NSTemporaryDirectory() + "hub-missing-\(UUID().uuidString).pem"
-        let outcome = try CheckConfigProcessTests.run([
+        let outcome = try await HubCLIExecutable.run([
             "serve", "--config", example, "--check-config", "--tls-certificate", missing, "--tls-private-key", missing,
         ])
         #expect(outcome.status == 1)
@@ -90,8 +91,8 @@ struct TLSConfigurationTests {
     }
 
     @Test
-    func serveNeedsBothTLSOptions() throws {
-        let outcome = try CheckConfigProcessTests.run(["serve", "--port", "0", "--tls-certificate", "cert.pem"])
+    func serveNeedsBothTLSOptions() async throws {
+        let outcome = try await HubCLIExecutable.run(["serve", "--port", "0", "--tls-certificate", "cert.pem"])
         #expect(outcome.status != 0)
         #expect(outcome.errors.contains("--tls-certificate and --tls-private-key must be given together"))
     }

@@ -334,10 +334,10 @@ struct AbuseReproductionTests {
         try await withServer(configuration) { server in
             let port = server.port
             let started = ContinuousClock.now
-            let ended = try await Task.detached {
+            let ended = try await Blocking.run {
                 let silent = try HTTPTestClient(port: port, timeoutSeconds: 30)
                 return silent.readsEndOfStream()
-            }.value
+            }
             let waited = ContinuousClock.now - started
             #expect(ended)
             // lws checks its timeouts once a second; 10 s was the old hold.
@@ -358,7 +358,7 @@ struct AbuseReproductionTests {
             let port = server.port
             let silent = try (0..<60).map { _ in try HTTPTestClient(port: port, timeoutSeconds: 20) }
             // The 40 oldest are closed by the 40 that came after them, long before their timeout.
-            let closed = await Task.detached { silent.prefix(40).map { $0.readsEndOfStream() } }.value
+            let closed = await Blocking.run { silent.prefix(40).map { $0.readsEndOfStream() } }
             #expect(closed.allSatisfy { $0 }, "closed: \(closed.filter { $0 }.count) of 40")
             // A real client gets in beside the 20 still waiting, and is served.
             try await Self.expectServing(server)

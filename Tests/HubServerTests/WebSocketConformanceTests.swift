@@ -11,12 +11,12 @@ import Testing
 struct WebSocketConformanceTests {
     /// A raw connection upgraded with version 13.
     static func upgraded(_ server: HubServerHarness, timeoutSeconds: Int = 20) async throws -> HTTPTestClient {
-        try await Task.detached {
+        try await Blocking.run {
             let client = try HTTPTestClient(port: server.port, timeoutSeconds: timeoutSeconds)
             let answer = try client.upgrade()
             guard answer.status == 101 else { throw HTTPTestClient.Failure(description: "upgrade: \(answer.status)") }
             return client
-        }.value
+        }
     }
 
     /// Writes `frames` on a fresh upgraded connection and returns the first close frame
@@ -26,13 +26,13 @@ struct WebSocketConformanceTests {
         _ server: HubServerHarness, to frames: [[UInt8]], timeoutSeconds: Int = 20
     ) async throws -> HTTPTestClient.Frame? {
         let client = try await upgraded(server, timeoutSeconds: timeoutSeconds)
-        return try await Task.detached {
+        return try await Blocking.run {
             for frame in frames { try client.write(frame) }
             while let frame = client.readFrame() {
                 if frame.opcode == 0x8 { return frame }
             }
             return nil
-        }.value
+        }
     }
 
     static func close(_ code: UInt16, _ reason: String = "") -> [UInt8] {
@@ -116,10 +116,10 @@ struct WebSocketConformanceTests {
     @Test func onlyVersion13IsUpgraded() async throws {
         try await withServer { server in
             for version in ["8", "7", "14", "x"] {
-                let answer = try await Task.detached { () -> HTTPTestClient.Response? in
+                let answer = try await Blocking.run { () -> HTTPTestClient.Response? in
                     let client = try HTTPTestClient(port: server.port, timeoutSeconds: 20)
                     return try? client.upgrade(version: version)
-                }.value
+                }
                 #expect(answer?.status == 426, "version \(version): \(String(describing: answer?.status))")
             }
             try await Self.expectServing(server)

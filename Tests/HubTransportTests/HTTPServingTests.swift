@@ -58,7 +58,7 @@ struct HTTPServingTests {
         let big = patternBytes(count: 200_000, seed: 7)
         let routes = Routes(big: big)
         let (_, port) = try await start(routes, on: loop)
-        let responses = try await Task.detached {
+        let responses = try await Blocking.run {
             let client = try HTTPTestClient(port: port)
             return [
                 try client.send(path: "/hello"),
@@ -67,7 +67,7 @@ struct HTTPServingTests {
                 try client.send(path: "/nothing/here"),
                 try client.send(method: "HEAD", path: "/hello"),
             ]
-        }.value
+        }
         #expect(responses[0].status == 200)
         #expect(responses[0].text == "hello\n")
         #expect(responses[0].headers["content-type"] == "text/plain; charset=utf-8")
@@ -96,9 +96,9 @@ struct HTTPServingTests {
         #expect(response.text == "GET grace=5s&now= Bearer abc\n")
         let request = try await routes.seen.next()
         #expect(request.peer == "127.0.0.1")
-        let posted = try await Task.detached {
+        let posted = try await Blocking.run {
             try HTTPTestClient(port: port).send(method: "POST", path: "/headers", body: Array("ignored".utf8))
-        }.value
+        }
         #expect(posted.text.hasPrefix("POST "))
     }
 
@@ -146,7 +146,7 @@ struct HTTPServingTests {
             return (LoopBound(server, eventLoop: loop), server.port)
         }
         let client = try HTTPTestClient(port: port)
-        let request = Task.detached { try? client.send(path: "/never") }
+        let request = Task { await Blocking.run { _ = try? client.send(path: "/never") } }
         _ = try await silent.exchanges.next()
         #expect(try await onLoop(loop) { server.value.pendingExchangeCount } == 1)
         client.shutdownConnection()

@@ -132,10 +132,10 @@ public final class HTTPTestClient: @unchecked Sendable {
     public static func request(
         port: Int, method: String = "GET", path: String, headers: [String: String] = [:]
     ) async throws -> Response {
-        try await Task.detached {
+        try await Blocking.run {
             let client = try HTTPTestClient(port: port)
             return try client.send(method: method, path: path, headers: headers)
-        }.value
+        }
     }
 }
 

@@ -34,4 +34,62 @@ public enum HubCLIExecutable {
         }
         throw Missing(tried: candidates.map(\.path))
     }
+
+    /// What a `hubcli` run that exits by itself printed, and its status.
+    public struct Outcome: Sendable {
+        /// The exit status.
+        public var status: Int32
+        /// Standard output.
+        public var output: String
+        /// Standard error.
+        public var errors: String
+    }
+
+    /// Runs `hubcli` with `arguments` to its exit, on a thread of its own (see ``Blocking``).
+    public static func run(_ arguments: [String]) async throws -> Outcome {
+        let executable = try locate()
+        return try await Blocking.run {
+            let process = Process()
+            process.executableURL = executable
+            process.arguments = arguments
+            let output = Pipe()
+            let errors = Pipe()
+            process.standardOutput = output
+            process.standardError = errors
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+            ChildProcesses.killAtExit(process.processIdentifier)
+            // Standard error is read on another thread: a child that fills one pipe
+            // while the other is being read must not stall.
+            let err = LockedData()
+            let readErrors = Thread { err.set(errors.fileHandleForReading.readDataToEndOfFile()) }
+            readErrors.start()
+            let out = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            ChildProcesses.forget(process.processIdentifier)
+            return Outcome(
+                status: process.terminationStatus, output: String(decoding: out, as: UTF8.self),
+                errors: String(decoding: err.wait(), as: UTF8.self))
+        }
+    }
+}
+
+/// Data one thread reads and another waits for.
+private final class LockedData: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var data: Data?
+
+    func set(_ value: Data) {
+        condition.lock()
+        data = value
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func wait() -> Data {
+        condition.lock()
+        defer { condition.unlock() }
+        while data == nil { condition.wait() }
+        return data!
+    }
 }

@@ -101,7 +101,7 @@ public final class NATSServerProcess: @unchecked Sendable {
     /// The subjects each named client connection subscribes to now, from the server's
     /// monitoring endpoint (`/connz?subs=1`).
     public func subscriptions() async throws -> [String: Set<String>] {
-        let body = try await Task.detached { [monitorPort] in try Self.get(port: monitorPort, path: "/connz?subs=1") }.value
+        let body = try await Blocking.run { [monitorPort] in try Self.get(port: monitorPort, path: "/connz?subs=1") }
         let object = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
         var result: [String: Set<String>] = [:]
         for connection in object?["connections"] as? [[String: Any]] ?? [] {

@@ -80,10 +80,10 @@ struct TodoScenarioTests {
             let state = try json(#"{"state": "content", "todos": [{"id": "1", "title": "Buy milk"}]}"#)
             #expect(try await view.next() == state)
 
-            let refused = try Self.hubcli(["send", "input", "5", "--url", "ws://127.0.0.1:\(scenario.port)/"])
+            let refused = try await HubCLIExecutable.run(["send", "input", "5", "--url", "ws://127.0.0.1:\(scenario.port)/"])
             #expect(refused.status != 0)
-            #expect(refused.stderr.contains("invalid_value"), "\(refused.stderr)")
-            #expect(refused.stderr.contains("subject 'input' refuses the value: .: expected object, got integer"), "\(refused.stderr)")
+            #expect(refused.errors.contains("invalid_value"), "\(refused.errors)")
+            #expect(refused.errors.contains("subject 'input' refuses the value: .: expected object, got integer"), "\(refused.errors)")
             do {
                 try await scenario.client.send(["type": "todoAdded", "title": 7], to: "input")
                 Issue.record("a title that is not a string was accepted")
@@ -105,17 +105,4 @@ struct TodoScenarioTests {
         }
     }
 
-    /// Runs the real `hubcli` with `arguments`; its exit status and standard error.
-    static func hubcli(_ arguments: [String]) throws -> (status: Int32, stderr: String) {
-        let process = Process()
-        process.executableURL = try HubCLIExecutable.locate()
-        process.arguments = arguments
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let data = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-    }
 }
