@@ -226,16 +226,39 @@ public final class ClusterNode: HubClusterLink {
     }
 
     public func hub(_ hub: Hub, finished subject: HubSubject, error: Value?) {
-        publish(to: names.control, payload: error?.jsonBytes() ?? [], headers: [
+        var headers = [
             ClusterSubjectNames.operationHeader: error == nil ? "complete" : "fail",
             ClusterSubjectNames.nameHeader: subject.name,
-        ])
+        ]
+        let payload = error?.jsonBytes() ?? []
+        guard subject.history != nil, let store = jetStreamStore(of: subject) else {
+            return publish(to: names.control, payload: payload, headers: headers)
+        }
+        // The other nodes deliver the stream up to its last value (this node's appends
+        // made before the end included), then finish.
+        let name = subject.name
+        store.lastSequence(subject: name) { [weak self] last in
+            guard let self else { return }
+            if let last { headers[ClusterSubjectNames.throughHeader] = String(last) }
+            publish(to: names.control, payload: payload, headers: headers)
+            logger.debug("subject with history finished", metadata: ["subject": "\(name)", "through": "\(last.map(String.init) ?? "?")"])
+        }
     }
 
     public func hub(_ hub: Hub, deleted name: String) {
-        publish(to: names.control, payload: [], headers: [
-            ClusterSubjectNames.operationHeader: "delete", ClusterSubjectNames.nameHeader: name,
-        ])
+        let headers = [ClusterSubjectNames.operationHeader: "delete", ClusterSubjectNames.nameHeader: name]
+        if hub.entry(named: name) == nil {
+            // A subject with history (the hub calls once it removed the history, and the
+            // name is not in the hub then): told after the stream's deletion, so that the
+            // others let go of their logs and find the next stream, never the old one.
+            let stores = [hub.historyStore, hub.durableStore].compactMap { $0 as? JetStreamStore }
+            afterRequests(of: stores[...]) { [weak self] in
+                guard let self else { return }
+                publish(to: names.control, payload: [], headers: headers)
+            }
+            return
+        }
+        publish(to: names.control, payload: [], headers: headers)
         if case .subject(let subject) = hub.entry(named: name), subject.kind == .currentValue,
            let bucket = configuration.currentValueBucket {
             // The value goes from the bucket too: the subject starts over from its initial value.
@@ -264,6 +287,18 @@ public final class ClusterNode: HubClusterLink {
         remoteCatalogs.merging(local, at: EventLoop.monotonicNanoseconds())
     }
 
+    /// The JetStream store keeping `subject`'s history, if it has history in one.
+    private func jetStreamStore(of subject: HubSubject) -> JetStreamStore? {
+        guard let history = subject.history else { return nil }
+        return (history.isDurable ? hub.durableStore : hub.historyStore) as? JetStreamStore
+    }
+
+    /// Runs `body` once every store in `stores` has done the requests made so far.
+    private func afterRequests(of stores: ArraySlice<JetStreamStore>, _ body: @escaping () -> Void) {
+        guard let first = stores.first else { return body() }
+        first.afterRequestsMadeSoFar { [weak self] in self?.afterRequests(of: stores.dropFirst(), body) }
+    }
+
     // MARK: Interest
 
     /// Reviews the subjects kept in JetStream: a replay that ended tells no one, so the
@@ -285,8 +320,7 @@ public final class ClusterNode: HubClusterLink {
         case .subject(let subject):
             route = .values(name)
             wanted = subject.history == nil && (subject.subscriberCount > 0 || subject.kind == .currentValue)
-            if let history = subject.history,
-               let store = (history.isDurable ? hub.durableStore : hub.historyStore) as? JetStreamStore {
+            if let store = jetStreamStore(of: subject) {
                 // Its values come from its stream, followed while it has subscribers here.
                 do {
                     try store.setFollowing(subject.subscriberCount > 0 && !subject.isCompleted, subject: name)
@@ -388,15 +422,24 @@ public final class ClusterNode: HubClusterLink {
             case "complete", "fail":
                 // A name this node does not know yet is made (when the hub makes names on
                 // first use), so that a later send here is refused as it is everywhere.
-                guard let subject = try? hub.subject(named: name), !subject.isCompleted, subject.history == nil else {
-                    return
-                }
+                guard let subject = try? hub.subject(named: name), !subject.isCompleted else { return }
                 // (Not a ternary: Value is nil-literal expressible, so `: nil` would be .null.)
                 var error: Value? = .none
                 if operation == "fail" { error = .some((try? Value.parse(message.payload)) ?? .null) }
-                hub.finish(subject, error: error)
+                guard let store = jetStreamStore(of: subject),
+                      let through = message.headers[ClusterSubjectNames.throughHeader].flatMap(UInt64.init)
+                else {
+                    return hub.finish(subject, error: error)
+                }
+                // Subscribers here get the stream's values up to the end first.
+                store.catchUp(subject: name, through: through) { [weak self] in
+                    guard let self, case .subject(let current) = hub.entry(named: name), current === subject,
+                          !subject.isCompleted
+                    else { return }
+                    hub.applyingClusterEvent(to: name) { hub.finish(subject, error: error) }
+                }
             case "delete":
-                guard case .subject(let subject) = hub.entry(named: name), subject.history == nil else { return }
+                guard case .subject = hub.entry(named: name) else { return }
                 try? hub.delete(name)
                 logger.info("subject deleted by another node", metadata: ["subject": "\(name)", "from": "\(origin)"])
             default:

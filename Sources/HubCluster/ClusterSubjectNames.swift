@@ -21,6 +21,9 @@ public struct ClusterSubjectNames: Sendable, Hashable {
     public static let operationHeader = "Hub-Op"
     /// The header of a control message naming its subject.
     public static let nameHeader = "Hub-Name"
+    /// The header of a `complete` or `fail` of a subject with history: the last sequence
+    /// of its stream before the end, which every node delivers before finishing.
+    public static let throughHeader = "Hub-Through"
 
     /// The prefix of every subject.
     public let prefix: String

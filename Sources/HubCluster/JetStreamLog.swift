@@ -33,6 +33,10 @@ final class JetStreamLog: SubjectLog {
     private var followers = 0
     /// Catch-ups waiting for ``lastOffset`` to reach their sequence.
     private var catchingUp: [(id: UInt64, target: UInt64, completion: () -> Void)] = []
+    /// What the subject's live subscribers here can take (owned by the subject).
+    private weak var demand: LiveDemand?
+    /// Whether the follower holds a permit whose batch has not come yet.
+    private var permitted = false
 
     init(store: JetStreamStore, stream: String, subject: String, retention: HistoryRetention, opened: JetStreamStreams.Opened) {
         self.store = store
@@ -63,7 +67,7 @@ final class JetStreamLog: SubjectLog {
         completions.append(completion)
         let (streams, executor, cursor) = (store.streams, store.executor, cursor)
         let (stream, subject, time, size) = (self.stream, self.subject, lastTime, retention.size)
-        let log = LoopBound(self)
+        let log = StoreBound(self)
         store.queue.async {
             let outcome: Result<(UInt64, [HistoryEntry]), NATSError> = Result { () throws(NATSError) in
                 let sequence = try streams.publish(subject: subject, payload: payload, time: time)
@@ -119,17 +123,35 @@ final class JetStreamLog: SubjectLog {
         }
         self.follower = follower
         let executor = store.executor
-        let log = LoopBound(self)
-        let bound = LoopBound(follower)
+        let log = StoreBound(self)
+        let bound = StoreBound(follower)
         follower.run { batch in
             executor.execute { log.value.observed(batch, from: bound.value) }
         }
+        permitFetch()
+    }
+
+    func attach(_ demand: LiveDemand) {
+        self.demand = demand
+        demand.onRise = { [weak self] in self?.permitFetch() }
+    }
+
+    /// Lets the follower fetch its next batch when none is in flight or held, within
+    /// what the subscribers here want (a whole window while a replay catches up: it
+    /// must reach the stream's end whatever the live demand).
+    private func permitFetch() {
+        guard let follower, !permitted, held.isEmpty else { return }
+        let wanted = catchingUp.isEmpty ? (demand?.wanted ?? .max) : .max
+        guard wanted > 0 else { return }
+        permitted = true
+        follower.permit(min(JetStreamFollower.window, wanted))
     }
 
     /// Stops following (values the follower still brings are dropped).
     func unfollow() {
         follower?.stop()
         follower = nil
+        permitted = false
         held.removeAll()
         // Nothing brings the values they wait for any more.
         let waiting = catchingUp
@@ -139,6 +161,7 @@ final class JetStreamLog: SubjectLog {
 
     private func observed(_ batch: [(entry: HistoryEntry, writer: String?)], from source: JetStreamFollower) {
         guard source === follower else { return }
+        permitted = false
         for (entry, writer) in batch where entry.offset > lastOffset {
             // This store's own values are committed by their acks.
             if writer == store.streams.writer, !completions.isEmpty { continue }
@@ -148,7 +171,8 @@ final class JetStreamLog: SubjectLog {
     }
 
     /// Commits the held values that come next, or that no append of this node precedes;
-    /// lets the follower fetch again once none is held (one window in memory at most).
+    /// lets the follower fetch again once none is held (one window in memory at most),
+    /// within the subscribers' demand.
     private func drainHeld() {
         while let first = held.first {
             if first.offset <= lastOffset {
@@ -159,7 +183,7 @@ final class JetStreamLog: SubjectLog {
                 break
             }
         }
-        if held.isEmpty { follower?.take() }
+        if held.isEmpty { permitFetch() }
     }
 
     private func commit(_ entry: HistoryEntry) {
@@ -174,7 +198,7 @@ final class JetStreamLog: SubjectLog {
     func catchUp(_ completion: @escaping () -> Void) {
         guard !store.closed else { return completion() }
         let (streams, executor, stream) = (store.streams, store.executor, self.stream)
-        let log = LoopBound(self)
+        let log = StoreBound(self)
         let id = nextRead
         nextRead += 1
         catchingUp.append((id, UInt64.max, completion))
@@ -184,11 +208,25 @@ final class JetStreamLog: SubjectLog {
         }
     }
 
+    /// Calls `completion` once every value through `sequence` has been reported (following
+    /// the stream until then when it does not yet).
+    func catchUp(through sequence: UInt64, _ completion: @escaping () -> Void) {
+        guard !store.closed, sequence > lastOffset else { return completion() }
+        let id = nextRead
+        nextRead += 1
+        catchingUp.append((id, UInt64.max, completion))
+        caughtUp(id: id, last: sequence)
+    }
+
     private func caughtUp(id: UInt64, last: UInt64?) {
         guard let index = catchingUp.firstIndex(where: { $0.id == id }) else { return }
         catchingUp[index].target = last ?? 0
-        if let last, last > lastOffset, follower == nil {
-            do throws(HubError) { try follow() } catch { catchingUp[index].target = 0 }
+        if let last, last > lastOffset {
+            if follower == nil {
+                do throws(HubError) { try follow() } catch { catchingUp[index].target = 0 }
+            } else {
+                permitFetch()
+            }
         }
         caughtUp()
     }
@@ -215,7 +253,7 @@ final class JetStreamLog: SubjectLog {
         let cutoff = retention.ttl.map { store.clock() - JetStreamStreams.nanoseconds($0) }
         let (streams, executor) = (store.streams, store.executor)
         let (stream, subject, limit) = (self.stream, self.subject, max(1, limit))
-        let log = LoopBound(self)
+        let log = StoreBound(self)
         store.queue.async {
             let result: Result<[HistoryEntry], NATSError> = Result { () throws(NATSError) in
                 try streams.read(
@@ -233,8 +271,8 @@ final class JetStreamLog: SubjectLog {
     }
 }
 
-/// A loop-confined object carried through the worker back to the loop (used on the loop only).
-private struct LoopBound<T: AnyObject>: @unchecked Sendable {
+/// A loop-confined value carried through the worker back to the loop (used on the loop only).
+struct StoreBound<T>: @unchecked Sendable {
     let value: T
     init(_ value: T) { self.value = value }
 }

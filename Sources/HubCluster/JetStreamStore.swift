@@ -117,6 +117,42 @@ public final class JetStreamStore: SubjectStore {
         }
     }
 
+    /// Lets go of the subject's log, leaving its stream: another node deleted the subject
+    /// and removed the stream (and may have made the next one already).
+    public func forgetLog(subject name: String) throws(HubError) {
+        guard !closed else { throw HubError(.internal, "the JetStream store is closed") }
+        logs.removeValue(forKey: name)?.unfollow()
+    }
+
+    /// Runs `body` on the loop once the requests made so far (appends, a stream's
+    /// deletion) are done: what another node does after hearing of it finds them done.
+    public func afterRequestsMadeSoFar(_ body: @escaping () -> Void) {
+        let executor = self.executor
+        let body = StoreBound(body)
+        queue.async { executor.execute { body.value() } }
+    }
+
+    /// The last sequence of the subject's stream once this node's appends made so far
+    /// are stored (`nil` when the subject is not open here or the request failed): what
+    /// a `complete` of the subject ends after on every node.
+    public func lastSequence(subject name: String, completion: @escaping (UInt64?) -> Void) {
+        guard !closed, logs[name] != nil else { return completion(nil) }
+        let (streams, executor, stream) = (self.streams, self.executor, names.historyStream(name))
+        let completion = StoreBound(completion)
+        queue.async {
+            let last = try? streams.lastSequence(stream: stream)
+            executor.execute { completion.value(last) }
+        }
+    }
+
+    /// Calls `completion` on the loop once the subject's log has reported every value
+    /// through `sequence` (following its stream for as long as that takes), or at once
+    /// when the subject is not open here.
+    public func catchUp(subject name: String, through sequence: UInt64, completion: @escaping () -> Void) {
+        guard let log = logs[name] else { return completion() }
+        log.catchUp(through: sequence, completion)
+    }
+
     /// Follows (`true`) or stops following the stream of the subject `name` for the values
     /// other nodes store, which its log then reports through ``SubjectLog/onCommit``: a
     /// node follows a subject while it has subscribers of it. The values come by fetches

@@ -41,12 +41,18 @@ extension Publishers {
         /// buffered value is delivered, so that what the value causes downstream (a pipeline
         /// failure that is logged) still knows its sender.
         public let origin: ValueOrigin?
+        /// When given, the buffer is one of its meters: it reports what its downstream
+        /// wants and not yet has, and when that rises (a subject with history whose values
+        /// are fetched from elsewhere fetches within it).
+        public let liveDemand: LiveDemand?
 
         /// A buffer of `capacity` values with `policy` in front of `upstream`; with
-        /// `memory`, also bounded by that budget's bytes (each value weighed by `weigh`).
+        /// `memory`, also bounded by that budget's bytes (each value weighed by `weigh`);
+        /// with `liveDemand`, metered there.
         public init(
             upstream: Upstream, capacity: Int, policy: OverflowPolicy, metrics: HubMetrics?, counters: NameCounters? = nil,
-            memory: ResourceBudget? = nil, weigh: ((Output) -> Int)? = nil, origin: ValueOrigin? = nil
+            memory: ResourceBudget? = nil, weigh: ((Output) -> Int)? = nil, origin: ValueOrigin? = nil,
+            liveDemand: LiveDemand? = nil
         ) {
             self.upstream = upstream
             self.capacity = Swift.max(1, capacity)
@@ -56,13 +62,14 @@ extension Publishers {
             self.memory = weigh == nil ? nil : memory
             self.weigh = weigh
             self.origin = origin
+            self.liveDemand = liveDemand
         }
 
         /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == HubError {
             let inner = Inner(
                 downstream: subscriber, capacity: capacity, policy: policy, metrics: metrics, counters: counters,
-                lease: memory.map { ResourceLease(on: $0) }, weigh: weigh, origin: origin)
+                lease: memory.map { ResourceLease(on: $0) }, weigh: weigh, origin: origin, liveDemand: liveDemand)
             upstream.receive(subscriber: inner)
         }
 
@@ -105,10 +112,12 @@ extension Publishers {
             private let origin: ValueOrigin?
             /// The sender of each buffered value, in buffer order (with an ``origin`` only).
             private var senders = Deque<String?>()
+            /// Where this buffer is a meter, while attached.
+            private var liveDemand: LiveDemand?
 
             init(
                 downstream: Downstream, capacity: Int, policy: OverflowPolicy, metrics: HubMetrics?, counters: NameCounters?,
-                lease: ResourceLease?, weigh: ((Input) -> Int)?, origin: ValueOrigin?
+                lease: ResourceLease?, weigh: ((Input) -> Int)?, origin: ValueOrigin?, liveDemand: LiveDemand?
             ) {
                 let box = Box(downstream)
                 self.box = box
@@ -120,6 +129,13 @@ extension Publishers {
                 self.lease = lease
                 self.weigh = weigh
                 self.origin = origin
+                self.liveDemand = liveDemand
+            }
+
+            /// What the downstream wants and the buffer does not hold yet (its meter).
+            private var want: Int {
+                guard let max = demand.max else { return .max }
+                return Swift.max(0, max - buffer.count)
             }
 
             // MARK: The buffer and its bytes
@@ -211,6 +227,7 @@ extension Publishers {
 
             /// Stops deliveries; returns the box (kept alive by the caller) for a last call.
             private func detach() -> Box? {
+                liveDemand.take()?.unmeter(ObjectIdentifier(self))
                 let last = box
                 target = nil
                 if delivering == 0 { box = nil }
@@ -223,6 +240,7 @@ extension Publishers {
                     return
                 }
                 upstream = subscription
+                liveDemand?.meter(ObjectIdentifier(self)) { [weak self] in self?.want ?? 0 }
                 downstream.receive(subscription: self)
                 // The downstream may have cancelled from inside receive(subscription:).
                 guard target != nil else { return }
@@ -261,6 +279,7 @@ extension Publishers {
                 guard target != nil, demand > 0 else { return }
                 self.demand += demand
                 drain()
+                liveDemand?.rose()
             }
 
             func cancel() {

@@ -484,11 +484,22 @@ public final class Hub: PipelineEnvironment {
         if HubName.isSystem(name) { throw HubError(.forbidden, "the system subject '\(name)' cannot be deleted") }
         switch entries[name] {
         case .subject(let subject):
-            if let clusterLink, name != clusterEventName, subject.history == nil { clusterLink.hub(self, deleted: name) }
+            let fromHere = clusterLink != nil && name != clusterEventName
+            if fromHere, subject.history == nil { clusterLink?.hub(self, deleted: name) }
             entries[name] = nil
             if !subject.isCompleted { subject.send(completion: .finished) }
-            // Its history goes too: the next subject of that name begins a new epoch.
-            if let history = subject.history { try store(durable: history.isDurable, for: name).removeLog(subject: name) }
+            // Its history goes too: the next subject of that name begins a new epoch. A
+            // delete made on another node of a cluster removed the shared history there;
+            // this node lets go of its log, and is told of the delete after the removal.
+            if let history = subject.history {
+                let store = try store(durable: history.isDurable, for: name)
+                if fromHere || clusterLink == nil {
+                    try store.removeLog(subject: name)
+                } else {
+                    try store.forgetLog(subject: name)
+                }
+                if fromHere { clusterLink?.hub(self, deleted: name) }
+            }
             if subject.isDeclared {
                 let fresh = try createSubject(
                     name, initialValue: subject.initialValue, bufferSize: subject.bufferSize, overflow: subject.overflow,
@@ -514,7 +525,7 @@ public final class Hub: PipelineEnvironment {
 
     /// Completes `subject` (`error` nil) or fails it with `error`, and tells the cluster.
     public func finish(_ subject: HubSubject, error: Value?) {
-        if let clusterLink, subject.name != clusterEventName, subject.history == nil, !HubName.isSystem(subject.name) {
+        if let clusterLink, subject.name != clusterEventName, !HubName.isSystem(subject.name) {
             clusterLink.hub(self, finished: subject, error: error)
         }
         if let error { subject.fail(with: error) } else { subject.send(completion: .finished) }

@@ -7,10 +7,12 @@ import HubWire
 /// happens locally, never for what the link itself applies from other nodes
 /// (``Hub/applyingClusterEvent(to:_:)``), so that nothing echoes around the cluster.
 ///
-/// Subjects with history and the system subjects are not forwarded (the hub does not
-/// call the link for them).
+/// The values of subjects with history are not forwarded (they travel in the shared
+/// store), nor anything of the system subjects; the completion and the deletion of a
+/// subject with history are (for a deletion, once the store has removed the history).
 public protocol HubClusterLink: AnyObject {
-    /// `value` was published into `subject` here (before its local subscribers got it).
+    /// `value` was published into `subject` (without history) here, before its local
+    /// subscribers got it.
     func hub(_ hub: Hub, published value: Value, to subject: HubSubject)
     /// `subject` completed (`error` nil) or failed with `error` here.
     func hub(_ hub: Hub, finished subject: HubSubject, error: Value?)

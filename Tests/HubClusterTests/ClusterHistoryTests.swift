@@ -64,6 +64,97 @@ struct ClusterHistoryTests {
 }
 
 extension ClusterHistoryTests {
+    /// Issue 10: a remote subscriber's demand becomes the node's pull requests. Node c
+    /// fetches from the stream only what its subscriber asked for; the rest waits in
+    /// JetStream (not in c's memory, not dropped) until more is requested.
+    @Test func aSubscribersDemandBoundsWhatItsNodePullsFromTheStream() async throws {
+        let cluster = try await ClusterProcessTests.Cluster(config: Self.config, jetStream: true)
+        let a = try await cluster.nodes[0].client()
+        let c = try await cluster.nodes[2].client()
+        let onC = EntryRecorder(demand: .max(2))
+        c.subscribe(to: "orders").entries.subscribe(onC)
+        try await waitUntil("c to count its subscriber") { try await subscribers(of: "orders", via: c) >= 1 }
+        for index in 1...200 { try await a.send(.int(Int64(index)), to: "orders") }
+        #expect(try await onC.entries(2).map(\.value) == [1, 2])
+        try await onC.expectNothing(for: .milliseconds(500))
+        // c's consumer has been given the two values asked for, not the 198 others.
+        let pulled = try await cluster.nats.consumers().map(\.deliveredStreamSequence)
+        #expect(!pulled.isEmpty)
+        #expect(pulled.allSatisfy { $0 <= 2 }, "\(pulled)")
+        onC.request(3)
+        #expect(try await onC.entries(3).map(\.value) == [3, 4, 5])
+        try await onC.expectNothing(for: .milliseconds(300))
+        onC.request(195)
+        let rest = try await onC.entries(195)
+        #expect(rest.map(\.value) == (6...200).map { Value.int(Int64($0)) })
+        #expect(rest.compactMap(\.offset) == (6...200).map { UInt64($0) })
+    }
+
+    /// `complete` and `fail` of a subject with history reach every node after the
+    /// stream's values: a subscriber on another node gets all of them, then the end.
+    @Test func aCompleteOrFailOnOneNodeEndsTheSubjectEverywhereAfterItsValues() async throws {
+        let config = "subjects:\n  orders: {history: {size: 1000}}\n  alarms: {history: {size: 1000}}\n"
+        let cluster = try await ClusterProcessTests.Cluster(config: config, jetStream: true)
+        let a = try await cluster.nodes[0].client()
+        let b = try await cluster.nodes[1].client()
+        let onB = EntryRecorder(demand: .unlimited)
+        let alarmsOnB = EntryRecorder(demand: .unlimited)
+        b.subscribe(to: "orders").entries.subscribe(onB)
+        b.subscribe(to: "alarms").entries.subscribe(alarmsOnB)
+        try await waitUntil("b to count its subscribers") { try await subscribers(of: "alarms", via: b) >= 1 }
+        for index in 1...100 { try await a.send(.int(Int64(index)), to: "orders") }
+        try await a.complete("orders")
+        let values = try await onB.entries(100)
+        #expect(values.map(\.value) == (1...100).map { Value.int(Int64($0)) })
+        guard case .finished = try await onB.events.next() else {
+            Issue.record("expected the end of orders on b")
+            return
+        }
+        // b refuses values for it now, as a does.
+        await #expect(throws: HubClientError.self) { try await b.send(101, to: "orders") }
+
+        try await a.send(1, to: "alarms")
+        try await a.fail("alarms", error: "sensor lost")
+        #expect(try await alarmsOnB.entries(1).map(\.value) == [1])
+        guard case .failed(let error) = try await alarmsOnB.events.next() else {
+            Issue.record("expected alarms to fail on b")
+            return
+        }
+        #expect(error.data == "sensor lost", "\(error)")
+    }
+
+    /// A `delete` on one node starts the subject over on every node: their subscribers
+    /// get the end, and the next values go into the new stream (new epoch), sent on any node.
+    @Test func aDeleteOnOneNodeStartsTheSubjectOverOnEveryNode() async throws {
+        let cluster = try await ClusterProcessTests.Cluster(config: Self.config, jetStream: true)
+        let a = try await cluster.nodes[0].client()
+        let b = try await cluster.nodes[1].client()
+        let onB = EntryRecorder(demand: .unlimited)
+        b.subscribe(to: "orders").entries.subscribe(onB)
+        try await waitUntil("b to count its subscriber") { try await subscribers(of: "orders", via: b) >= 1 }
+        for index in 1...3 { try await a.send(.int(Int64(index)), to: "orders") }
+        let before = try await onB.entries(3)
+        let oldEpoch = try #require(before.last?.epoch)
+        try await a.delete("orders")
+        guard case .finished = try await onB.events.next() else {
+            Issue.record("expected the end of orders on b")
+            return
+        }
+        // b sends into the new stream; a subscriber on c reads it from the start.
+        try await b.send(7, to: "orders")
+        let c = try await cluster.nodes[2].client()
+        let onC = EntryRecorder(demand: .unlimited)
+        c.subscribe(to: "orders", options: SubscribeOptions(since: .offset(0, epoch: nil))).entries.subscribe(onC)
+        let after = try await onC.entries(1)
+        #expect(after.map(\.value) == [7])
+        #expect(after.compactMap(\.offset) == [1])
+        #expect(after.first?.epoch != oldEpoch)
+        try await a.send(8, to: "orders")
+        #expect(try await onC.entries(1).compactMap(\.offset) == [2])
+    }
+}
+
+extension ClusterHistoryTests {
     @Test func aDurableSubjectOutlivesEveryNodeInItsFileStream() async throws {
         let storage = FileManager.default.temporaryDirectory.appendingPathComponent("cluster-storage-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: storage) }

@@ -111,6 +111,36 @@ public final class NATSServerProcess: @unchecked Sendable {
         return result
     }
 
+    /// One JetStream consumer as the monitoring endpoint reports it.
+    public struct ConsumerState: Sendable {
+        /// Its stream.
+        public var stream: String
+        /// Its name.
+        public var name: String
+        /// The stream sequence of the last message delivered to it (0: none).
+        public var deliveredStreamSequence: UInt64
+    }
+
+    /// Every JetStream consumer, from the monitoring endpoint (`/jsz?consumers=true`).
+    public func consumers() async throws -> [ConsumerState] {
+        let body = try await Blocking.run { [monitorPort] in
+            try Self.get(port: monitorPort, path: "/jsz?accounts=true&streams=true&consumers=true")
+        }
+        let object = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
+        var result: [ConsumerState] = []
+        for account in object?["account_details"] as? [[String: Any]] ?? [] {
+            for stream in account["stream_detail"] as? [[String: Any]] ?? [] {
+                for consumer in stream["consumer_detail"] as? [[String: Any]] ?? [] {
+                    let delivered = consumer["delivered"] as? [String: Any]
+                    result.append(ConsumerState(
+                        stream: stream["name"] as? String ?? "", name: consumer["name"] as? String ?? "",
+                        deliveredStreamSequence: (delivered?["stream_seq"] as? NSNumber)?.uint64Value ?? 0))
+                }
+            }
+        }
+        return result
+    }
+
     /// The body of an HTTP/1.0 GET (the server answers without chunks and closes: read to the end).
     public static func get(port: Int, path: String) throws -> [UInt8] {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

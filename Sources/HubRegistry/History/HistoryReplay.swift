@@ -256,7 +256,7 @@ extension Publishers {
                 Publishers.HotBuffer(
                     upstream: source, capacity: replay.capacity, policy: replay.policy, metrics: replay.metrics,
                     counters: replay.counters, memory: replay.memory,
-                    weigh: replay.memory == nil ? nil : { $0.value.estimatedBytes }
+                    weigh: replay.memory == nil ? nil : { $0.value.estimatedBytes }, liveDemand: history.liveDemand
                 ).receive(subscriber: leg)
                 if demand > 0 {
                     let pending = demand

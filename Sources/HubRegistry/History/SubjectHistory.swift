@@ -20,6 +20,9 @@ public final class SubjectHistory {
     /// The offset of the last value its subscribers have been given (0: none yet).
     public private(set) var lastOffset: UInt64
 
+    /// What its live subscribers here can take now (see ``LiveDemand``).
+    public private(set) var liveDemand: LiveDemand!
+
     private let passthrough: PassthroughSubject<HistoryEntry, HubError>?
     private let current: CurrentValueSubject<HistoryEntry, HubError>?
     /// Appends whose outcome is not known yet, and acknowledged values not yet delivered.
@@ -47,6 +50,9 @@ public final class SubjectHistory {
             current = nil
         }
         log.onCommit = { [weak self] entry in self?.committed(entry) }
+        let (passthrough, current) = (self.passthrough, self.current)
+        liveDemand = LiveDemand { passthrough?.subscriberCount ?? current!.subscriberCount }
+        log.attach(liveDemand)
     }
 
     /// The history's epoch.

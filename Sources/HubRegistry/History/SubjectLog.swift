@@ -61,9 +61,17 @@ public protocol SubjectLog: AnyObject {
     func read(
         after: UInt64, through: UInt64, limit: Int, maxBytes: Int,
         completion: @escaping (Result<[HistoryEntry], HubError>) -> Void)
+
+    /// Hands the log the demand of its subject's live subscribers on this hub: a store
+    /// that fetches values other hubs committed fetches within it (see ``LiveDemand``).
+    /// Others ignore it: the default.
+    func attach(_ demand: LiveDemand)
 }
 
 extension SubjectLog {
     /// A store of one hub knows every committed value: at once.
     public func catchUp(_ completion: @escaping () -> Void) { completion() }
+
+    /// A store of one hub commits only what this hub appends: nothing to fetch.
+    public func attach(_ demand: LiveDemand) {}
 }

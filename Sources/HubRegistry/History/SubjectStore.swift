@@ -25,7 +25,20 @@ public protocol SubjectStore: AnyObject {
     /// epoch. Appends already made to the removed log still complete. Never blocks on I/O.
     func removeLog(subject name: String) throws(HubError)
 
+    /// Lets go of the subject's log without removing its history: another hub sharing the
+    /// store removed it (a `delete` on another node of a cluster), and the next
+    /// ``openLog(subject:retention:)`` finds what that hub left. A store of one hub
+    /// never hears of such a delete; the default removes the log.
+    func forgetLog(subject name: String) throws(HubError)
+
     /// Finishes the work under way (every acknowledged append is stored) and releases
     /// the store's threads and files. Blocks; call it once the hub no longer appends.
     func close()
+}
+
+extension SubjectStore {
+    /// A store of one hub: forgetting is removing.
+    public func forgetLog(subject name: String) throws(HubError) {
+        try removeLog(subject: name)
+    }
 }
