@@ -25,7 +25,7 @@ final class JetStreamLog: SubjectLog {
     private var reads: [UInt64: (Result<[HistoryEntry], HubError>) -> Void] = [:]
     private var nextRead: UInt64 = 0
     /// The last sequence the worker knows of (used on the worker only).
-    private let cursor: Cursor
+    let cursor: Cursor
     /// The consumer bringing the values other nodes store, while following.
     private var follower: JetStreamFollower?
     /// Values other nodes stored, waiting for this node's appends before them to be acked.
@@ -63,31 +63,13 @@ final class JetStreamLog: SubjectLog {
         lastTime = max(store.clock(), lastTime)
         var json: [UInt8] = []
         value.writeJSON(into: &json)
-        let payload = json
         completions.append(completion)
-        let (streams, executor, cursor) = (store.streams, store.executor, cursor)
-        let (stream, subject, time, size) = (self.stream, self.subject, lastTime, retention.size)
-        let log = StoreBound(self)
-        store.queue.async {
-            let outcome: Result<(UInt64, [HistoryEntry]), NATSError> = Result { () throws(NATSError) in
-                let sequence = try streams.publish(subject: subject, payload: payload, time: time)
-                var others: [HistoryEntry] = []
-                // Another node stored values since the last one known here: read them
-                // (the newest `size` at most; older ones are trimmed) to report them first.
-                if sequence > cursor.seen &+ 1 {
-                    let from = max(cursor.seen, sequence - 1 - min(sequence - 1, UInt64(size)))
-                    others = try streams.read(
-                        stream: stream, subject: subject, after: from, through: sequence - 1,
-                        limit: size, maxBytes: .max, cutoff: nil)
-                }
-                cursor.seen = max(cursor.seen, sequence)
-                return (sequence, others)
-            }
-            executor.execute { log.value.acked(outcome, value: value) }
-        }
+        store.appends.add(JetStreamAppends.Append(
+            log: self, stream: stream, subject: subject, payload: json, time: lastTime, size: retention.size,
+            cursor: cursor, value: value))
     }
 
-    private func acked(_ outcome: Result<(UInt64, [HistoryEntry]), NATSError>, value: Value) {
+    func acked(_ outcome: Result<(UInt64, [HistoryEntry]), NATSError>, value: Value) {
         store.pendingAppends -= 1
         guard let completion = completions.popFirst() else { return }
         switch outcome {
@@ -202,7 +184,9 @@ final class JetStreamLog: SubjectLog {
         let id = nextRead
         nextRead += 1
         catchingUp.append((id, UInt64.max, completion))
+        let appends = store.appends
         store.queue.async {
+            appends.publishAdded()
             let last = try? streams.lastSequence(stream: stream)
             executor.execute { log.value.caughtUp(id: id, last: last) }
         }
@@ -254,7 +238,9 @@ final class JetStreamLog: SubjectLog {
         let (streams, executor) = (store.streams, store.executor)
         let (stream, subject, limit) = (self.stream, self.subject, max(1, limit))
         let log = StoreBound(self)
+        let appends = store.appends
         store.queue.async {
+            appends.publishAdded()
             let result: Result<[HistoryEntry], NATSError> = Result { () throws(NATSError) in
                 try streams.read(
                     stream: stream, subject: subject, after: after, through: through,
@@ -265,7 +251,7 @@ final class JetStreamLog: SubjectLog {
     }
 
     /// The worker's knowledge of the stream's last sequence.
-    private final class Cursor: @unchecked Sendable {
+    final class Cursor: @unchecked Sendable {
         var seen: UInt64
         init(seen: UInt64) { self.seen = seen }
     }

@@ -18,7 +18,9 @@ import Logging
 ///   description (`hub-epoch:…`); deleting the subject deletes the stream, so the next
 ///   one has a new epoch. Every node binding the stream reads the same epoch.
 /// - **Appends.** An append is a stored publish; it completes with the ack's sequence
-///   once the server has stored the value. At most `maxPendingAppends` wait for their
+///   once the server has stored the value. Appends are published in groups
+///   (``JetStreamAppends``): those made while a group waits for its acks go together
+///   next, one round trip for each group. At most `maxPendingAppends` wait for their
 ///   acks; beyond, appends fail with `limit_exceeded`.
 /// - **Reads.** A read is a series of direct gets (the next message on the subject from
 ///   a sequence), at most the page's `limit`, stopping at its `maxBytes`: never more
@@ -50,6 +52,8 @@ public final class JetStreamStore: SubjectStore {
     let names: ClusterSubjectNames
     let streams: JetStreamStreams
     let queue = DispatchQueue(label: "hub.jetstream-store")
+    /// The appends on their way to the server (published in groups on the worker).
+    let appends: JetStreamAppends
     let executor: any StoreExecutor
     let clock: HistoryClock
     let logger: Logger
@@ -60,7 +64,9 @@ public final class JetStreamStore: SubjectStore {
 
     /// A store over `connection`'s JetStream, creating streams with `storage` under
     /// `names`; results come back through `executor`; values are stamped by `clock`;
-    /// each JetStream request waits `timeout` at most.
+    /// each JetStream request waits `timeout` at most. Give it a connection of its own
+    /// made with ``NATSConnection/Options/sendImmediately``: a group of appends is then
+    /// written at once, instead of after libnats's flusher's millisecond.
     public init(
         connection: NATSConnection, names: ClusterSubjectNames = ClusterSubjectNames(), storage: Storage,
         executor: any StoreExecutor, clock: @escaping HistoryClock = systemHistoryClock,
@@ -74,6 +80,7 @@ public final class JetStreamStore: SubjectStore {
         self.logger = logger
         self.maxPendingAppends = max(1, maxPendingAppends)
         streams = try JetStreamStreams(connection: connection, timeout: timeout)
+        appends = JetStreamAppends(streams: streams, executor: executor, queue: queue)
     }
 
     /// Binds the subject's stream (creating it with a new epoch when there is none) and
@@ -84,8 +91,10 @@ public final class JetStreamStore: SubjectStore {
         let subject = names.history(name)
         let streams = self.streams
         let storage = self.storage
+        let appends = self.appends
         let result: Result<JetStreamStreams.Opened, NATSError> = queue.sync {
-            Result { () throws(NATSError) in try streams.open(stream: stream, subject: subject, retention: retention, storage: storage) }
+            appends.publishAdded()
+            return Result { () throws(NATSError) in try streams.open(stream: stream, subject: subject, retention: retention, storage: storage) }
         }
         let opened: JetStreamStreams.Opened
         switch result {
@@ -106,9 +115,9 @@ public final class JetStreamStore: SubjectStore {
         guard !closed else { throw HubError(.internal, "the JetStream store is closed") }
         logs.removeValue(forKey: name)?.unfollow()
         let stream = names.historyStream(name)
-        let streams = self.streams
-        let logger = self.logger
+        let (streams, logger, appends) = (self.streams, self.logger, self.appends)
         queue.async {
+            appends.publishAdded()
             do throws(NATSError) {
                 try streams.delete(stream: stream)
             } catch {
@@ -128,8 +137,11 @@ public final class JetStreamStore: SubjectStore {
     /// deletion) are done: what another node does after hearing of it finds them done.
     public func afterRequestsMadeSoFar(_ body: @escaping () -> Void) {
         let executor = self.executor
-        let body = StoreBound(body)
-        queue.async { executor.execute { body.value() } }
+        let (body, appends) = (StoreBound(body), self.appends)
+        queue.async {
+            appends.publishAdded()
+            executor.execute { body.value() }
+        }
     }
 
     /// The last sequence of the subject's stream once this node's appends made so far
@@ -138,8 +150,9 @@ public final class JetStreamStore: SubjectStore {
     public func lastSequence(subject name: String, completion: @escaping (UInt64?) -> Void) {
         guard !closed, logs[name] != nil else { return completion(nil) }
         let (streams, executor, stream) = (self.streams, self.executor, names.historyStream(name))
-        let completion = StoreBound(completion)
+        let (completion, appends) = (StoreBound(completion), self.appends)
         queue.async {
+            appends.publishAdded()
             let last = try? streams.lastSequence(stream: stream)
             executor.execute { completion.value(last) }
         }
@@ -169,7 +182,8 @@ public final class JetStreamStore: SubjectStore {
         closed = true
         for log in logs.values { log.unfollow() }
         logs.removeAll()
-        queue.sync {}
+        let appends = self.appends
+        queue.sync { appends.publishAdded() }
     }
 
     /// The hub's error for a failed JetStream request.

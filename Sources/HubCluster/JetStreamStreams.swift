@@ -29,11 +29,18 @@ final class JetStreamStreams: @unchecked Sendable {
         var lastTime: Int64
     }
 
+    /// The header numbering a value within its group of stored publishes ("group:index").
+    static let appendHeader = "Hub-Append"
+
     /// The JetStream context (thread-safe in libnats).
     let context: OpaquePointer
     /// This store's id in the ``writerHeader`` of what it stores.
     let writer = MemoryStore.newEpoch()
     private let wait: Int64
+    /// Collects the acks of a group of stored publishes (on libnats's thread).
+    private let acks = GroupAcks()
+    /// The number of the group being published (worker only).
+    private var group: UInt64 = 0
 
     /// A JetStream context on `connection` whose requests wait `timeout` at most.
     init(connection: NATSConnection, timeout: Duration) throws(NATSError) {
@@ -42,6 +49,11 @@ final class JetStreamStreams: @unchecked Sendable {
         let (seconds, attoseconds) = timeout.components
         wait = max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
         options.Wait = wait
+        options.PublishAsync.AckHandler = { _, message, ack, failure, closure in
+            guard let closure else { return natsMsg_Destroy(message) }
+            Unmanaged<GroupAcks>.fromOpaque(closure).takeUnretainedValue().received(message, ack, failure)
+        }
+        options.PublishAsync.AckHandlerClosure = Unmanaged.passUnretained(acks).toOpaque()
         var context: OpaquePointer?
         let status = natsConnection_JetStream(&context, connection.connection, &options)
         guard status == NATS_OK, let context else {
@@ -150,24 +162,67 @@ final class JetStreamStreams: @unchecked Sendable {
 
     /// Publishes `payload` to `subject` and waits for the stream's ack: its sequence.
     func publish(subject: String, payload: [UInt8], time: Int64) throws(NATSError) -> UInt64 {
+        try publish([(subject, payload, time)])[0].get()
+    }
+
+    /// Publishes `values` (each to its subject, with its time) together and waits for
+    /// every ack: each value's sequence, or why it was not stored, in the order given.
+    /// The server stores them in that order (one connection), so that a group costs one
+    /// round trip to the server instead of one per value.
+    func publish(_ values: [(subject: String, payload: [UInt8], time: Int64)]) -> [Result<UInt64, NATSError>] {
+        group &+= 1
+        let group = self.group
+        acks.begin(group: group, count: values.count)
+        var outcomes = [Result<UInt64, NATSError>?](repeating: nil, count: values.count)
+        for (index, value) in values.enumerated() {
+            do throws(NATSError) {
+                var message: OpaquePointer? = try makeMessage(subject: value.subject, payload: value.payload, time: value.time)
+                let status = natsMsgHeader_Set(message, Self.appendHeader, "\(group):\(index)")
+                guard status == NATS_OK else {
+                    natsMsg_Destroy(message)
+                    throw NATSError(.jetStreamFailed, doing: "numbering a value", status: status)
+                }
+                let published = js_PublishMsgAsync(context, &message, nil)
+                natsMsg_Destroy(message)  // nothing when the library took it
+                guard published == NATS_OK else {
+                    throw NATSError(.jetStreamFailed, doing: "storing a value on \(value.subject)", status: published)
+                }
+            } catch {
+                outcomes[index] = .failure(error)
+            }
+        }
+        var options = jsPubOptions()
+        jsPubOptions_Init(&options)
+        options.MaxWait = wait
+        let completed = js_PublishAsyncComplete(context, &options)
+        if completed != NATS_OK {
+            // What is still unacked is given up (it may yet be stored: as a lone publish
+            // that timed out).
+            var pending = natsMsgList()
+            if js_PublishAsyncGetPendingList(&pending, context) == NATS_OK { natsMsgList_Destroy(&pending) }
+        }
+        let received = acks.end()
+        for index in values.indices where outcomes[index] == nil {
+            outcomes[index] = received[index] ?? .failure(
+                NATSError(.jetStreamFailed, doing: "storing a value on \(values[index].subject)", status: completed == NATS_OK ? NATS_ERR : completed))
+        }
+        return outcomes.map { $0! }
+    }
+
+    /// A stored message: the value's JSON with its time and writer headers.
+    private func makeMessage(subject: String, payload: [UInt8], time: Int64) throws(NATSError) -> OpaquePointer {
         var message: OpaquePointer?
         var status = payload.withUnsafeBufferPointer { bytes in
             bytes.withMemoryRebound(to: CChar.self) { natsMsg_Create(&message, subject, nil, $0.baseAddress, Int32($0.count)) }
         }
         guard status == NATS_OK, let message else { throw NATSError(.jetStreamFailed, doing: "publishing to \(subject)", status: status) }
-        defer { natsMsg_Destroy(message) }
         status = natsMsgHeader_Set(message, Self.timeHeader, String(time))
-        guard status == NATS_OK else { throw NATSError(.jetStreamFailed, doing: "setting the time header", status: status) }
-        status = natsMsgHeader_Set(message, Self.writerHeader, writer)
-        guard status == NATS_OK else { throw NATSError(.jetStreamFailed, doing: "setting the writer header", status: status) }
-        var ack: UnsafeMutablePointer<jsPubAck>?
-        var errorCode = jsErrCode(0)
-        status = js_PublishMsg(&ack, context, message, nil, &errorCode)
-        guard status == NATS_OK, let ack else {
-            throw NATSError(.jetStreamFailed, doing: "storing a value on \(subject)", status: status)
+        if status == NATS_OK { status = natsMsgHeader_Set(message, Self.writerHeader, writer) }
+        guard status == NATS_OK else {
+            natsMsg_Destroy(message)
+            throw NATSError(.jetStreamFailed, doing: "setting a value's headers", status: status)
         }
-        defer { jsPubAck_Destroy(ack) }
-        return ack.pointee.Sequence
+        return message
     }
 
     /// The kept values with `after` < sequence ≤ `through`, in order: at most `limit`,
@@ -245,5 +300,53 @@ final class JetStreamStreams: @unchecked Sendable {
         guard let duration else { return 0 }
         let (seconds, attoseconds) = duration.components
         return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}
+
+/// The acks of one group of stored publishes, as libnats's thread receives them: each
+/// found by the group and index its message carries (an ack of an earlier group that
+/// gave up waiting is dropped).
+private final class GroupAcks: @unchecked Sendable {
+    private let lock = NSLock()
+    private var group: UInt64 = 0
+    private var outcomes: [Result<UInt64, NATSError>?] = []
+
+    func begin(group: UInt64, count: Int) {
+        lock.withLock {
+            self.group = group
+            outcomes = Array(repeating: nil, count: count)
+        }
+    }
+
+    func end() -> [Result<UInt64, NATSError>?] {
+        lock.withLock {
+            group = 0
+            defer { outcomes = [] }
+            return outcomes
+        }
+    }
+
+    /// libnats's callback: `message` was stored (`ack`) or not (`failure`); destroys it.
+    func received(_ message: OpaquePointer?, _ ack: UnsafeMutablePointer<jsPubAck>?, _ failure: UnsafeMutablePointer<jsPubAckErr>?) {
+        defer { natsMsg_Destroy(message) }
+        guard let message else { return }
+        var text: UnsafePointer<CChar>?
+        guard natsMsgHeader_Get(message, JetStreamStreams.appendHeader, &text) == NATS_OK, let text else { return }
+        let parts = String(cString: text).split(separator: ":")
+        guard parts.count == 2, let group = UInt64(parts[0]), let index = Int(parts[1]) else { return }
+        let outcome: Result<UInt64, NATSError>
+        if let ack {
+            outcome = .success(ack.pointee.Sequence)
+        } else {
+            let status = failure?.pointee.Err ?? NATS_ERR
+            var detail = ""
+            if let errorText = failure?.pointee.ErrText { detail = ": " + String(cString: errorText) }
+            outcome = .failure(NATSError(
+                .jetStreamFailed, "storing a value: \(String(cString: natsStatus_GetText(status)))\(detail)"))
+        }
+        lock.withLock {
+            guard group == self.group, outcomes.indices.contains(index) else { return }
+            outcomes[index] = outcome
+        }
     }
 }

@@ -23,8 +23,10 @@ final class ClusterMembership: @unchecked Sendable {
     /// declared. Blocks until NATS answers (the broker does not listen yet).
     func openStores(_ settings: ClusterSettings, hub: Hub, eventLoop: EventLoop, logger: Logger) throws {
         let nodeName = settings.node ?? ClusterSettings.defaultNodeName()
-        let connection = try NATSConnection(
-            options: NATSConnection.Options(urls: settings.urls, name: nodeName + ".store"), logger: logger)
+        var options = NATSConnection.Options(urls: settings.urls, name: nodeName + ".store")
+        // Each group of appends is written at once (see JetStreamStore.init).
+        options.sendImmediately = true
+        let connection = try NATSConnection(options: options, logger: logger)
         let executor = LoopStoreExecutor(eventLoop: eventLoop)
         hub.durableStore?.close()
         hub.historyStore = try JetStreamStore(connection: connection, storage: .memory, executor: executor, logger: logger)

@@ -16,7 +16,9 @@ struct JetStreamStoreTests {
     private func store(
         _ nats: NATSServerProcess, name: String, loop: TestLoop, maxPendingAppends: Int = JetStreamStore.defaultMaxPendingAppends
     ) throws -> (NATSConnection, Confined<any SubjectStore>) {
-        let connection = try NATSConnection(options: NATSConnection.Options(urls: [nats.url], name: name), logger: logger)
+        var options = NATSConnection.Options(urls: [nats.url], name: name)
+        options.sendImmediately = true
+        let connection = try NATSConnection(options: options, logger: logger)
         let store = try JetStreamStore(
             connection: connection, storage: .memory, executor: loop, maxPendingAppends: maxPendingAppends, logger: logger)
         return (connection, Confined(store))

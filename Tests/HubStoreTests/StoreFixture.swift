@@ -106,7 +106,9 @@ final class StoreFixture: @unchecked Sendable {
             guard let nats else { throw TimedOut(what: "a NATS server") }
             connection?.close()
             let logger = Logger(label: "store-tests.jetstream")
-            let connection = try NATSConnection(options: NATSConnection.Options(urls: [nats.url], name: "store-tests"), logger: logger)
+            var options = NATSConnection.Options(urls: [nats.url], name: "store-tests")
+            options.sendImmediately = true
+            let connection = try NATSConnection(options: options, logger: logger)
             self.connection = connection
             return try JetStreamStore(
                 connection: connection, storage: kind == .jetstreamFile ? .file : .memory,
