@@ -138,9 +138,18 @@ export interface HubEventMap {
 
 /** A connection to a hub; calls wait for it, and it reconnects with back-off after a loss. */
 export declare class Hub extends EventTarget {
-  /** Throws a HubError `invalid_url` for anything but a ws:// or wss:// URL. */
-  constructor(url?: string, options?: HubOptions);
+  /**
+   * One URL, or several: the nodes of a cluster. The first connection tries each in
+   * turn at once (it fails, with the last failure, only when all did); after a loss
+   * the client reconnects to the next one, with the usual back-off.
+   * Throws a HubError `invalid_url` for anything but a ws:// or wss:// URL (naming
+   * it), or an empty array.
+   */
+  constructor(url?: string | readonly string[], options?: HubOptions);
+  /** The URL in use now (one of `urls`). */
   readonly url: string;
+  /** Every URL given, in the order they are tried. */
+  readonly urls: string[];
   readonly state: HubState;
   readonly session: string | null;
   /** Connects now; resolves once welcomed. */

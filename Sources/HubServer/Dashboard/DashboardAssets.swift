@@ -422,25 +422,33 @@ const DEFAULT_RECONNECT = Object.freeze({
 /**
  * A connection to a hub. Calls made before it is open wait for it (the first
  * call connects); after an established connection is lost, it reconnects with
- * exponential back-off. Events: `open` (detail: the session id), `disconnect`
- * (detail: the HubError), `reconnecting` (detail: {attempt, delay}), `error`
- * (detail: a connection-level HubError the server reported).
+ * exponential back-off. Given several URLs (the nodes of a cluster), the first
+ * connection tries each in turn and a reconnection goes to the next. Events:
+ * `open` (detail: the session id), `disconnect` (detail: the HubError),
+ * `reconnecting` (detail: {attempt, delay}), `error` (detail: a
+ * connection-level HubError the server reported).
  */
 export class Hub extends EventTarget {
   #core;
 
   /**
-   * @param {string} url `ws://host:port/path` or `wss://…`
+   * @param {string | string[]} url `ws://host:port/path` or `wss://…`, or several
+   *   (the nodes of a cluster, tried in turn)
    * @param {object} [options] see hub.d.ts (HubOptions)
    */
   constructor(url = "ws://127.0.0.1:7420/", options = {}) {
     super();
-    this.#core = new Core(this, checkURL(url), options);
+    this.#core = new Core(this, checkURLs(url), options);
   }
 
-  /** The URL this hub connects to. */
+  /** The URL this hub connects to (the one in use now, of `urls`). */
   get url() {
     return this.#core.url;
+  }
+
+  /** Every URL this hub was given, in the order they are tried. */
+  get urls() {
+    return [...this.#core.urls];
   }
 
   /** `idle`, `connecting`, `open`, `reconnecting` or `closed`. */
@@ -910,9 +918,11 @@ export class Subscription {
 // ---- The connection ----
 
 class Core {
-  constructor(hub, url, options) {
+  constructor(hub, urls, options) {
     this.hub = hub;
-    this.url = url;
+    this.urls = urls; // the servers, tried in turn: the nodes of a cluster (one URL for a lone broker)
+    this.urlIndex = 0; // which of urls the client uses now
+    this.firstConnectFailures = 0; // how many URLs a first connection has tried without success (it tries each once)
     this.token = options.token;
     this.clientName = options.client;
     this.batch = options.batch === true;
@@ -944,6 +954,11 @@ class Core {
     this.nextAck = 1;
     this.pendingFailure = null;
     this.closeWaiters = [];
+  }
+
+  /** The server the client uses now. */
+  get url() {
+    return this.urls[this.urlIndex];
   }
 
   // ---- Waiting for the connection ----
@@ -1033,6 +1048,7 @@ class Core {
     this.state = "open";
     this.everConnected = true;
     this.attempt = 0;
+    this.firstConnectFailures = 0;
     this.session = session;
     this.hub.dispatchEvent(new HubEvent("open", session));
     this.flushWaiting(null, socket);
@@ -1046,6 +1062,19 @@ class Core {
     this.dropSocket();
     const policy = this.reconnect;
     const authFailure = error.code === ErrorCode.UNAUTHORIZED;
+    const tried = this.url;
+    if (this.urls.length > 1 && !authFailure && this.state === "connecting") {
+      // The next server is tried next; a first connection tries each once at once.
+      this.urlIndex = (this.urlIndex + 1) % this.urls.length;
+      if (!this.everConnected) {
+        this.firstConnectFailures += 1;
+        if (this.firstConnectFailures < this.urls.length) {
+          this.startAttempt();
+          return;
+        }
+        this.firstConnectFailures = 0;
+      }
+    }
     if (this.everConnected && policy && !authFailure && this.attempt < policy.maxAttempts) {
       this.scheduleReconnect();
       return;
@@ -1055,7 +1084,7 @@ class Core {
     if (this.everConnected && policy && !authFailure) {
       reported = new HubError(
         ErrorCode.DISCONNECTED,
-        `gave up reconnecting to ${this.url} after ${this.attempt} attempts: ${error.message}`,
+        `gave up reconnecting to ${tried} after ${this.attempt} attempts: ${error.message}`,
         { closeCode: error.closeCode },
       );
     }
@@ -1115,6 +1144,8 @@ class Core {
     this.failEverything(failure, reconnecting);
     if (reconnecting) {
       this.attempt = 0;
+      // Another node of the cluster, when there are several: this one went away (or drains).
+      if (this.urls.length > 1) this.urlIndex = (this.urlIndex + 1) % this.urls.length;
       this.scheduleReconnect();
     }
   }
@@ -1355,6 +1386,13 @@ function checkSince(since) {
   throw invalid(`since must be {offset, epoch?} or {last} with integers >= 0, got ${JSON.stringify(since)}`);
 }
 
+/** One URL, or a non-empty array of them (the nodes of a cluster): each checked. */
+function checkURLs(urls) {
+  if (!Array.isArray(urls)) return [checkURL(urls)];
+  if (urls.length === 0) throw new HubError(ErrorCode.INVALID_URL, "no server URL given");
+  return urls.map(checkURL);
+}
+
 function checkURL(url) {
   let parsed;
   try {
@@ -1363,7 +1401,7 @@ function checkURL(url) {
     throw new HubError(ErrorCode.INVALID_URL, `not a URL: ${url}`);
   }
   if (parsed.protocol !== "ws:" && parsed.protocol !== "wss:") {
-    throw new HubError(ErrorCode.INVALID_URL, `the URL must be ws:// or wss://, got ${parsed.protocol}//`);
+    throw new HubError(ErrorCode.INVALID_URL, `the URL must be ws:// or wss://, got ${url}`);
   }
   return parsed.href;
 }

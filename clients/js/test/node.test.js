@@ -194,3 +194,87 @@ test("a hub that never answers the handshake: timeout after connectTimeout", TIM
     await new Promise((resolve) => silent.close(resolve));
   }
 });
+
+// ---- Several URLs: the nodes of a cluster ----
+
+test("several URLs: the first connection tries each in turn and uses the one that answers", TIMEOUT, async () => {
+  const dead = `ws://127.0.0.1:${await freePort()}/`;
+  const hub = new Hub([dead, open.url], { reconnect: { initialDelay: 50, maxDelay: 400 } });
+  try {
+    same(hub.urls, [dead, open.url], "urls");
+    same(hub.url, dead, "the first URL before connecting");
+    await hub.send(unique(), 1);
+    same(hub.url, open.url, "the live one");
+    same(hub.state, "open", "state");
+  } finally {
+    await hub.close();
+  }
+});
+
+test("several URLs: when all fail, the first connection fails with the last failure, naming its URL", TIMEOUT, async () => {
+  const first = await freePort();
+  const second = await freePort();
+  const hub = new Hub([`ws://127.0.0.1:${first}/`, `ws://127.0.0.1:${second}/`]);
+  try {
+    const error = await failure(hub.connect(), ErrorCode.CONNECTION_FAILED);
+    check(error.message.includes(`127.0.0.1:${second}`), error.message);
+    same(hub.state, "idle", "state");
+  } finally {
+    await hub.close();
+  }
+});
+
+test("several URLs: when its node is killed, the hub reconnects to the next one", TIMEOUT, async () => {
+  const a = await startBroker();
+  const b = await startBroker();
+  const hub = new Hub([a.url, b.url], { reconnect: { initialDelay: 50, maxDelay: 400 }, requestTimeout: 60000 });
+  const events = recordEvents(hub);
+  try {
+    const name = unique();
+    const live = hub.subscribe(name);
+    await live.subscribed;
+    same(hub.url, a.url, "connected to A");
+    const firstSession = hub.session;
+
+    await a.stop("SIGKILL");
+    // A subject without history: the subscription fails as on a lone broker.
+    await failure(live.next(), ErrorCode.DISCONNECTED);
+    const watcher = new Hub(b.url);
+    try {
+      const onB = watcher.subscribe(name);
+      await onB.subscribed;
+      await hub.send(name, "after the loss"); // waits for the reconnection, to B
+      same(await take(onB, 1), ["after the loss"]);
+    } finally {
+      await watcher.close();
+    }
+    same(hub.url, b.url, "now on B");
+    check(hub.session && hub.session !== firstSession, "a new session");
+    const types = events.map((e) => e.type);
+    same(types.filter((t) => t === "open").length, 2, `opens in ${types}`);
+    same(types.filter((t) => t === "disconnect").length, 1, `disconnects in ${types}`);
+  } finally {
+    await hub.close();
+    await a.stop("SIGKILL");
+    await b.stop("SIGKILL");
+  }
+});
+
+test("several URLs: an invalid one is refused, naming it; an empty list is refused", TIMEOUT, async () => {
+  for (const bad of ["http://127.0.0.1:1/", "not a url"]) {
+    try {
+      new Hub([open.url, bad]);
+      throw new Error(`accepted ${bad}`);
+    } catch (error) {
+      same(error.code, ErrorCode.INVALID_URL, `invalid_url for ${bad}: ${error}`);
+      check(error.message.includes(bad), `the message names ${bad}: ${error.message}`);
+    }
+  }
+  try {
+    new Hub([]);
+    throw new Error("accepted []");
+  } catch (error) {
+    same(error.code, ErrorCode.INVALID_URL, `invalid_url for []: ${error}`);
+    check(error.message.includes("no server URL"), error.message);
+  }
+});

@@ -51,4 +51,9 @@ export async function example(): Promise<void> {
   const value: JSONValue = parseExactJSON("[1, 9007199254740993]");
   console.log(value, hub.state, hub.session, hub.url);
   await hub.close();
+
+  const cluster = new Hub(["ws://10.0.0.1:7420/", "ws://10.0.0.2:7420/"], { reconnect: { maxDelay: 2000 } });
+  const urls: string[] = cluster.urls;
+  console.log(cluster.url, urls.length);
+  await cluster.close();
 }

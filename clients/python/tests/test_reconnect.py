@@ -167,3 +167,74 @@ async def test_history_resumes_across_restarts(tmp_path):
     finally:
         await hub.close()
         broker.stop(signal.SIGKILL)
+
+
+# ---- Several URLs: the nodes of a cluster ----
+
+def free_url():
+    """A URL where nothing listens (a port bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"ws://127.0.0.1:{probe.getsockname()[1]}/"
+
+
+async def test_several_urls_the_first_connection_uses_the_one_that_answers(broker):
+    dead = free_url()
+    hub = Hub([dead, broker.url], reconnect=ReconnectPolicy(initial_delay=0.05, max_delay=0.4))
+    try:
+        assert hub.urls == [dead, broker.url]
+        assert hub.url == dead  # before connecting
+        await hub.send("several_urls", 1)
+        assert hub.url == broker.url and hub.state == "open"
+    finally:
+        await hub.close()
+
+
+async def test_several_urls_all_failing_report_the_last_failure():
+    first, second = free_url(), free_url()
+    hub = Hub([first, second])
+    with pytest.raises(HubError) as caught:
+        await hub.connect()
+    assert caught.value.code == ErrorCode.CONNECTION_FAILED
+    assert second.rstrip("/") in caught.value.message, caught.value.message
+    assert hub.state == "idle"
+    await hub.close()
+
+
+async def test_several_urls_a_lost_node_moves_the_hub_to_the_next(own_broker, broker):
+    """Connected to A (own_broker), A is killed: the hub reconnects to B (broker) and a send goes through there."""
+    hub = Hub([own_broker.url, broker.url], reconnect=ReconnectPolicy(initial_delay=0.05, max_delay=0.4),
+              request_timeout=60)
+    events = record(hub)
+    watcher = Hub(broker.url)
+    try:
+        live = hub.subscribe("moving")
+        await live.subscribed()
+        assert hub.url == own_broker.url
+        first_session = hub.session
+        on_b = watcher.subscribe("moving")
+        await on_b.subscribed()
+
+        await stopped(own_broker, signal.SIGKILL)
+        with pytest.raises(HubError) as caught:  # no history: it fails as on a lone broker
+            await live.__anext__()
+        assert caught.value.code == ErrorCode.DISCONNECTED
+        await hub.send("moving", "after the loss")  # waits for the reconnection, to B
+        assert await on_b.__anext__() == "after the loss"
+        assert hub.url == broker.url and hub.session and hub.session != first_session
+        names = [name for name, _ in events]
+        assert names.count("open") == 2 and names.count("disconnect") == 1, names
+    finally:
+        await hub.close()
+        await watcher.close()
+
+
+async def test_several_urls_an_invalid_one_is_refused_naming_it(broker):
+    for bad in ("http://127.0.0.1:1/", "not a url", "ws://:99999/"):
+        with pytest.raises(HubError) as caught:
+            Hub([broker.url, bad])
+        assert caught.value.code == ErrorCode.INVALID_URL
+        assert bad in caught.value.message, caught.value.message
+    with pytest.raises(HubError) as caught:
+        Hub([])
+    assert caught.value.code == ErrorCode.INVALID_URL and "no server URL" in caught.value.message

@@ -5,7 +5,7 @@ import asyncio
 import json
 import logging
 import weakref
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 from urllib.parse import urlsplit
 
 import websockets
@@ -38,20 +38,30 @@ class Hub:
     delivered, within its demand (no gap, no duplicate); the others fail with
     ``disconnected`` (or the server's ``shutting_down``).
 
+    ``url`` may be a list of URLs, the nodes of a cluster: the first connection
+    tries each in turn at once (and fails, with the last failure, only when all
+    did); after a loss the hub reconnects to the next one, with the same back-off.
+
     Events (``hub.on(name, callback)``): ``open`` (the session id),
     ``disconnect`` (the HubError), ``reconnecting`` (attempt, delay in s),
     ``error`` (a connection-level HubError the server reported).
     """
 
-    def __init__(self, url: str = "ws://127.0.0.1:7420/", *, token: Optional[str] = None,
+    def __init__(self, url: Union[str, Sequence[str]] = "ws://127.0.0.1:7420/", *, token: Optional[str] = None,
                  client: Optional[str] = None, batch: bool = False,
                  reconnect: Optional[ReconnectPolicy] = ReconnectPolicy(),
                  connect_timeout: float = 10.0, request_timeout: float = 10.0) -> None:
-        self._core = _Core(_check_url(url), token, client, batch, reconnect, connect_timeout, request_timeout)
+        self._core = _Core(_check_urls(url), token, client, batch, reconnect, connect_timeout, request_timeout)
 
     @property
     def url(self) -> str:
+        """The URL in use now (one of :attr:`urls`)."""
         return self._core.url
+
+    @property
+    def urls(self) -> List[str]:
+        """Every URL given, in the order they are tried."""
+        return list(self._core.urls)
 
     @property
     def state(self) -> str:
@@ -176,7 +186,20 @@ def _cursor_key(cursor: str) -> Any:
     return ("spt".find(cursor[:1]), cursor[2:].encode())
 
 
+def _check_urls(urls: Union[str, Sequence[str]]) -> List[str]:
+    """One URL, or a non-empty list of them (the nodes of a cluster): each checked."""
+    if isinstance(urls, str):
+        return [_check_url(urls)]
+    if not isinstance(urls, (list, tuple)):
+        raise HubError(ErrorCode.INVALID_URL, f"not a URL or a list of URLs: {urls!r}")
+    if not urls:
+        raise HubError(ErrorCode.INVALID_URL, "no server URL given")
+    return [_check_url(url) for url in urls]
+
+
 def _check_url(url: str) -> str:
+    if not isinstance(url, str):
+        raise HubError(ErrorCode.INVALID_URL, f"not a valid URL: {url!r}")
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises on a bad port
@@ -190,9 +213,12 @@ def _check_url(url: str) -> str:
 class _Core:
     """The connection's state, on the event loop: connect, welcome, reconnect; subscriptions by id; acks."""
 
-    def __init__(self, url: str, token: Optional[str], client: Optional[str], batch: bool,
+    def __init__(self, urls: List[str], token: Optional[str], client: Optional[str], batch: bool,
                  reconnect: Optional[ReconnectPolicy], connect_timeout: float, request_timeout: float) -> None:
-        self.url = url
+        # The servers, tried in turn: the nodes of a cluster (one URL for a lone broker).
+        self.urls = urls
+        # Which of urls the client uses now.
+        self._url_index = 0
         self.token = token
         self.client = client
         self.batch = batch
@@ -217,6 +243,14 @@ class _Core:
         self._next_id = 1
         self._next_ack = 1
         self._pending_failure: Optional[HubError] = None
+
+    @property
+    def url(self) -> str:
+        """The server the client uses now."""
+        return self.urls[self._url_index]
+
+    def _next_url(self) -> None:
+        self._url_index = (self._url_index + 1) % len(self.urls)
 
     def emit(self, event: str, *args: Any) -> None:
         for callback in list(self.listeners[event]):
@@ -277,6 +311,7 @@ class _Core:
 
     async def _run(self) -> None:
         self._attempt = 0
+        first_connect_failures = 0  # URLs a first connection tried without success (it tries each once)
         while True:
             self._attempt += 1
             self.state = "connecting"
@@ -288,6 +323,14 @@ class _Core:
                     return
                 policy = self.reconnect
                 auth = failure.code == ErrorCode.UNAUTHORIZED
+                tried = self.url
+                if len(self.urls) > 1 and not auth:
+                    # The next server is tried next; a first connection tries each once at once.
+                    self._next_url()
+                    if not self._ever_connected:
+                        first_connect_failures += 1
+                        if first_connect_failures < len(self.urls):
+                            continue
                 if self._ever_connected and policy is not None and not auth and (
                         policy.max_attempts is None or self._attempt < policy.max_attempts):
                     await self._pause()
@@ -296,7 +339,7 @@ class _Core:
                 if self._ever_connected and policy is not None and not auth:
                     reported = HubError(
                         ErrorCode.DISCONNECTED,
-                        f"gave up reconnecting to {self.url} after {self._attempt} attempts: {failure.message}",
+                        f"gave up reconnecting to {tried} after {self._attempt} attempts: {failure.message}",
                         close_code=failure.close_code)
                 self.state = "idle"
                 self._attempt = 0
@@ -309,6 +352,7 @@ class _Core:
             self.state = "open"
             self._ever_connected = True
             self._attempt = 0
+            first_connect_failures = 0
             self.session = session
             outbox: "asyncio.Queue[str]" = asyncio.Queue()
             self._outbox = outbox
@@ -330,6 +374,9 @@ class _Core:
             if not reconnecting:
                 return
             self._attempt = 0
+            if len(self.urls) > 1:
+                # Another node of the cluster: this one went away (or drains).
+                self._next_url()
             await self._pause()
 
     async def _pause(self) -> None:
