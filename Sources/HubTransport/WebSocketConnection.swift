@@ -241,7 +241,12 @@ public final class WebSocketConnection {
         eventLoop.preconditionInEventLoop()
         guard isReadingPaused else { return }
         isReadingPaused = false
-        if let wsi { lws_rx_flow_control(wsi, 1) }
+        guard let wsi else { return }
+        lws_rx_flow_control(wsi, 1)
+        // What lws read before the pause waits in its buffer list, which it services only
+        // on a pass of its loop: wake the loop, or those messages would wait for the
+        // peer's next bytes (forever, when it sent everything before the pause).
+        lws_cancel_service_pt(wsi)
     }
 
     private func requestWritable() {
