@@ -12,9 +12,13 @@ extension Publishers {
     /// It requests `.unlimited` from the source, since a hot source does not
     /// wait. Values beyond the downstream's demand are kept, up to `capacity`;
     /// then `policy` decides: ``OverflowPolicy/error`` cancels the source and
-    /// fails with code `overflow`, the others discard a value and count it in
-    /// `metrics`. The source's completion is delivered after the buffered
-    /// values, without needing demand.
+    /// fails with code `overflow`, the drop policies discard a value and count it in
+    /// `metrics`. ``OverflowPolicy/block`` keeps the value and congests the
+    /// subject's ``SubjectCongestion`` (its publishers are slowed down) until the
+    /// buffer is down to half its capacity; values the broker cannot hold back (from a
+    /// pipeline, another node) still come, up to ``blockLimit`` times the capacity,
+    /// beyond which it fails as `error` does. The source's completion is delivered
+    /// after the buffered values, without needing demand.
     ///
     /// With a ``memory`` budget, the buffered values' estimated bytes (``weigh``) are
     /// held in it too: a value that would pass the budget's bytes is an overflow like one
@@ -45,6 +49,12 @@ extension Publishers {
         /// wants and not yet has, and when that rises (a subject with history whose values
         /// are fetched from elsewhere fetches within it).
         public let liveDemand: LiveDemand?
+        /// The subject congested by a full buffer with ``OverflowPolicy/block``.
+        public let congestion: SubjectCongestion?
+
+        /// How many times its capacity a buffer with ``OverflowPolicy/block`` holds at
+        /// most (values arriving while its publishers are slowed down) before it fails.
+        public static var blockLimit: Int { 4 }
 
         /// A buffer of `capacity` values with `policy` in front of `upstream`; with
         /// `memory`, also bounded by that budget's bytes (each value weighed by `weigh`);
@@ -52,7 +62,7 @@ extension Publishers {
         public init(
             upstream: Upstream, capacity: Int, policy: OverflowPolicy, metrics: HubMetrics?, counters: NameCounters? = nil,
             memory: ResourceBudget? = nil, weigh: ((Output) -> Int)? = nil, origin: ValueOrigin? = nil,
-            liveDemand: LiveDemand? = nil
+            liveDemand: LiveDemand? = nil, congestion: SubjectCongestion? = nil
         ) {
             self.upstream = upstream
             self.capacity = Swift.max(1, capacity)
@@ -63,13 +73,15 @@ extension Publishers {
             self.weigh = weigh
             self.origin = origin
             self.liveDemand = liveDemand
+            self.congestion = policy == .block ? congestion : nil
         }
 
         /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == HubError {
             let inner = Inner(
                 downstream: subscriber, capacity: capacity, policy: policy, metrics: metrics, counters: counters,
-                lease: memory.map { ResourceLease(on: $0) }, weigh: weigh, origin: origin, liveDemand: liveDemand)
+                lease: memory.map { ResourceLease(on: $0) }, weigh: weigh, origin: origin, liveDemand: liveDemand,
+                congestion: congestion)
             upstream.receive(subscriber: inner)
         }
 
@@ -114,10 +126,15 @@ extension Publishers {
             private var senders = Deque<String?>()
             /// Where this buffer is a meter, while attached.
             private var liveDemand: LiveDemand?
+            /// The subject it congests when full (policy ``OverflowPolicy/block`` only).
+            private let congestion: SubjectCongestion?
+            /// Whether it congests the subject now.
+            private var congesting = false
 
             init(
                 downstream: Downstream, capacity: Int, policy: OverflowPolicy, metrics: HubMetrics?, counters: NameCounters?,
-                lease: ResourceLease?, weigh: ((Input) -> Int)?, origin: ValueOrigin?, liveDemand: LiveDemand?
+                lease: ResourceLease?, weigh: ((Input) -> Int)?, origin: ValueOrigin?, liveDemand: LiveDemand?,
+                congestion: SubjectCongestion?
             ) {
                 let box = Box(downstream)
                 self.box = box
@@ -130,6 +147,22 @@ extension Publishers {
                 self.weigh = weigh
                 self.origin = origin
                 self.liveDemand = liveDemand
+                self.congestion = congestion
+            }
+
+            /// Congests the subject when the buffer is full; relieves it once down to half.
+            private func checkCongestion() {
+                guard let congestion else { return }
+                if buffer.count >= capacity {
+                    guard !congesting else { return }
+                    congesting = true
+                    congestion.congest(ObjectIdentifier(self)) { [weak self] in
+                        self?.fail("\(self?.capacity ?? 0) values, full for longer than its publishers may wait,")
+                    }
+                } else if congesting, buffer.count <= capacity / 2 {
+                    congesting = false
+                    congestion.relieve(ObjectIdentifier(self))
+                }
             }
 
             /// What the downstream wants and the buffer does not hold yet (its meter).
@@ -180,16 +213,16 @@ extension Publishers {
             private func overflow(_ input: Input, byBytes: Bool) {
                 switch policy {
                 case .error:
-                    metrics?.recordOverflow()
-                    counters?.overflows += 1
-                    let buffered = buffer.count
-                    removeAll()
-                    upstream.take()?.cancel()
-                    let last = detach()
-                    let limit = byBytes ? "its share of \(lease?.budgetDescription ?? "memory")" : "\(capacity) values"
-                    last?.downstream.receive(completion: .failure(HubError(
-                        .overflow, "the subscription's buffer of \(limit) overflowed",
-                        data: ["buffered": .int(Int64(buffered))])))
+                    fail(byBytes ? "its share of \(lease?.budgetDescription ?? "memory")" : "\(capacity) values")
+                case .block:
+                    // Held while the publishers slow down, up to the hard bound.
+                    if byBytes {
+                        fail("its share of \(lease?.budgetDescription ?? "memory")")
+                    } else if buffer.count >= capacity &* HotBuffer.blockLimit {
+                        fail("\(capacity) values, \(HotBuffer.blockLimit) times over, while its publishers were slowed down,")
+                    } else if !append(input) {
+                        fail("its share of \(lease?.budgetDescription ?? "memory")")
+                    }
                 case .dropOldest:
                     // Make room: drop the oldest until the arriving value fits (or nothing is left).
                     var dropped = 0
@@ -215,6 +248,19 @@ extension Publishers {
                 }
             }
 
+            /// Ends the subscription with `overflow`: its buffer of `limit` overflowed.
+            private func fail(_ limit: String) {
+                metrics?.recordOverflow()
+                counters?.overflows += 1
+                let buffered = buffer.count
+                removeAll()
+                upstream.take()?.cancel()
+                let last = detach()
+                last?.downstream.receive(completion: .failure(HubError(
+                    .overflow, "the subscription's buffer of \(limit) overflowed",
+                    data: ["buffered": .int(Int64(buffered))])))
+            }
+
             /// Hands `value` to the downstream through the unretained box.
             @inline(__always)
             private func deliver(_ value: Input, to target: Unmanaged<Box>) -> Subscribers.Demand {
@@ -228,6 +274,10 @@ extension Publishers {
             /// Stops deliveries; returns the box (kept alive by the caller) for a last call.
             private func detach() -> Box? {
                 liveDemand.take()?.unmeter(ObjectIdentifier(self))
+                if congesting {
+                    congesting = false
+                    congestion?.relieve(ObjectIdentifier(self))
+                }
                 let last = box
                 target = nil
                 if delivering == 0 { box = nil }
@@ -262,9 +312,10 @@ extension Publishers {
                     } else {
                         overflow(input, byBytes: true)
                     }
-                    return .none
+                } else {
+                    overflow(input, byBytes: false)
                 }
-                overflow(input, byBytes: false)
+                if congestion != nil { checkCongestion() }
                 return .none
             }
 
@@ -279,6 +330,7 @@ extension Publishers {
                 guard target != nil, demand > 0 else { return }
                 self.demand += demand
                 drain()
+                if congestion != nil { checkCongestion() }
                 liveDemand?.rose()
             }
 
@@ -338,10 +390,10 @@ extension Publisher where Failure == HubError {
     /// and by the bytes `memory` still allows; see ``Publishers/HotBuffer``.
     public func hotBuffer(
         capacity: Int, policy: OverflowPolicy, metrics: HubMetrics? = nil, counters: NameCounters? = nil,
-        memory: ResourceBudget?, origin: ValueOrigin? = nil
+        memory: ResourceBudget?, origin: ValueOrigin? = nil, congestion: SubjectCongestion? = nil
     ) -> Publishers.HotBuffer<Self> where Output == Value {
         Publishers.HotBuffer(
             upstream: self, capacity: capacity, policy: policy, metrics: metrics, counters: counters, memory: memory,
-            weigh: memory == nil ? nil : { $0.estimatedBytes }, origin: origin)
+            weigh: memory == nil ? nil : { $0.estimatedBytes }, origin: origin, congestion: congestion)
     }
 }

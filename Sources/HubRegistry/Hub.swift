@@ -662,7 +662,7 @@ public final class Hub: PipelineEnvironment {
         return Publishers.HistoryReplay(
             history: history, since: since, capacity: try bufferCapacity(bufferSize ?? subject.bufferSize),
             policy: overflow ?? subject.overflow, metrics: metrics, counters: subject.counters, memory: memory,
-            pacer: pacer, onStart: onStart)
+            pacer: pacer, congestion: subject.congestion, onStart: onStart)
     }
 
     /// What `name` stands for; an unknown name becomes a subject when the hub auto-creates names.
@@ -694,7 +694,7 @@ public final class Hub: PipelineEnvironment {
             return watchingInterest(in: subject.name, subject.publisher)
                 .hotBuffer(
                     capacity: size, policy: overflow ?? subject.overflow, metrics: metrics, counters: subject.counters,
-                    memory: memory, origin: origin)
+                    memory: memory, origin: origin, congestion: subject.congestion)
                 .eraseToAnyPublisher()
         case .trigger(let trigger):
             return triggerPublisher(trigger, key: nil, bufferSize: size, overflow: overflow, memory: memory, origin: origin)

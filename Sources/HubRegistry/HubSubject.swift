@@ -43,6 +43,10 @@ public final class HubSubject {
     /// The failure it ended with, if it failed (its `error` value).
     public private(set) var failure: Value?
 
+    /// Whether a subscriber's buffer is full, when its subscribers' overflow policy is
+    /// ``OverflowPolicy/block``: its publishers are then slowed down.
+    public let congestion = SubjectCongestion()
+
     /// Its history, when it keeps one (configuration `history`, or `durable`).
     public let history: SubjectHistory?
 

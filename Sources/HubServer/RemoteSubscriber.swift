@@ -11,6 +11,12 @@ import HubWire
 /// running total of 2^53−1 or more becomes `.unlimited` (§5.2). Values, `complete`
 /// and `error` go straight to the session's ``SessionOutbound``; a subscription that
 /// ends removes itself from the session's table. Confined to the hub's event loop.
+///
+/// A *paced* subscriber (a subject with `overflow: block`, §5.7) asks upstream for at
+/// most ``pacedWindow`` values at a time, and for the next ones only once those went
+/// out and its connection's queue is under the replay watermark: a subscriber whose
+/// socket is slow keeps the values in its subscription's buffer, where they slow the
+/// subject's publishers down, instead of in its connection's queue.
 final class RemoteSubscriber: Subscriber {
     typealias Input = Value
     typealias Failure = HubError
@@ -39,14 +45,25 @@ final class RemoteSubscriber: Subscriber {
     @exclusivity(unchecked) private var granted: UInt64 = 0
     @exclusivity(unchecked) private var unlimited = false
     @exclusivity(unchecked) private(set) var isFinished = false
+    /// Paced: what the client granted and was not asked upstream yet (with ``unlimited``: no bound).
+    private var credit: UInt64 = 0
+    /// Paced: asked upstream and not received yet.
+    private var asked = 0
+    /// Paced: waiting for the connection's queue to drain.
+    private var waitingForRoom = false
+    private let paced: Bool
+
+    /// The most values a paced subscriber asks upstream for at a time.
+    static let pacedWindow = 64
 
     /// The largest exact total; at or beyond it demand is unlimited.
     static let unlimitedThreshold: UInt64 = (1 << 53) - 1
 
     init(
         id: UInt64, batch: Bool, outbound: SessionOutbound, subscriptions: SessionSubscriptions,
-        counters: NameCounters, pipeline: String? = nil, origin: ValueOrigin? = nil
+        counters: NameCounters, pipeline: String? = nil, origin: ValueOrigin? = nil, paced: Bool = false
     ) {
+        self.paced = paced
         self.id = id
         self.batch = batch
         self.envelope = NextEnvelope(id: id)
@@ -68,6 +85,11 @@ final class RemoteSubscriber: Subscriber {
             unlimited = true
             effective = .unlimited
         }
+        if paced {
+            if !unlimited { credit += UInt64(demand.max ?? 0) }
+            askForMore()
+            return
+        }
         if let upstream {
             upstream.request(effective)
         } else {
@@ -88,6 +110,10 @@ final class RemoteSubscriber: Subscriber {
             return
         }
         upstream = subscription
+        if paced {
+            askForMore()
+            return
+        }
         if pendingDemand > 0 {
             let demand = pendingDemand
             pendingDemand = .none
@@ -99,7 +125,32 @@ final class RemoteSubscriber: Subscriber {
         guard !isFinished else { return .none }
         counters.delivered &+= 1
         outbound.sendNext(input, envelope: envelope, batch: batch)
+        if paced { received() }
         return .none
+    }
+
+    /// Paced: one asked-for value went out; the next window once all have.
+    private func received() {
+        asked -= 1
+        if asked <= 0 {
+            asked = 0
+            askForMore()
+        }
+    }
+
+    /// Paced: asks upstream for the next window once the connection's queue has room.
+    private func askForMore() {
+        guard upstream != nil, !isFinished, asked == 0, !waitingForRoom, unlimited || credit > 0 else { return }
+        waitingForRoom = true
+        outbound.whenReady { [weak self] in
+            guard let self else { return }
+            waitingForRoom = false
+            guard let upstream, !isFinished, asked == 0, unlimited || credit > 0 else { return }
+            let count = unlimited ? RemoteSubscriber.pacedWindow : Int(min(credit, UInt64(RemoteSubscriber.pacedWindow)))
+            if !unlimited { credit -= UInt64(count) }
+            asked = count
+            upstream.request(.max(count))
+        }
     }
 
     /// The offset of the last value of a subject with history it queued.
@@ -115,6 +166,7 @@ final class RemoteSubscriber: Subscriber {
         let follows = lastOffset.map { $0 &+ 1 == offset } ?? true
         lastOffset = offset
         outbound.sendNext(input, offset: offset, envelope: envelope, batch: batch && follows)
+        if paced { received() }
         return .none
     }
 

@@ -25,6 +25,8 @@ public final class Session {
     private let configuration: SessionConfiguration
     private let outbound: SessionOutbound
     private let subscriptions = SessionSubscriptions()
+    /// Slows this connection down while a subject it sends to is congested.
+    private let brake: PublisherBrake
     private let logger: Logger
     private var batchAll = false
     /// Who the client is, once authenticated (at once, as `anonymous`, on a server without auth).
@@ -93,6 +95,7 @@ public final class Session {
             connection: connection, subscriptions: subscriptions, encodingCache: encodingCache,
             scheduler: hub.scheduler, maxQueuedBytes: configuration.maxQueuedBytes,
             closeTimeout: configuration.closeTimeout, logger: logger, counters: counters)
+        brake = PublisherBrake(connection: connection, scheduler: hub.scheduler, maximumWait: configuration.publisherWait)
         let authenticator = authenticator ?? (configuration.requiresAuthentication
             ? Authenticator(tokens: configuration.tokens ?? [], configuration: configuration.auth ?? AuthConfiguration())
             : nil)
@@ -277,6 +280,7 @@ public final class Session {
     public func connectionClosed() {
         authenticationTimer.take()?.cancel()
         expiryTimer.take()?.cancel()
+        brake.release()
         leaveAdmission()
         outbound.connectionClosed()
     }
@@ -470,6 +474,8 @@ public final class Session {
             sendError(error, id: nil, ack: ack)
             return
         }
+        // A subject whose buffers are full slows its publishers down (`overflow: block`).
+        defer { brake.hold(until: subject.congestion) }
         guard subject.history != nil else {
             if let ack { outbound.send(.ack(ack)) }
             hub.publish(value, to: subject, sender: sender)
@@ -550,6 +556,9 @@ public final class Session {
         let publisher: AnyPublisher<Value, HubError>
         let counters: NameCounters
         var pipeline: String?
+        // Whether its buffer slows the subject's publishers down (`overflow: block`): it
+        // then takes values only as its connection drains.
+        var blocks = false
         do throws(HubError) {
             switch request.target {
             case .name(let name):
@@ -566,7 +575,9 @@ public final class Session {
                 let resolved = try hub.publisher(
                     for: name, bufferSize: request.buffer, overflow: request.overflow, memory: budget)
                 switch resolved.entry {
-                case .subject: kind = .subject
+                case .subject(let subject):
+                    kind = .subject
+                    blocks = (request.overflow ?? subject.overflow) == .block
                 case .trigger: kind = .trigger
                 case .pipeline:
                     kind = .pipeline
@@ -601,7 +612,7 @@ public final class Session {
         }
         let remote = RemoteSubscriber(
             id: id, batch: request.batch ?? batchAll, outbound: outbound, subscriptions: subscriptions,
-            counters: counters, pipeline: pipeline, origin: hub.origin)
+            counters: counters, pipeline: pipeline, origin: hub.origin, paced: blocks)
         subscriptions.insert(remote)
         // A `since` on a name without history: the subscription goes on live from now.
         outbound.send(.subscribed(id: id, kind: kind, recovered: request.since == nil ? nil : false))
@@ -617,7 +628,7 @@ public final class Session {
     private func subscribe(id: UInt64, to subject: HubSubject, _ request: SubscribeRequest) throws(HubError) {
         let remote = RemoteSubscriber(
             id: id, batch: request.batch ?? batchAll, outbound: outbound, subscriptions: subscriptions,
-            counters: subject.counters)
+            counters: subject.counters, paced: (request.overflow ?? subject.overflow) == .block)
         let publisher = try hub.historyPublisher(
             for: subject, since: request.since, bufferSize: request.buffer, overflow: request.overflow,
             memory: budget, pacer: outbound

@@ -37,6 +37,10 @@ public struct SessionConfiguration: Sendable {
     /// The most connections one identity may have open at once, unless it sets its own
     /// (`nil`: only ``HubService/Configuration/maxConnections`` bounds them).
     public var maxConnectionsPerIdentity: Int?
+    /// How long a publisher slowed down by a subject with `overflow: block` waits for the
+    /// subject's full buffers to drain; then the subscriptions still full end with
+    /// `overflow` and the publisher reads on (PROTOCOL.md §5.7).
+    public var publisherWait: Duration = .seconds(10)
 
     /// Whether clients must authenticate.
     public var requiresAuthentication: Bool { tokens != nil || auth != nil }

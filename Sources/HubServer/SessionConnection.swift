@@ -36,11 +36,23 @@ public protocol SessionConnection: AnyObject {
     /// Drops the connection at once, without a close handshake: for a peer that has not
     /// read its close frame within the session's close timeout.
     func abort()
+
+    /// Stops reading the client's messages (a publisher slowed down by a congested subject).
+    func pauseReading()
+
+    /// Reads the client's messages again after ``pauseReading()``.
+    func resumeReading()
 }
 
 extension SessionConnection {
     /// By default nothing: a connection that cannot be dropped keeps its pending close.
     public func abort() {}
+
+    /// By default nothing: a connection that cannot pause reads on.
+    public func pauseReading() {}
+
+    /// By default nothing.
+    public func resumeReading() {}
 }
 
 extension SessionConnection {

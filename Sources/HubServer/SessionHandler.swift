@@ -141,4 +141,12 @@ final class SessionHandler: WebSocketConnectionHandler, SessionConnection {
     func abort() {
         connection.abort()
     }
+
+    func pauseReading() {
+        connection.pauseReading()
+    }
+
+    func resumeReading() {
+        connection.resumeReading()
+    }
 }

@@ -234,7 +234,9 @@ extension ClientMessage {
             request.buffer = Int(size)
         }
         if let raw = fields["overflow"] {
-            guard case let .string(text) = raw, let policy = OverflowPolicy(rawValue: text) else {
+            guard case let .string(text) = raw, let policy = OverflowPolicy(rawValue: text),
+                  OverflowPolicy.subscriberChoices.contains(policy)
+            else {
                 return .invalid(WireFields.bad("subscribe: 'overflow' must be one of \"error\", \"dropOldest\", \"dropNewest\", \"latest\""))
             }
             request.overflow = policy

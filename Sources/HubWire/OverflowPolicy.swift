@@ -9,4 +9,12 @@ public enum OverflowPolicy: String, Hashable, Sendable, CaseIterable {
     case dropNewest = "dropNewest"
     /// Keep only the arriving value.
     case latest = "latest"
+    /// Keep the value and slow the subject's publishers down: the broker stops reading
+    /// from the connections that send to the subject until its subscribers have drained
+    /// (a subject's setting in the configuration; a subscriber cannot ask for it).
+    case block = "block"
+
+    /// The policies a subscriber may ask for in `subscribe` (every one but ``block``,
+    /// which would let one subscriber slow down every publisher of a subject).
+    public static let subscriberChoices: [OverflowPolicy] = [.error, .dropOldest, .dropNewest, .latest]
 }

@@ -355,4 +355,15 @@ final class PrintingSubscriber: Subscriber {
     }
 }
 
-extension OverflowPolicy: ExpressibleByArgument {}
+extension OverflowPolicy: ExpressibleByArgument {
+    /// What `--overflow` accepts: the policies a subscriber may ask for (`block` is a
+    /// subject's setting, in the broker's configuration).
+    public init?(argument: String) {
+        guard let policy = OverflowPolicy(rawValue: argument), OverflowPolicy.subscriberChoices.contains(policy) else {
+            return nil
+        }
+        self = policy
+    }
+
+    public static var allValueStrings: [String] { subscriberChoices.map(\.rawValue) }
+}

@@ -24,7 +24,7 @@ struct CheckConfigProcessTests {
         #expect(outcome.status == 1)
         #expect(outcome.output.isEmpty)
         #expect(outcome.errors.contains(
-            "\(file.path):3:15: subjects.prices.overflow: expected one of error, dropOldest, dropNewest, latest (got \"fast\")\n"))
+            "\(file.path):3:15: subjects.prices.overflow: expected one of error, dropOldest, dropNewest, latest, block (got \"fast\")\n"))
 
         // Compiling against the hub is part of the check.
         try "autoCreate: false\npipelines:\n  p: ghost\n".write(to: file, atomically: true, encoding: .utf8)

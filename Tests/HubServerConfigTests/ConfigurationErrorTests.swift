@@ -31,7 +31,9 @@ struct ConfigurationErrorTests {
         ("subjects:\n  a:\n  a:\n", "hub.yml:3:3: subjects.a: duplicate key 'a' (first at 2:3)"),
         ("subjects:\n  [a]: {}\n", "hub.yml:2:3: subjects: a key must be a string (got a sequence)"),
         // wrong types and ranges
-        ("subjects:\n  prices:\n    overflow: fast\n", "hub.yml:3:15: subjects.prices.overflow: expected one of error, dropOldest, dropNewest, latest (got \"fast\")"),
+        ("subjects:\n  prices:\n    overflow: fast\n", "hub.yml:3:15: subjects.prices.overflow: expected one of error, dropOldest, dropNewest, latest, block (got \"fast\")"),
+        // `block` slows publishers down: a subject's policy, not a pipeline's.
+        ("pipelines:\n  p:\n    source: a\n    overflow: block\n", "hub.yml:4:15: pipelines.p.overflow: expected one of error, dropOldest, dropNewest, latest (got \"block\")"),
         ("subjects:\n  prices: {kind: current}\n", "hub.yml:2:18: subjects.prices.kind: expected one of passthrough, currentValue (got \"current\")"),
         ("listen: {port: 70000}\n", "hub.yml:1:16: listen.port: expected an integer between 0 and 65535 (got 70000)"),
         ("listen: {port: -1}\n", "hub.yml:1:16: listen.port: expected an integer between 0 and 65535 (got -1)"),

@@ -28,10 +28,20 @@ struct ClientMessageDecodingTests {
             target: .pipeline("orders | filter(.qty > 100)"), demand: .unlimited, batch: false))))
     }
 
-    @Test(arguments: OverflowPolicy.allCases)
-    func everyOverflowPolicy(policy: OverflowPolicy) throws {
+    @Test(arguments: OverflowPolicy.subscriberChoices)
+    func everyOverflowPolicyASubscriberMayAskFor(policy: OverflowPolicy) throws {
         let text = #"{"op":"subscribe","id":3,"to":"s","overflow":"\#(policy.rawValue)"}"#
         #expect(try ClientMessage.decode(text) == .subscribe(id: 3, .valid(SubscribeRequest(target: .name("s"), overflow: policy))))
+    }
+
+    /// `block` slows a subject's publishers down: the subject's setting, never a subscriber's.
+    @Test func aSubscriberCannotAskForBlock() throws {
+        let text = #"{"op":"subscribe","id":3,"to":"s","overflow":"block"}"#
+        guard case .subscribe(3, .invalid(let error)) = try ClientMessage.decode(text) else {
+            Issue.record("block was accepted from a subscriber")
+            return
+        }
+        #expect(error.message.contains(#""error", "dropOldest", "dropNewest", "latest""#), "\(error.message)")
     }
 
     @Test func request() throws {

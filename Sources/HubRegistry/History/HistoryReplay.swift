@@ -40,14 +40,16 @@ extension Publishers {
         let counters: NameCounters?
         let memory: ResourceBudget?
         let pacer: (any ReplayPacer)?
+        let congestion: SubjectCongestion?
         let onStart: (HistoryPosition, Bool?) -> Void
 
         /// A subscription to `history` from `since`, buffered live with `capacity` and
-        /// `policy`, paced by `pacer`; `onStart` hears where it starts.
+        /// `policy` (congesting `congestion` when that is ``OverflowPolicy/block``), paced by
+        /// `pacer`; `onStart` hears where it starts.
         public init(
             history: SubjectHistory, since: HistorySince?, capacity: Int, policy: OverflowPolicy,
             metrics: HubMetrics?, counters: NameCounters?, memory: ResourceBudget? = nil, pacer: (any ReplayPacer)?,
-            onStart: @escaping (HistoryPosition, Bool?) -> Void
+            congestion: SubjectCongestion? = nil, onStart: @escaping (HistoryPosition, Bool?) -> Void
         ) {
             self.history = history
             self.since = since
@@ -57,6 +59,7 @@ extension Publishers {
             self.counters = counters
             self.memory = memory
             self.pacer = pacer
+            self.congestion = congestion
             self.onStart = onStart
         }
 
@@ -256,7 +259,8 @@ extension Publishers {
                 Publishers.HotBuffer(
                     upstream: source, capacity: replay.capacity, policy: replay.policy, metrics: replay.metrics,
                     counters: replay.counters, memory: replay.memory,
-                    weigh: replay.memory == nil ? nil : { $0.value.estimatedBytes }, liveDemand: history.liveDemand
+                    weigh: replay.memory == nil ? nil : { $0.value.estimatedBytes }, liveDemand: history.liveDemand,
+                    congestion: replay.congestion
                 ).receive(subscriber: leg)
                 if demand > 0 {
                     let pending = demand

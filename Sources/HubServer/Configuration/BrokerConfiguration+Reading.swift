@@ -300,7 +300,7 @@ extension BrokerConfiguration {
         }
         var subject = Subject(
             name: name, kind: kind, initial: kind == .currentValue ? (initial ?? .null) : Value?.none,
-            buffer: try buffer(fields, reader), overflow: try overflow(fields, reader),
+            buffer: try buffer(fields, reader), overflow: try overflow(fields, reader, choices: OverflowPolicy.allCases),
             location: BrokerConfiguration.position(entry.keyNode))
         if let field = fields["schema"] {
             let document = try reader.value(field.value, field.path)
@@ -372,9 +372,14 @@ extension BrokerConfiguration {
         return try reader.int(field.value, field.path, in: 1...service.hub.maxBufferSize)
     }
 
-    private func overflow(_ fields: [String: ConfigurationReader.Entry], _ reader: ConfigurationReader) throws(ConfigurationError) -> OverflowPolicy? {
+    /// An `overflow` among `choices`: a subject's may be `block` (it slows its publishers
+    /// down); a pipeline's is one a subscriber could ask for.
+    private func overflow(
+        _ fields: [String: ConfigurationReader.Entry], _ reader: ConfigurationReader,
+        choices: [OverflowPolicy] = OverflowPolicy.subscriberChoices
+    ) throws(ConfigurationError) -> OverflowPolicy? {
         guard let field = fields["overflow"] else { return nil }
-        return try reader.choice(field.value, field.path, OverflowPolicy.allCases)
+        return try reader.choice(field.value, field.path, choices)
     }
 
     /// The position of `node`.

@@ -167,7 +167,7 @@ struct ConfigurationReader {
     func choice<T: RawRepresentable>(_ node: Node, _ path: String, _ cases: [T]) throws(ConfigurationError) -> T
     where T.RawValue == String {
         let names = cases.map(\.rawValue)
-        guard case .scalar(let scalar) = node, let value = T(rawValue: scalar.string) else {
+        guard case .scalar(let scalar) = node, names.contains(scalar.string), let value = T(rawValue: scalar.string) else {
             throw error(node, path, "expected one of \(names.joined(separator: ", ")) (got \(describe(node)))")
         }
         return value
