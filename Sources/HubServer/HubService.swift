@@ -479,9 +479,9 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
                 "pipeline": .string(pipeline), "sender": sender.map(Value.string) ?? .null, "error": .string(error.message),
             ])
         }
-        system.start { [unowned self] in
-            (self.snapshot(for: .stats), self.connectionFigures, self.isDraining)
-        }
+        system.start(
+            collect: { [unowned self] in (self.snapshot(for: .stats), self.isDraining) },
+            connections: { [unowned self] in self.connectionFigures })
         if let admin = configuration.admin {
             let adminServer = WebSocketServer(
                 eventLoop: eventLoop,
@@ -575,7 +575,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     var connectionCount: Int { openConnections }
 
     func refreshSystemSubjects() {
-        system?.refresh()
+        system?.refresh(listingConnections: true)
     }
 
     /// Starts a lame-duck drain: upgrades refused, `/ready` 503, and the sessions ended

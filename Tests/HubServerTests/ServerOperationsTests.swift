@@ -53,6 +53,38 @@ struct ServerOperationsTests {
         }
     }
 
+    /// Listing every connection each second stalled the loop beside 10,000 idle ones (issue
+    /// 14's p99): `$sys.connections` is made only while it has subscribers, and when a
+    /// client subscribes, while `$sys.stats` goes on every tick.
+    @Test func theConnectionListIsMadeOnlyForItsSubscribers() async throws {
+        var configuration = HubService.Configuration()
+        configuration.statsInterval = .milliseconds(20)
+        try await withServer(configuration) { server in
+            @Sendable func times(_ hub: Hub) -> (stats: Value?, connections: Value?) {
+                func time(_ name: String) -> Value? {
+                    guard case .subject(let subject) = hub.entry(named: name) else { return nil }
+                    return subject.currentValue?["time"]
+                }
+                return (time("$sys.stats"), time("$sys.connections"))
+            }
+            let first = try await server.withHub(times)
+            let client = try await server.connect()
+            // Several ticks: the stats move on, the list of connections does not.
+            #expect(try await server.eventually { hub in times(hub).stats != first.stats })
+            let second = try await server.withHub(times)
+            #expect(try await server.eventually { hub in times(hub).stats != second.stats })
+            let later = try await server.withHub(times)
+            #expect(later.connections == first.connections)
+            // A subscriber gets the list as it is now, and the ticks keep it current.
+            try await client.send(json(["op": "subscribe", "id": 1, "to": "$sys.connections", "demand": 2]))
+            #expect(try await client.next()["op"] == "subscribed")
+            let listed = try await client.values(2, id: 1)
+            #expect(listed.allSatisfy { $0["total"] == 1 })
+            #expect(listed[0]["time"] != first.connections)
+            #expect(listed[1]["time"] != listed[0]["time"])
+        }
+    }
+
     @Test func withAuthOnlyAnAuthenticatedClientSubscribesToSystemSubjects() async throws {
         var configuration = HubService.Configuration()
         configuration.session.tokens = ["ops"]

@@ -9,7 +9,9 @@ import HubWire
 /// - `$sys.stats` (current value, every ``interval``): the figures of ``MetricsSnapshot``
 ///   with rates per second and each name's counters, subscribers and state;
 /// - `$sys.connections` (current value, same tick): the open connections (at most
-///   ``connectionListLimit`` listed, `total` counts all);
+///   ``connectionListLimit`` listed, `total` counts all), made only while someone
+///   subscribes to it, and when someone does (listing every connection each second
+///   beside 10,000 idle ones stalled the loop for milliseconds: the round trips' p99);
 /// - `$sys.events` (passthrough): one value per connect, disconnect, auth failure,
 ///   protocol error, slow consumer, pipeline failure, drain and reload.
 ///
@@ -39,29 +41,38 @@ final class SystemSubjects {
         events = try hub.declareSubject("$sys.events", bufferSize: 1000, overflow: .dropOldest)
     }
 
-    private var collect: (() -> (MetricsSnapshot, [ConnectionFigures], draining: Bool))?
+    private var collect: (() -> (MetricsSnapshot, draining: Bool))?
+    private var listConnections: (() -> [ConnectionFigures])?
 
-    /// Publishes the figures every ``interval``, from `collect`.
-    func start(collect: @escaping () -> (MetricsSnapshot, [ConnectionFigures], draining: Bool)) {
+    /// Publishes the figures every ``interval``, from `collect` and `connections`.
+    func start(
+        collect: @escaping () -> (MetricsSnapshot, draining: Bool), connections: @escaping () -> [ConnectionFigures]
+    ) {
         guard timer == nil else { return }
         self.collect = collect
-        refresh()
+        listConnections = connections
+        refresh(listingConnections: true)
         timer = hub.scheduler.schedule(after: hub.scheduler.now.advanced(by: interval), interval: interval) {
             [weak self] in self?.refresh()
         }
     }
 
-    /// Publishes the figures now.
-    func refresh() {
+    /// Publishes the figures now; the connections too when `listingConnections` (a client
+    /// is subscribing to a system subject) or while `$sys.connections` has subscribers.
+    func refresh(listingConnections: Bool = false) {
         guard let collect else { return }
-        let (snapshot, open, draining) = collect()
-        publish(snapshot, open, draining: draining)
+        let (snapshot, draining) = collect()
+        publish(snapshot, draining: draining)
+        if listingConnections || connections.subscriberCount > 0, let listConnections {
+            publish(listConnections())
+        }
     }
 
     /// Stops publishing.
     func stop() {
         timer.take()?.cancel()
         collect = nil
+        listConnections = nil
     }
 
     /// One open connection, for `$sys.connections`.
@@ -87,7 +98,7 @@ final class SystemSubjects {
         events.send(.object(value))
     }
 
-    private func publish(_ snapshot: MetricsSnapshot, _ open: [ConnectionFigures], draining: Bool) {
+    private func publish(_ snapshot: MetricsSnapshot, draining: Bool) {
         let now = Hub.systemWallClock().nanoseconds
         let seconds = previous.map { Double(now - $0.time) / 1e9 } ?? 0
         let before = previous?.snapshot
@@ -145,7 +156,11 @@ final class SystemSubjects {
         ]
         previous = (now, snapshot)
         stats.send(.object(value))
+    }
 
+    /// Publishes the open connections on `$sys.connections`, the oldest first.
+    private func publish(_ open: [ConnectionFigures]) {
+        let now = Hub.systemWallClock().nanoseconds
         let listed = open.sorted { $0.since < $1.since }.prefix(SystemSubjects.connectionListLimit).map { figures -> Value in
             .object([
                 "session": .string(figures.session), "peer": figures.peer.map(Value.string) ?? .null,
