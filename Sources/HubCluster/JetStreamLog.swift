@@ -22,8 +22,7 @@ final class JetStreamLog: SubjectLog {
     private let subject: String
     private var lastTime: Int64
     private var completions = Deque<(Result<UInt64, HubError>) -> Void>()
-    private var reads: [UInt64: (Result<[HistoryEntry], HubError>) -> Void] = [:]
-    private var nextRead: UInt64 = 0
+    private var nextCatchUp: UInt64 = 0
     /// The last sequence the worker knows of (used on the worker only).
     let cursor: Cursor
     /// The consumer bringing the values other nodes store, while following.
@@ -179,25 +178,25 @@ final class JetStreamLog: SubjectLog {
     /// has reported every value up to there; a failed request completes at once.
     func catchUp(_ completion: @escaping () -> Void) {
         guard !store.closed else { return completion() }
-        let (streams, executor, stream) = (store.streams, store.executor, self.stream)
-        let log = StoreBound(self)
-        let id = nextRead
-        nextRead += 1
+        let id = nextCatchUp
+        nextCatchUp += 1
         catchingUp.append((id, UInt64.max, completion))
-        let appends = store.appends
-        store.queue.async {
-            appends.publishAdded()
-            let last = try? streams.lastSequence(stream: stream)
-            executor.execute { log.value.caughtUp(id: id, last: last) }
-        }
+        streamLastSequence { [self] last in caughtUp(id: id, last: last) }
+    }
+
+    /// The stream's last sequence once this node's appends made so far are stored
+    /// (`nil` when the request failed), on the loop.
+    func streamLastSequence(_ completion: @escaping (UInt64?) -> Void) {
+        let (streams, stream) = (store.streams, self.stream)
+        store.request({ try? streams.lastSequence(stream: stream) }, then: completion)
     }
 
     /// Calls `completion` once every value through `sequence` has been reported (following
     /// the stream until then when it does not yet).
     func catchUp(through sequence: UInt64, _ completion: @escaping () -> Void) {
         guard !store.closed, sequence > lastOffset else { return completion() }
-        let id = nextRead
-        nextRead += 1
+        let id = nextCatchUp
+        nextCatchUp += 1
         catchingUp.append((id, UInt64.max, completion))
         caughtUp(id: id, last: sequence)
     }
@@ -231,23 +230,16 @@ final class JetStreamLog: SubjectLog {
             completion(.failure(HubError(.internal, "the JetStream store is closed")))
             return
         }
-        let id = nextRead
-        nextRead += 1
-        reads[id] = completion
         let cutoff = retention.ttl.map { store.clock() - JetStreamStreams.nanoseconds($0) }
-        let (streams, executor) = (store.streams, store.executor)
+        let streams = store.streams
         let (stream, subject, limit) = (self.stream, self.subject, max(1, limit))
-        let log = StoreBound(self)
-        let appends = store.appends
-        store.queue.async {
-            appends.publishAdded()
-            let result: Result<[HistoryEntry], NATSError> = Result { () throws(NATSError) in
+        store.request({
+            Result { () throws(NATSError) in
                 try streams.read(
                     stream: stream, subject: subject, after: after, through: through,
                     limit: limit, maxBytes: maxBytes, cutoff: cutoff)
             }
-            executor.execute { log.value.reads.removeValue(forKey: id)?(result.mapError(JetStreamStore.hubError)) }
-        }
+        }, then: { result in completion(result.mapError(JetStreamStore.hubError)) })
     }
 
     /// The worker's knowledge of the stream's last sequence.

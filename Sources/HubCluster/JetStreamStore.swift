@@ -115,9 +115,8 @@ public final class JetStreamStore: SubjectStore {
         guard !closed else { throw HubError(.internal, "the JetStream store is closed") }
         logs.removeValue(forKey: name)?.unfollow()
         let stream = names.historyStream(name)
-        let (streams, logger, appends) = (self.streams, self.logger, self.appends)
-        queue.async {
-            appends.publishAdded()
+        let (streams, logger) = (self.streams, self.logger)
+        request {
             do throws(NATSError) {
                 try streams.delete(stream: stream)
             } catch {
@@ -136,26 +135,15 @@ public final class JetStreamStore: SubjectStore {
     /// Runs `body` on the loop once the requests made so far (appends, a stream's
     /// deletion) are done: what another node does after hearing of it finds them done.
     public func afterRequestsMadeSoFar(_ body: @escaping () -> Void) {
-        let executor = self.executor
-        let (body, appends) = (StoreBound(body), self.appends)
-        queue.async {
-            appends.publishAdded()
-            executor.execute { body.value() }
-        }
+        request({}, then: body)
     }
 
     /// The last sequence of the subject's stream once this node's appends made so far
     /// are stored (`nil` when the subject is not open here or the request failed): what
     /// a `complete` of the subject ends after on every node.
     public func lastSequence(subject name: String, completion: @escaping (UInt64?) -> Void) {
-        guard !closed, logs[name] != nil else { return completion(nil) }
-        let (streams, executor, stream) = (self.streams, self.executor, names.historyStream(name))
-        let (completion, appends) = (StoreBound(completion), self.appends)
-        queue.async {
-            appends.publishAdded()
-            let last = try? streams.lastSequence(stream: stream)
-            executor.execute { completion.value(last) }
-        }
+        guard !closed, let log = logs[name] else { return completion(nil) }
+        log.streamLastSequence(completion)
     }
 
     /// Calls `completion` on the loop once the subject's log has reported every value
@@ -174,6 +162,20 @@ public final class JetStreamStore: SubjectStore {
     public func setFollowing(_ following: Bool, subject name: String) throws(HubError) {
         guard let log = logs[name] else { return }
         if following { try log.follow() } else { log.unfollow() }
+    }
+
+    /// Runs `work` on the worker, after publishing the appends made so far (so that it
+    /// sees them: the worker's requests keep the order the loop made them in), then
+    /// `done` with its result on the loop.
+    func request<T>(_ work: @escaping @Sendable () -> T, then done: ((T) -> Void)? = nil) {
+        let (appends, executor) = (self.appends, self.executor)
+        let done = done.map(StoreBound.init)
+        queue.async {
+            appends.publishAdded()
+            let result = StoreBound(work())
+            guard let done else { return }
+            executor.execute { done.value(result.value) }
+        }
     }
 
     /// Waits for the requests under way (every append made so far is acked or failed).
