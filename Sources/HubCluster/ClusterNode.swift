@@ -231,7 +231,7 @@ public final class ClusterNode: HubClusterLink {
             ClusterSubjectNames.nameHeader: subject.name,
         ]
         let payload = error?.jsonBytes() ?? []
-        guard subject.history != nil, let store = jetStreamStore(of: subject) else {
+        guard let store = jetStreamStore(of: subject) else {
             return publish(to: names.control, payload: payload, headers: headers)
         }
         // The other nodes deliver the stream up to its last value (this node's appends
@@ -245,22 +245,20 @@ public final class ClusterNode: HubClusterLink {
         }
     }
 
-    public func hub(_ hub: Hub, deleted name: String) {
+    public func hub(_ hub: Hub, deleted subject: HubSubject) {
+        let name = subject.name
         let headers = [ClusterSubjectNames.operationHeader: "delete", ClusterSubjectNames.nameHeader: name]
-        if hub.entry(named: name) == nil {
-            // A subject with history (the hub calls once it removed the history, and the
-            // name is not in the hub then): told after the stream's deletion, so that the
-            // others let go of their logs and find the next stream, never the old one.
-            let stores = [hub.historyStore, hub.durableStore].compactMap { $0 as? JetStreamStore }
-            afterRequests(of: stores[...]) { [weak self] in
+        if let store = jetStreamStore(of: subject) {
+            // Told after the stream's deletion, so that the others let go of their logs and
+            // find the next stream, never the old one.
+            store.afterRequestsMadeSoFar { [weak self] in
                 guard let self else { return }
                 publish(to: names.control, payload: [], headers: headers)
             }
             return
         }
         publish(to: names.control, payload: [], headers: headers)
-        if case .subject(let subject) = hub.entry(named: name), subject.kind == .currentValue,
-           let bucket = configuration.currentValueBucket {
+        if subject.kind == .currentValue, let bucket = configuration.currentValueBucket {
             // The value goes from the bucket too: the subject starts over from its initial value.
             valueGenerations[name, default: 0] &+= 1
             publish(to: "$KV.\(bucket).\(names.currentValueKey(name))", payload: [], headers: ["KV-Operation": "DEL"])
@@ -291,12 +289,6 @@ public final class ClusterNode: HubClusterLink {
     private func jetStreamStore(of subject: HubSubject) -> JetStreamStore? {
         guard let history = subject.history else { return nil }
         return (history.isDurable ? hub.durableStore : hub.historyStore) as? JetStreamStore
-    }
-
-    /// Runs `body` once every store in `stores` has done the requests made so far.
-    private func afterRequests(of stores: ArraySlice<JetStreamStore>, _ body: @escaping () -> Void) {
-        guard let first = stores.first else { return body() }
-        first.afterRequestsMadeSoFar { [weak self] in self?.afterRequests(of: stores.dropFirst(), body) }
     }
 
     // MARK: Interest

@@ -484,22 +484,20 @@ public final class Hub: PipelineEnvironment {
         if HubName.isSystem(name) { throw HubError(.forbidden, "the system subject '\(name)' cannot be deleted") }
         switch entries[name] {
         case .subject(let subject):
-            let fromHere = clusterLink != nil && name != clusterEventName
-            if fromHere, subject.history == nil { clusterLink?.hub(self, deleted: name) }
             entries[name] = nil
             if !subject.isCompleted { subject.send(completion: .finished) }
             // Its history goes too: the next subject of that name begins a new epoch. A
-            // delete made on another node of a cluster removed the shared history there;
-            // this node lets go of its log, and is told of the delete after the removal.
+            // delete made on another node of a cluster removed the shared history there:
+            // this node lets go of its log.
             if let history = subject.history {
                 let store = try store(durable: history.isDurable, for: name)
-                if fromHere || clusterLink == nil {
-                    try store.removeLog(subject: name)
-                } else {
+                if name == clusterEventName {
                     try store.forgetLog(subject: name)
+                } else {
+                    try store.removeLog(subject: name)
                 }
-                if fromHere { clusterLink?.hub(self, deleted: name) }
             }
+            if let clusterLink, name != clusterEventName { clusterLink.hub(self, deleted: subject) }
             if subject.isDeclared {
                 let fresh = try createSubject(
                     name, initialValue: subject.initialValue, bufferSize: subject.bufferSize, overflow: subject.overflow,

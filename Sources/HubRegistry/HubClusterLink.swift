@@ -16,8 +16,9 @@ public protocol HubClusterLink: AnyObject {
     func hub(_ hub: Hub, published value: Value, to subject: HubSubject)
     /// `subject` completed (`error` nil) or failed with `error` here.
     func hub(_ hub: Hub, finished subject: HubSubject, error: Value?)
-    /// The subject `name` was deleted here.
-    func hub(_ hub: Hub, deleted name: String)
+    /// `subject` was deleted here: it is out of the hub, and its history, if it had one,
+    /// is removed from the store (the next subject of that name is not registered yet).
+    func hub(_ hub: Hub, deleted subject: HubSubject)
     /// `trigger` was activated here, for `key` if given.
     func hub(_ hub: Hub, activated trigger: HubTrigger, key: Value?)
     /// A subscription to the subject or trigger `name` began or ended here: its number of
