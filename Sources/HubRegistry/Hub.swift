@@ -659,7 +659,7 @@ public final class Hub: PipelineEnvironment {
         if let clusterLink, !HubName.isSystem(subject.name) { clusterLink.hub(self, interestMayHaveChangedIn: subject.name) }
         return Publishers.HistoryReplay(
             history: history, since: since, capacity: try bufferCapacity(bufferSize ?? subject.bufferSize),
-            policy: overflow ?? subject.overflow, metrics: metrics, counters: subject.counters, memory: memory,
+            policy: subject.overflowPolicy(asked: overflow), metrics: metrics, counters: subject.counters, memory: memory,
             pacer: pacer, congestion: subject.congestion, onStart: onStart)
     }
 
@@ -691,7 +691,7 @@ public final class Hub: PipelineEnvironment {
         case .subject(let subject):
             return watchingInterest(in: subject.name, subject.publisher)
                 .hotBuffer(
-                    capacity: size, policy: overflow ?? subject.overflow, metrics: metrics, counters: subject.counters,
+                    capacity: size, policy: subject.overflowPolicy(asked: overflow), metrics: metrics, counters: subject.counters,
                     memory: memory, origin: origin, congestion: subject.congestion)
                 .eraseToAnyPublisher()
         case .trigger(let trigger):

@@ -43,6 +43,13 @@ public final class HubSubject {
     /// The failure it ended with, if it failed (its `error` value).
     public private(set) var failure: Value?
 
+    /// The overflow policy of a subscription that asked for `requested` (`nil`: the
+    /// subject's own): the hub's buffer and the server's pacing of a `block` subscriber
+    /// follow the same one.
+    public func overflowPolicy(asked requested: OverflowPolicy?) -> OverflowPolicy {
+        requested ?? overflow
+    }
+
     /// Whether a subscriber's buffer is full, when its subscribers' overflow policy is
     /// ``OverflowPolicy/block``: its publishers are then slowed down.
     public let congestion = SubjectCongestion()

@@ -577,7 +577,7 @@ public final class Session {
                 switch resolved.entry {
                 case .subject(let subject):
                     kind = .subject
-                    blocks = (request.overflow ?? subject.overflow) == .block
+                    blocks = subject.overflowPolicy(asked: request.overflow) == .block
                 case .trigger: kind = .trigger
                 case .pipeline:
                     kind = .pipeline
@@ -628,7 +628,7 @@ public final class Session {
     private func subscribe(id: UInt64, to subject: HubSubject, _ request: SubscribeRequest) throws(HubError) {
         let remote = RemoteSubscriber(
             id: id, batch: request.batch ?? batchAll, outbound: outbound, subscriptions: subscriptions,
-            counters: subject.counters, paced: (request.overflow ?? subject.overflow) == .block)
+            counters: subject.counters, paced: subject.overflowPolicy(asked: request.overflow) == .block)
         let publisher = try hub.historyPublisher(
             for: subject, since: request.since, bufferSize: request.buffer, overflow: request.overflow,
             memory: budget, pacer: outbound
