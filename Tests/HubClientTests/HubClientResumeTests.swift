@@ -15,57 +15,6 @@ import Testing
 /// and its subscriber sees no gap, no duplicate and no failure.
 @Suite("HubClient resume")
 struct HubClientResumeTests {
-    /// What an entry subscriber saw.
-    enum Seen: Sendable, Equatable {
-        case entry(HubEntry)
-        case finished
-        case failed(HubClientError)
-    }
-
-    /// Records entries (offsets included) and lets the test request more.
-    final class EntryRecorder: Subscriber, @unchecked Sendable {
-        typealias Input = HubEntry
-        typealias Failure = HubClientError
-
-        let events = EventQueue<Seen>()
-        private let initial: Subscribers.Demand
-        private let lock = NSLock()
-        private var subscription: (any Subscription)?
-
-        init(demand: Subscribers.Demand) { initial = demand }
-
-        func receive(subscription: any Subscription) {
-            lock.withLock { self.subscription = subscription }
-            if initial != .none { subscription.request(initial) }
-        }
-
-        func receive(_ input: HubEntry) -> Subscribers.Demand {
-            events.push(.entry(input))
-            return .none
-        }
-
-        func receive(completion: Subscribers.Completion<HubClientError>) {
-            switch completion {
-            case .finished: events.push(.finished)
-            case let .failure(error): events.push(.failed(error))
-            }
-        }
-
-        func request(_ demand: Subscribers.Demand) { lock.withLock { subscription }?.request(demand) }
-
-        /// The next `count` entries' offsets and values; anything else fails.
-        func entries(_ count: Int) async throws -> [(UInt64, Value)] {
-            var result: [(UInt64, Value)] = []
-            for event in try await events.next(count, "\(count) entries") {
-                guard case let .entry(entry) = event, let offset = entry.offset else {
-                    throw TimedOut(what: "an entry with an offset (got \(event))")
-                }
-                result.append((offset, entry.value))
-            }
-            return result
-        }
-    }
-
     private static let policy = ReconnectPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200))
 
     /// A service whose subjects all keep a history (in memory), with `storage` for durable ones.
@@ -91,7 +40,7 @@ struct HubClientResumeTests {
         client.subscribe(to: "h").entries.subscribe(recorder)
         try await waitForSubscribers(1, of: "h", client: direct)
         for value in 1...3 { try await direct.send(.int(Int64(value)), to: "h") }
-        #expect(try await recorder.entries(3).map(\.0) == [1, 2, 3])
+        #expect(try await recorder.entries(3).compactMap(\.offset) == [1, 2, 3])
 
         relay.isRefusing = true
         relay.cut()
@@ -105,12 +54,12 @@ struct HubClientResumeTests {
         #expect(recorder.events.count == 0)
         recorder.request(.max(3))
         let resumed = try await recorder.entries(3)
-        #expect(resumed.map(\.0) == [4, 5, 6])
-        #expect(resumed.map(\.1) == [4, 5, 6])
+        #expect(resumed.compactMap(\.offset) == [4, 5, 6])
+        #expect(resumed.map(\.value) == [4, 5, 6])
         recorder.request(.unlimited)
-        #expect(try await recorder.entries(4).map(\.0) == [7, 8, 9, 10])
+        #expect(try await recorder.entries(4).compactMap(\.offset) == [7, 8, 9, 10])
         try await direct.send(11, to: "h")
-        #expect(try await recorder.entries(1).map(\.0) == [11])
+        #expect(try await recorder.entries(1).compactMap(\.offset) == [11])
         #expect(await client.connectCount == 2)
         #expect(recorder.events.count == 0)
 
@@ -139,8 +88,8 @@ struct HubClientResumeTests {
         }
         let received = try await recorder.entries(600)
         try await sender.value
-        #expect(received.map(\.0) == (1...600).map(UInt64.init))
-        #expect(received.map(\.1) == (1...600).map { Value.int(Int64($0)) })
+        #expect(received.compactMap(\.offset) == (1...600).map(UInt64.init))
+        #expect(received.map(\.value) == (1...600).map { Value.int(Int64($0)) })
         #expect(await client.connectCount >= 2)
         await client.close()
         await direct.close()
@@ -182,8 +131,8 @@ struct HubClientResumeTests {
         for value in 1...3 { try await client.send(.int(Int64(value)), to: "orders") }
         try await client.send("a", to: "scratch")
         let before = try await durable.entries(3)
-        #expect(before.map(\.0) == [1, 2, 3])
-        #expect(try await memory.entries(1).map(\.0) == [1])
+        #expect(before.compactMap(\.offset) == [1, 2, 3])
+        #expect(try await memory.entries(1).compactMap(\.offset) == [1])
 
         await first.shutdown()
         // The freed port may be taken for a moment by another test's socket (the kernel
@@ -202,7 +151,7 @@ struct HubClientResumeTests {
         // The durable subscription resumed: the next values follow on.
         try await waitForSubscribers(1, of: "orders", client: client)
         try await client.send(4, to: "orders")
-        #expect(try await durable.entries(1).map(\.0) == [4])
+        #expect(try await durable.entries(1).compactMap(\.offset) == [4])
         // The subject in memory began a new epoch: what was published before is gone.
         guard case let .failed(error) = try await memory.events.next() else {
             Issue.record("the subscription to a subject in memory did not fail")

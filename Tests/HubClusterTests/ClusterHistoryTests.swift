@@ -4,6 +4,7 @@ import HubEngine
 import HubValue
 import HubWire
 import NetworkTestSupport
+import RemoteTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -182,65 +183,5 @@ extension ClusterHistoryTests {
         #expect(after.allSatisfy { $0.epoch == epoch })
         try await d.send(6, to: "ledger")
         #expect(try await onD.entries(1).compactMap(\.offset) == [6])
-    }
-}
-
-/// A subscriber of a remote subscription's entries (value, offset, epoch) that records
-/// them, with the demand it is given.
-final class EntryRecorder: Subscriber, @unchecked Sendable {
-    typealias Input = HubEntry
-    typealias Failure = HubClientError
-
-    enum Event: Sendable {
-        case entry(HubEntry)
-        case finished
-        case failed(HubClientError)
-    }
-
-    let events = EventQueue<Event>()
-    private let lock = NSLock()
-    private var subscription: (any Subscription)?
-    private let initialDemand: Subscribers.Demand
-
-    init(demand: Subscribers.Demand) {
-        initialDemand = demand
-    }
-
-    func receive(subscription: any Subscription) {
-        lock.withLock { self.subscription = subscription }
-        if initialDemand > 0 { subscription.request(initialDemand) }
-    }
-
-    func receive(_ input: HubEntry) -> Subscribers.Demand {
-        events.push(.entry(input))
-        return .none
-    }
-
-    func receive(completion: Subscribers.Completion<HubClientError>) {
-        switch completion {
-        case .finished: events.push(.finished)
-        case let .failure(error): events.push(.failed(error))
-        }
-    }
-
-    /// Asks for `count` more.
-    func request(_ count: Int) {
-        lock.withLock { subscription }?.request(.max(count))
-    }
-
-    /// The next `count` entries (fails on anything else).
-    func entries(_ count: Int, timeout: Duration = .seconds(15)) async throws -> [HubEntry] {
-        try await events.next(count, timeout: timeout, "\(count) entries").map { event in
-            guard case .entry(let entry) = event else { throw TimedOut(what: "an entry, got \(event)") }
-            return entry
-        }
-    }
-
-    /// Fails if anything arrives within `duration`.
-    func expectNothing(for duration: Duration) async throws {
-        do {
-            let event = try await events.next(timeout: duration, "nothing")
-            Issue.record("expected nothing, got \(event)")
-        } catch is TimedOut {}
     }
 }

@@ -28,19 +28,39 @@ struct JetStreamStoreTests {
         try await loop.run { Confined(try store.value.openLog(subject: subject, retention: HistoryRetention(size: 100))) }
     }
 
-    @Test("two nodes' stores share a subject's stream: one epoch, one sequence, every value committed once in order on each")
-    func sharedStream() async throws {
+    /// Two nodes' stores (a and b) over one nats-server with JetStream, each with the log
+    /// of one subject open.
+    struct TwoNodes {
+        let nats: NATSServerProcess
+        let loop: TestLoop
+        let connections: [NATSConnection]
+        let storeA: Confined<any SubjectStore>
+        let storeB: Confined<any SubjectStore>
+        let logA: Confined<any SubjectLog>
+        let logB: Confined<any SubjectLog>
+
+        /// Closes the connections and stops the server.
+        func stop() {
+            for connection in connections { connection.close() }
+            nats.stop()
+        }
+    }
+
+    private func twoNodes(sharing subject: String) async throws -> TwoNodes {
         let nats = try await NATSServerProcess(jetStream: true)
-        defer { nats.stop() }
         let loop = TestLoop()
         let (connectionA, storeA) = try store(nats, name: "a", loop: loop)
         let (connectionB, storeB) = try store(nats, name: "b", loop: loop)
-        defer {
-            connectionA.close()
-            connectionB.close()
-        }
-        let logA = try await open(storeA, "shared.prices", on: loop)
-        let logB = try await open(storeB, "shared.prices", on: loop)
+        return TwoNodes(
+            nats: nats, loop: loop, connections: [connectionA, connectionB], storeA: storeA, storeB: storeB,
+            logA: try await open(storeA, subject, on: loop), logB: try await open(storeB, subject, on: loop))
+    }
+
+    @Test("two nodes' stores share a subject's stream: one epoch, one sequence, every value committed once in order on each")
+    func sharedStream() async throws {
+        let nodes = try await twoNodes(sharing: "shared.prices")
+        defer { nodes.stop() }
+        let (loop, storeA, storeB, logA, logB) = (nodes.loop, nodes.storeA, nodes.storeB, nodes.logA, nodes.logB)
         let a = try await logA.position(on: loop)
         let b = try await logB.position(on: loop)
         #expect(a.epoch == b.epoch)
@@ -93,17 +113,9 @@ final class CommitRecorder {
 extension JetStreamStoreTests {
     @Test("a following store reports the values another node stores, in order, once each, interleaved with its own")
     func following() async throws {
-        let nats = try await NATSServerProcess(jetStream: true)
-        defer { nats.stop() }
-        let loop = TestLoop()
-        let (connectionA, storeA) = try store(nats, name: "a", loop: loop)
-        let (connectionB, storeB) = try store(nats, name: "b", loop: loop)
-        defer {
-            connectionA.close()
-            connectionB.close()
-        }
-        let logA = try await open(storeA, "followed", on: loop)
-        let logB = try await open(storeB, "followed", on: loop)
+        let nodes = try await twoNodes(sharing: "followed")
+        defer { nodes.stop() }
+        let (loop, storeA, storeB, logA, logB) = (nodes.loop, nodes.storeA, nodes.storeB, nodes.logA, nodes.logB)
         #expect(try await logB.append(0, on: loop).get() == 1)
         let count = 300
         let seen: [HistoryEntry] = try await withThrowingTaskGroup(of: [HistoryEntry].self) { group in
