@@ -1,11 +1,20 @@
 /// The tables of a hub's SQLite database, and the statements the store runs on them.
 ///
 /// One database (`hub.sqlite3` under `storage.path`) holds every durable subject:
-/// `subjects` keeps each one's epoch and last offset and value (they survive the
-/// trimming of `entries`), `entries` its history, keyed by subject and offset.
+/// `subjects` keeps each one's epoch, `entries` its history, keyed by subject and offset.
+///
+/// A subject's last offset, time and value are those of its last entry. The `subjects`
+/// row keeps a copy that is brought up to date only before an expiry may remove every
+/// entry (the size bound always leaves one), so that a commit writes the pages of
+/// `entries` it appends to and nothing else; the store takes whichever is later when
+/// it opens (schema version 2; version 1 updated the row at every commit, and is read
+/// the same way).
 enum SQLiteSchema {
-    /// The version `meta.schema` records; a database of another version is refused.
-    static let version = "1"
+    /// The version `meta.schema` records, and the versions this broker reads (a
+    /// database of another version is refused; an older one is marked as this one, so
+    /// that a broker that still updates the row at every commit refuses it).
+    static let version = "2"
+    static let readableVersions: Set<String> = ["1", "2"]
 
     static let create = """
         CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -26,11 +35,19 @@ enum SQLiteSchema {
         """
 
     static let schemaVersion = "SELECT value FROM meta WHERE key = 'schema'"
+    static let markVersion = "UPDATE meta SET value = '\(version)' WHERE key = 'schema'"
     static let loadSubjects = "SELECT id, name, epoch, last_offset, last_time, last_value FROM subjects"
 
     static let insertSubject =
         "INSERT INTO subjects(id, name, epoch, last_offset, last_time, last_value) VALUES (?1, ?2, ?3, 0, 0, NULL)"
-    static let updateSubject = "UPDATE subjects SET last_offset = ?2, last_time = ?3, last_value = ?4 WHERE id = ?1"
+    /// Copies a subject's last entry into its row (before an expiry that may remove it).
+    static let saveLast = """
+        UPDATE subjects SET (last_offset, last_time, last_value) =
+            (SELECT offset, time, value FROM entries WHERE subject = ?1 ORDER BY offset DESC LIMIT 1)
+        WHERE id = ?1 AND EXISTS (SELECT 1 FROM entries WHERE subject = ?1)
+        """
+    /// A subject's last entry (at start-up, when it is later than the row's copy).
+    static let lastEntry = "SELECT offset, time, value FROM entries WHERE subject = ?1 ORDER BY offset DESC LIMIT 1"
     static let removeSubject = "DELETE FROM subjects WHERE id = ?1"
     static let removeEntries = "DELETE FROM entries WHERE subject = ?1"
     static let insertEntry = "INSERT INTO entries(subject, offset, time, value) VALUES (?1, ?2, ?3, ?4)"

@@ -36,6 +36,23 @@ public final class SQLiteStore: SubjectStore {
         case normal
     }
 
+    /// When the WAL is copied into the database (see ``SQLiteCheckpointer``), in pages of
+    /// the WAL (16 KiB for a database this broker created).
+    public struct Checkpointing: Sendable, Equatable {
+        /// From this many pages after a commit, a thread of the store checkpoints in the
+        /// background (256: every 4 MiB, as SQLite's default of 1,000 4-KiB pages).
+        public var backgroundPages: Int32
+        /// From this many, the writer checkpoints right after its commit, holding that
+        /// commit's acks: the background has fallen behind (2,048: 32 MiB). It bounds the WAL.
+        public var inlinePages: Int32
+
+        /// Background checkpoints from `backgroundPages`, inline ones from `inlinePages`.
+        public init(backgroundPages: Int32 = 256, inlinePages: Int32 = 2048) {
+            self.backgroundPages = max(1, backgroundPages)
+            self.inlinePages = max(1, inlinePages)
+        }
+    }
+
     /// The database file's name under the storage directory.
     public static let fileName = "hub.sqlite3"
     /// The most bytes of values waiting for the writer before appends are refused
@@ -48,6 +65,7 @@ public final class SQLiteStore: SubjectStore {
     public let sync: Sync
     private let lock: StorageLock
     private let writer: SQLiteWriter
+    private let checkpointer: SQLiteCheckpointer
     private let reader: SQLiteReader
     private let maxPendingBytes: Int
     private var known: [String: SQLiteLog.Restored]
@@ -60,11 +78,12 @@ public final class SQLiteStore: SubjectStore {
     private var closed = false
 
     /// Opens (creating them if needed) the directory and its database, reads every
-    /// subject's epoch and last value, and starts the writer and reader threads, whose
-    /// results come back through `executor`. Blocks on the disk: call it at start-up.
+    /// subject's epoch and last value, and starts the writer, reader and checkpointer
+    /// threads; the writer's and reader's results come back through `executor`. Blocks on
+    /// the disk: call it at start-up.
     public init(
         directory: String, sync: Sync = .full, executor: any StoreExecutor, clock: @escaping HistoryClock = systemHistoryClock,
-        maxPendingBytes: Int = SQLiteStore.defaultMaxPendingBytes
+        maxPendingBytes: Int = SQLiteStore.defaultMaxPendingBytes, checkpoint: Checkpointing = Checkpointing()
     ) throws(SQLiteError) {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -87,37 +106,49 @@ public final class SQLiteStore: SubjectStore {
         try connection.execute("PRAGMA journal_mode = WAL")
         // 16 MB of page cache (SQLite's default is 2 MB): the pages a commit touches stay cached.
         try connection.execute("PRAGMA cache_size = -16384")
-        // A checkpoint (inside the commit that crosses it) every 4 MB of WAL, as SQLite's
-        // default of 1,000 pages does with 4 KiB pages, not every 16 MB: each one, and with
-        // `normal` its fsync of what piled up, holds that commit's acks for less.
-        try connection.execute("PRAGMA wal_autocheckpoint = 256")
         guard try connection.pragma("journal_mode")?.lowercased() == "wal" else {
             throw SQLiteError(code: -1, message: "\(path): the database cannot use WAL mode")
         }
-        try connection.execute("PRAGMA synchronous = \(sync == .full ? "FULL" : "NORMAL")")
+        let synchronous = "PRAGMA synchronous = \(sync == .full ? "FULL" : "NORMAL")"
+        try connection.execute(synchronous)
         try connection.execute("PRAGMA busy_timeout = 30000")
         try connection.execute(SQLiteSchema.create)
         let version = try connection.prepare(SQLiteSchema.schemaVersion)
-        if try version.step(), let found = version.text(0), found != SQLiteSchema.version {
-            throw SQLiteError(code: -1, message: "\(path) has schema version \(found); this broker reads version \(SQLiteSchema.version)")
+        if try version.step(), let found = version.text(0), !SQLiteSchema.readableVersions.contains(found) {
+            throw SQLiteError(
+                code: -1,
+                message: "\(path) has schema version \(found); this broker reads versions \(SQLiteSchema.readableVersions.sorted().joined(separator: " and "))")
         }
         version.reset()
+        try connection.execute(SQLiteSchema.markVersion)
 
         var known: [String: SQLiteLog.Restored] = [:]
         var states: [Int64: SQLiteWriter.SubjectState] = [:]
         var maxID: Int64 = 0
         let load = try connection.prepare(SQLiteSchema.loadSubjects)
+        let lastEntry = try connection.prepare(SQLiteSchema.lastEntry)
         while try load.step() {
             let id = load.int64(0)
             guard let name = load.text(1), let epoch = load.text(2) else { continue }
-            let lastOffset = UInt64(max(0, load.int64(3)))
+            // The row's copy, unless the entries go further (the row is saved only before an expiry).
+            let rowOffset = UInt64(max(0, load.int64(3)))
+            var lastOffset = rowOffset
+            var lastTime = load.int64(4)
             var lastValue: Value?
             if !load.isNull(5) {
                 lastValue = load.withBlob(5) { raw in try? Value.parse(raw) }
             }
+            lastEntry.bind(1, id)
+            if try lastEntry.step(), UInt64(max(0, lastEntry.int64(0))) > rowOffset {
+                lastOffset = UInt64(lastEntry.int64(0))
+                lastTime = lastEntry.int64(1)
+                lastValue = lastEntry.withBlob(2) { raw in try? Value.parse(raw) }
+            }
+            lastEntry.reset()
             known[name] = SQLiteLog.Restored(id: id, epoch: epoch, lastOffset: lastOffset, lastValue: lastValue)
             states[id] = SQLiteWriter.SubjectState(
-                lastOffset: lastOffset, lastTime: load.int64(4), retention: HistoryRetention(), firstTime: nil)
+                lastOffset: lastOffset, lastTime: lastTime, retention: HistoryRetention(), firstTime: nil,
+                rowOffset: rowOffset)
             maxID = max(maxID, id)
         }
         load.reset()
@@ -126,8 +157,13 @@ public final class SQLiteStore: SubjectStore {
 
         // Results cross to the loop through its queue; the box is only opened there.
         let box = LoopSide()
-        writer = try SQLiteWriter(connection: connection, subjects: states, clock: clock) { outcomes in
-            executor.execute { box.store?.committed(outcomes) }
+        // Checkpoints on a connection of their own, with the same synchronous setting
+        // (it decides the checkpoints' fsyncs).
+        let checkpointing = try SQLiteConnection(path: path)
+        try checkpointing.execute(synchronous)
+        checkpointer = SQLiteCheckpointer(connection: checkpointing, thresholds: checkpoint)
+        writer = try SQLiteWriter(connection: connection, subjects: states, clock: clock, checkpointer: checkpointer) {
+            outcomes in executor.execute { box.store?.committed(outcomes) }
         }
         reader = try SQLiteReader(connection: try SQLiteConnection(path: path), clock: clock) { id, result in
             executor.execute { box.store?.answered(read: id, result) }
@@ -135,6 +171,7 @@ public final class SQLiteStore: SubjectStore {
         box.store = self
         writer.start(name: "hub-sqlite-writer")
         reader.start(name: "hub-sqlite-reader")
+        checkpointer.start(name: "hub-sqlite-checkpointer")
     }
 
     /// The store as seen from the loop, for the threads' hand-offs (opened on the loop only).
@@ -189,6 +226,7 @@ public final class SQLiteStore: SubjectStore {
         closed = true
         writer.stop()
         reader.stop()
+        checkpointer.stop()
         lock.release()
     }
 

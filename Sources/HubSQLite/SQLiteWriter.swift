@@ -9,6 +9,9 @@ import HubValue
 /// fsync of the WAL) covers every append that waited for it: throughput grows with
 /// the number of appends in flight while each one still waits for at most two commits.
 ///
+/// A commit writes the entries it appends and leaves the subjects' rows alone (see
+/// ``SQLiteSchema``): one value on its own costs one page of the WAL, not two.
+///
 /// The loop hands operations in with ``submit(_:)`` (a lock and a signal); the thread
 /// hands each group's outcomes back with `deliver`, once the group has committed.
 final class SQLiteWriter: @unchecked Sendable {
@@ -37,6 +40,9 @@ final class SQLiteWriter: @unchecked Sendable {
         var retention: HistoryRetention
         /// The time of the oldest kept value, when known (`nil`: look it up).
         var firstTime: Int64?
+        /// The offset the subject's row holds a copy of (behind ``lastOffset`` until an
+        /// expiry needs the row to keep the last value).
+        var rowOffset: UInt64
     }
 
     private let condition = NSCondition()
@@ -48,6 +54,8 @@ final class SQLiteWriter: @unchecked Sendable {
     private let connection: SQLiteConnection
     private var subjects: [Int64: SubjectState]
     private let clock: HistoryClock
+    /// Told the WAL's size after every commit (the connection's WAL hook points at it).
+    private let checkpointer: SQLiteCheckpointer
     private let deliver: @Sendable ([Outcome]) -> Void
     private let thread = ThreadExit()
     private var statements: Statements?
@@ -56,7 +64,7 @@ final class SQLiteWriter: @unchecked Sendable {
         let begin: SQLiteStatement
         let commit: SQLiteStatement
         let insertSubject: SQLiteStatement
-        let updateSubject: SQLiteStatement
+        let saveLast: SQLiteStatement
         let insertEntry: SQLiteStatement
         let trimThrough: SQLiteStatement
         let firstTime: SQLiteStatement
@@ -65,12 +73,15 @@ final class SQLiteWriter: @unchecked Sendable {
         let removeEntries: SQLiteStatement
     }
 
-    /// A writer over `connection` (schema ready), knowing `subjects`; not started.
+    /// A writer over `connection` (schema ready), knowing `subjects`, whose WAL
+    /// `checkpointer` copies into the database; not started.
     init(
         connection: SQLiteConnection, subjects: [Int64: SubjectState], clock: @escaping HistoryClock,
-        deliver: @escaping @Sendable ([Outcome]) -> Void
+        checkpointer: SQLiteCheckpointer, deliver: @escaping @Sendable ([Outcome]) -> Void
     ) throws(SQLiteError) {
         self.connection = connection
+        self.checkpointer = checkpointer
+        checkpointer.watch(connection)
         self.subjects = subjects
         self.clock = clock
         self.deliver = deliver
@@ -78,7 +89,7 @@ final class SQLiteWriter: @unchecked Sendable {
             begin: try connection.prepare("BEGIN IMMEDIATE"),
             commit: try connection.prepare("COMMIT"),
             insertSubject: try connection.prepare(SQLiteSchema.insertSubject),
-            updateSubject: try connection.prepare(SQLiteSchema.updateSubject),
+            saveLast: try connection.prepare(SQLiteSchema.saveLast),
             insertEntry: try connection.prepare(SQLiteSchema.insertEntry),
             trimThrough: try connection.prepare(SQLiteSchema.trimThrough),
             firstTime: try connection.prepare(SQLiteSchema.firstTime),
@@ -144,7 +155,7 @@ final class SQLiteWriter: @unchecked Sendable {
         let saved = subjects
         var outcomes: [Outcome] = []
         outcomes.reserveCapacity(group.count)
-        var touched: [Int64: Value] = [:]
+        var touched: Set<Int64> = []
         var retained: Set<Int64> = []
         var json: [UInt8] = []
         do throws(SQLiteError) {
@@ -157,7 +168,8 @@ final class SQLiteWriter: @unchecked Sendable {
                     insert.bind(2, name)
                     insert.bind(3, epoch)
                     try insert.run()
-                    subjects[subject] = SubjectState(lastOffset: 0, lastTime: 0, retention: retention, firstTime: nil)
+                    subjects[subject] = SubjectState(
+                        lastOffset: 0, lastTime: 0, retention: retention, firstTime: nil, rowOffset: 0)
                 case let .retain(subject, retention):
                     subjects[subject]?.retention = retention
                     retained.insert(subject)
@@ -167,7 +179,7 @@ final class SQLiteWriter: @unchecked Sendable {
                         try statement.run()
                     }
                     subjects[subject] = nil
-                    touched[subject] = nil
+                    touched.remove(subject)
                     retained.remove(subject)
                 case let .append(subject, value):
                     guard var state = subjects[subject] else {
@@ -186,22 +198,11 @@ final class SQLiteWriter: @unchecked Sendable {
                     insert.bind(4, blob: json)
                     try insert.run()
                     subjects[subject] = state
-                    touched[subject] = value
+                    touched.insert(subject)
                     outcomes.append(.appended(subject: subject, offset: state.lastOffset))
                 }
             }
-            for (subject, last) in touched {
-                guard let state = subjects[subject] else { continue }
-                let update = statements.updateSubject
-                update.bind(1, subject)
-                update.bind(2, Int64(state.lastOffset))
-                update.bind(3, state.lastTime)
-                json.removeAll(keepingCapacity: true)
-                last.writeJSON(into: &json)
-                update.bind(4, blob: json)
-                try update.run()
-            }
-            for subject in retained.union(touched.keys) { try trim(subject, statements) }
+            for subject in retained.union(touched) { try trim(subject, statements) }
             try statements.commit.run()
         } catch {
             try? connection.execute("ROLLBACK")
@@ -225,7 +226,8 @@ final class SQLiteWriter: @unchecked Sendable {
         if !outcomes.isEmpty { deliver(outcomes) }
     }
 
-    /// Applies the subject's retention: the size bound, then the ttl.
+    /// Applies the subject's retention: the size bound (which keeps at least the last
+    /// value), then the ttl (which may remove every value: the row keeps the last first).
     private func trim(_ subject: Int64, _ statements: Statements) throws(SQLiteError) {
         guard var state = subjects[subject] else { return }
         let size = UInt64(state.retention.size)
@@ -245,6 +247,12 @@ final class SQLiteWriter: @unchecked Sendable {
                 state.firstTime = try first.step() ? first.int64(0) : nil
             }
             if let firstTime = state.firstTime, firstTime < cutoff {
+                if state.rowOffset < state.lastOffset {
+                    let save = statements.saveLast
+                    save.bind(1, subject)
+                    try save.run()
+                    state.rowOffset = state.lastOffset
+                }
                 let expire = statements.expireFront
                 expire.bind(1, subject)
                 expire.bind(2, cutoff)

@@ -137,6 +137,132 @@ struct SQLiteStoreTests {
         }
     }
 
+    @Test("a restart after every value expired keeps the last offset and value: the row is saved before an expiry")
+    func expiredThenRestarted() async throws {
+        let fixture = try await StoreFixture(kind: .sqlite)
+        do {
+            let retention = HistoryRetention(size: 100, ttl: .seconds(10))
+            let log = try await fixture.open("brief", retention)
+            _ = try await log.append("a", on: fixture.loop).get()
+            _ = try await log.append("b", on: fixture.loop).get()
+            fixture.clock.advance(by: .seconds(30))
+            // Opening it again commits its retention, which expires both values; another
+            // subject's append, committed after it, says when that is done.
+            _ = try await fixture.open("brief", retention)
+            let other = try await fixture.open("other")
+            _ = try await other.append(1, on: fixture.loop).get()
+            try await fixture.restart()
+            let reopened = try await fixture.open("brief", retention)
+            #expect(try await reopened.read(after: 0, on: fixture.loop).isEmpty)
+            let position = try await reopened.position(on: fixture.loop)
+            #expect(position.lastOffset == 2)
+            #expect(position.lastValue == "b")
+            #expect(try await reopened.append("c", on: fixture.loop).get() == 3)
+        } catch {
+            await fixture.tearDown()
+            throw error
+        }
+        await fixture.tearDown()
+    }
+
+    /// The size of a file, 0 when it is not there.
+    private func fileSize(_ path: String) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0
+    }
+
+    @Test("the WAL is checkpointed in the background: the database fills while the writer goes on")
+    func backgroundCheckpoints() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let loop = TestLoop()
+        // Only the background thread checkpoints (the inline bound is out of reach).
+        let store = Confined(try SQLiteStore(
+            directory: directory, sync: .normal, executor: loop,
+            checkpoint: SQLiteStore.Checkpointing(backgroundPages: 4, inlinePages: .max)))
+        let database = directory + "/" + SQLiteStore.fileName
+        let before = fileSize(database)
+        let log = try await loop.run { Confined(try store.value.openLog(subject: "bulk", retention: HistoryRetention(size: 1000))) }
+        let text = Value.string(String(repeating: "z", count: 8000))
+        for _ in 1...200 { _ = try await log.append(text, on: loop).get() }
+        // 1.6 MB of values reach the database file only through a checkpoint.
+        let deadline = ContinuousClock.now + .seconds(20)
+        while fileSize(database) < before + 1_000_000, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(fileSize(database) >= before + 1_000_000, "the database holds the values before the store closes")
+        #expect(try await log.read(after: 195, on: loop).count == 5)
+        try await loop.run { store.value.close() }
+    }
+
+    @Test("a checkpointer that falls behind leaves it to the writer: the WAL stays bounded")
+    func inlineCheckpointsBoundTheWAL() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let loop = TestLoop()
+        // The background never starts; the writer checkpoints from 16 pages of WAL on.
+        let store = Confined(try SQLiteStore(
+            directory: directory, sync: .normal, executor: loop,
+            checkpoint: SQLiteStore.Checkpointing(backgroundPages: .max, inlinePages: 16)))
+        let wal = directory + "/" + SQLiteStore.fileName + "-wal"
+        let log = try await loop.run { Confined(try store.value.openLog(subject: "bulk", retention: HistoryRetention(size: 1000))) }
+        let text = Value.string(String(repeating: "w", count: 8000))
+        var largest = 0
+        for _ in 1...300 {
+            _ = try await log.append(text, on: loop).get()
+            largest = max(largest, fileSize(wal))
+        }
+        // 2.4 MB were written; the WAL never held much more than 16 pages of 16 KiB
+        // (a commit of one value rewrites a page or two beyond the bound).
+        #expect(largest > 0)
+        #expect(largest < 24 * (16384 + 24) + 32, "the WAL grew to \(largest) bytes")
+        try await loop.run { store.value.close() }
+    }
+
+    @Test("a database of schema version 1 is read and marked version 2; an unknown version is refused")
+    func schemaVersions() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/" + SQLiteStore.fileName
+        let loop = TestLoop()
+        func setVersion(_ version: String) throws {
+            var handle: OpaquePointer?
+            guard sqlite3_open(path, &handle) == SQLITE_OK else { throw SQLiteError(code: -1, message: "open \(path)") }
+            defer { sqlite3_close(handle) }
+            guard sqlite3_exec(handle, "UPDATE meta SET value = '\(version)' WHERE key = 'schema'", nil, nil, nil) == SQLITE_OK else {
+                throw SQLiteError(code: -1, message: "update \(path)")
+            }
+        }
+        func version() throws -> String? {
+            var handle: OpaquePointer?
+            guard sqlite3_open(path, &handle) == SQLITE_OK else { throw SQLiteError(code: -1, message: "open \(path)") }
+            defer { sqlite3_close(handle) }
+            var statement: OpaquePointer?
+            sqlite3_prepare_v2(handle, "SELECT value FROM meta WHERE key = 'schema'", -1, &statement, nil)
+            defer { sqlite3_finalize(statement) }
+            guard sqlite3_step(statement) == SQLITE_ROW, let text = sqlite3_column_text(statement, 0) else { return nil }
+            return String(cString: text)
+        }
+        let first = Confined(try SQLiteStore(directory: directory, executor: loop))
+        let log = try await loop.run { Confined(try first.value.openLog(subject: "s", retention: HistoryRetention())) }
+        _ = try await log.append("kept", on: loop).get()
+        try await loop.run { first.value.close() }
+        #expect(try version() == "2")
+
+        try setVersion("1")
+        let second = Confined(try SQLiteStore(directory: directory, executor: loop))
+        let again = try await loop.run { Confined(try second.value.openLog(subject: "s", retention: HistoryRetention())) }
+        #expect(try await again.position(on: loop).lastValue == "kept")
+        try await loop.run { second.value.close() }
+        #expect(try version() == "2")
+
+        try setVersion("9")
+        #expect {
+            _ = try SQLiteStore(directory: directory, executor: loop)
+        } throws: { error in
+            "\(error)".contains("schema version 9") && "\(error)".contains("reads versions 1 and 2")
+        }
+    }
+
     @Test("the sync policy is the database's synchronous setting")
     func syncPolicy() async throws {
         for sync in SQLiteStore.Sync.allCases {

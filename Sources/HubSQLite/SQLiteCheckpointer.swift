@@ -1,0 +1,124 @@
+import CSQLite
+import Foundation
+
+/// Copies the WAL into the database on a thread of its own, so that a group commit does
+/// not do it (with its fsyncs) while the group's acks wait.
+///
+/// The writer's connection reports the WAL's size after every commit (`sqlite3_wal_hook`,
+/// which takes the place of SQLite's own auto-checkpoint). From
+/// ``SQLiteStore/Checkpointing/backgroundPages`` on, this thread runs a passive checkpoint
+/// on its own connection: it copies what is committed into the database without holding
+/// up the writer or the readers. Should it fall behind (a slow disk) until the WAL holds
+/// ``SQLiteStore/Checkpointing/inlinePages``, the writer checkpoints right after its commit,
+/// as SQLite's auto-checkpoint does, and that bounds the WAL. Either way the WAL starts
+/// over from its beginning at the first commit after a checkpoint that copied all of it.
+///
+/// Durability is the same as with SQLite's own checkpoints: the connection checkpoints
+/// with the store's `synchronous` setting.
+final class SQLiteCheckpointer: @unchecked Sendable {
+    /// What the checkpoints did so far (for logs and tests).
+    struct Statistics: Sendable, Equatable {
+        /// Checkpoints this thread ran.
+        var background = 0
+        /// Checkpoints the writer ran after a commit, the WAL having reached the inline bound.
+        var inline = 0
+        /// The most pages the WAL held after a commit.
+        var largestWAL: Int32 = 0
+    }
+
+    private let thresholds: SQLiteStore.Checkpointing
+    private let condition = NSCondition()
+    // Guarded by `condition`.
+    private var requested = false
+    private var stopping = false
+    private var statistics = Statistics()
+
+    // The thread's own (handed over before it starts).
+    private let connection: SQLiteConnection
+    private let thread = ThreadExit()
+
+    /// A checkpointer on its own `connection` to the store's database; not started.
+    init(connection: SQLiteConnection, thresholds: SQLiteStore.Checkpointing) {
+        self.connection = connection
+        self.thresholds = thresholds
+    }
+
+    /// Starts the thread.
+    func start(name: String) {
+        let thread = Thread { [self] in self.run() }
+        thread.name = name
+        thread.start()
+    }
+
+    /// Has the writer's `connection` report the WAL's size after each commit (instead of
+    /// checkpointing by itself). The connection keeps a pointer to this object, so its
+    /// owner must keep the checkpointer alive as long as it uses the connection.
+    func watch(_ writer: SQLiteConnection) {
+        sqlite3_wal_hook(writer.handle, walHook, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// What the checkpoints did so far.
+    var figures: Statistics {
+        condition.lock()
+        defer { condition.unlock() }
+        return statistics
+    }
+
+    /// Stops the thread (a checkpoint under way finishes first) and waits for it.
+    func stop() {
+        condition.lock()
+        stopping = true
+        condition.signal()
+        condition.unlock()
+        thread.wait()
+    }
+
+    /// On the writer's thread, after a commit left `pages` in the WAL of `database`.
+    fileprivate func walGrew(to pages: Int32, database: OpaquePointer) {
+        if pages >= thresholds.inlinePages {
+            sqlite3_wal_checkpoint_v2(database, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+        }
+        condition.lock()
+        statistics.largestWAL = max(statistics.largestWAL, pages)
+        if pages >= thresholds.inlinePages {
+            statistics.inline += 1
+        } else if pages >= thresholds.backgroundPages, !requested {
+            requested = true
+            condition.signal()
+        }
+        condition.unlock()
+    }
+
+    // MARK: The thread
+
+    private func run() {
+        while true {
+            condition.lock()
+            while !requested, !stopping { condition.wait() }
+            if stopping {
+                condition.unlock()
+                break
+            }
+            requested = false
+            condition.unlock()
+            // Passive: copies what no reader still needs, waits for no one. A busy
+            // checkpoint (the writer checkpointing inline) is simply tried again later.
+            let status = sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            if status == SQLITE_OK {
+                condition.lock()
+                statistics.background += 1
+                condition.unlock()
+            }
+        }
+        thread.exited()
+    }
+}
+
+/// The writer connection's WAL hook: hands the WAL's size to the checkpointer.
+private func walHook(
+    _ context: UnsafeMutableRawPointer?, _ database: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ pages: Int32
+) -> Int32 {
+    guard let context, let database else { return SQLITE_OK }
+    Unmanaged<SQLiteCheckpointer>.fromOpaque(context).takeUnretainedValue().walGrew(to: pages, database: database)
+    return SQLITE_OK
+}
