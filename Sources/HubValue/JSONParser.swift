@@ -284,13 +284,11 @@ struct JSONParser {
         index += 1  // '"'
         let start = index
         var i = index
-        // Plain printable ASCII is the common case: step over it in a tight loop.
+        // Plain printable ASCII is the common case: step over it eight bytes at a time.
         while i < end {
+            i = JSONStringScan.firstSpecial(in: bytes, from: i, to: end, stopAtNonASCII: true)
+            guard i < end else { break }
             let c = bytes[i]
-            if c >= 0x20 && c < 0x80 && c != UInt8(ascii: "\"") && c != UInt8(ascii: "\\") {
-                i += 1
-                continue
-            }
             index = i
             if c == UInt8(ascii: "\"") {
                 let text = String(decoding: UnsafeBufferPointer(start: bytes + start, count: i - start), as: UTF8.self)

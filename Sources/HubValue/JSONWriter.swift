@@ -135,29 +135,28 @@ struct JSONWriter {
 
     private static let hexDigits: StaticString = "0123456789abcdef"
 
-    /// Bytes that need an escape: `"`, `\` and everything below 0x20.
-    @inline(__always)
-    private static func needsEscape(_ c: UInt8) -> Bool {
-        c < 0x20 || c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\")
-    }
-
+    /// Writes `string` quoted, escaping `"`, `\` and everything below 0x20.
     private mutating func writeString(_ string: String) {
         var string = string
         string.withUTF8 { utf8 in
             output.append(UInt8(ascii: "\""))
             let count = utf8.count
+            guard let base = utf8.baseAddress else {
+                output.append(UInt8(ascii: "\""))
+                return
+            }
             var runStart = 0
             var i = 0
             while i < count {
-                let c = utf8[i]
-                if JSONWriter.needsEscape(c) {
-                    if runStart < i {
-                        output.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i]))
-                    }
-                    writeEscape(c)
-                    runStart = i + 1
+                // Bytes that need no escape (most of them) are found eight at a time.
+                i = JSONStringScan.firstSpecial(in: base, from: i, to: count, stopAtNonASCII: false)
+                guard i < count else { break }
+                if runStart < i {
+                    output.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i]))
                 }
+                writeEscape(utf8[i])
                 i += 1
+                runStart = i
             }
             if runStart < count {
                 output.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<count]))

@@ -13,6 +13,52 @@ struct JSONWriterTests {
         #expect(Value.object(["k\"\n": .string("v")]).jsonString() == #"{"k\"\n":"v"}"#)
     }
 
+    /// The writer and the parser find special bytes eight at a time: put each kind at
+    /// every position of strings of 0 to 27 bytes, against a byte-at-a-time reference.
+    @Test func specialBytesAtEveryPositionOfAWord() throws {
+        func reference(_ text: String) -> String {
+            var out = "\""
+            for byte in text.utf8 {
+                switch byte {
+                case UInt8(ascii: "\""): out += "\\\""
+                case UInt8(ascii: "\\"): out += "\\\\"
+                case 0x0A: out += "\\n"
+                case 0x0D: out += "\\r"
+                case 0x09: out += "\\t"
+                case 0x08: out += "\\b"
+                case 0x0C: out += "\\f"
+                case ..<0x20: out += String(format: "\\u%04x", byte)
+                default: out += String(decoding: [byte], as: UTF8.self)
+                }
+            }
+            return out + "\""
+        }
+        let specials = ["\"", "\\", "\n", "\u{0}", "\u{1f}", "\u{7f}", " ", "~", "é", "€", "😀"]
+        for length in 0...27 {
+            for position in 0..<max(length, 1) {
+                for special in specials {
+                    let text = length == 0 ? "" : String(repeating: "a", count: position) + special
+                        + String(repeating: "b", count: length - position - 1)
+                    let json = Value.string(text).jsonString()
+                    if special.utf8.count == 1 || length == 0 {
+                        #expect(json == reference(text), "\(Array(text.utf8))")
+                    } else {
+                        #expect(json == "\"" + text + "\"")
+                    }
+                    #expect(try Value.parse(json) == .string(text), "\(json)")
+                }
+            }
+        }
+        // A raw control character or a bad scalar is found wherever it sits in a word.
+        for position in 0..<20 {
+            let prefix = Array(repeating: UInt8(ascii: "x"), count: position)
+            let raw = [UInt8(ascii: "\"")] + prefix + [0x01] + Array("yyyyyyyyy\"".utf8)
+            #expect(throws: JSONError.self) { try Value.parse(raw) }
+            let truncated = [UInt8(ascii: "\"")] + prefix + [0xC3] + Array("yyyyyyyyy\"".utf8)
+            #expect(throws: JSONError.self) { try Value.parse(truncated) }
+        }
+    }
+
     @Test func integersExactly() {
         #expect(Value.int(.min).jsonString() == "-9223372036854775808")
         #expect(Value.int(.max).jsonString() == "9223372036854775807")
