@@ -120,6 +120,32 @@ struct OutboundQueue {
         queuedBytes += framedLength
     }
 
+    /// Queues a ping carrying `payload` (at most 125 bytes, a control frame's limit)
+    /// behind everything queued, in the preframed tail, so that it never falls between a
+    /// message's fragments; masked client side. It counts as a message written.
+    mutating func appendPing(payload: [UInt8], maskingKey: () -> UInt32, newBuffer: () -> [UInt8]) {
+        let payload = payload.prefix(125)
+        let key = masks ? maskingKey() : nil
+        let framedLength = (key == nil ? 2 : 6) + payload.count
+        if tailMessages > 0, tail.count - OutboundFrame.headroom + framedLength > limits.maximumBatchSize {
+            sealTail()
+        }
+        if tail.isEmpty {
+            tail = newBuffer()
+            tail.append(contentsOf: repeatElement(0, count: OutboundFrame.headroom))
+        }
+        tail.append(0x80 | 0x9)
+        tail.append((key == nil ? 0 : 0x80) | UInt8(payload.count))
+        if let key {
+            for shift: UInt32 in [24, 16, 8, 0] { tail.append(UInt8(truncatingIfNeeded: key >> shift)) }
+        }
+        let payloadStart = tail.count
+        tail.append(contentsOf: payload)
+        if let key { WebSocketMasking.apply(key: key, to: &tail, from: payloadStart) }
+        tailMessages += 1
+        queuedBytes += framedLength
+    }
+
     /// Moves the preframed tail's messages into an entry of their own (something else is
     /// queued behind them, or the tail is full).
     private mutating func sealTail() {

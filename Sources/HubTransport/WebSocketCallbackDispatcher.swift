@@ -41,6 +41,10 @@ enum WebSocketCallbackDispatcher {
             guard let wsi, let connection = connection(wsi, user) else { return -1 }
             connection.eventLoop.noteInput()
             return connection.handleReceive(wsi, input, length)
+        case LWS_CALLBACK_RECEIVE_PONG, LWS_CALLBACK_CLIENT_RECEIVE_PONG:
+            guard let wsi, let connection = connection(wsi, user) else { return 0 }
+            connection.handlePong()
+            return 0
         case LWS_CALLBACK_SERVER_WRITEABLE, LWS_CALLBACK_CLIENT_WRITEABLE:
             guard let wsi, let connection = connection(wsi, user) else { return -1 }
             connection.eventLoop.noteActivity()

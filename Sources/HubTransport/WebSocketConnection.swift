@@ -95,6 +95,8 @@ public final class WebSocketConnection {
     /// take everything, or a close is due).
     var isAwaitingWritable: Bool { writableRequested }
     @exclusivity(unchecked) private var flushScheduled = false
+    /// The keepalive its server's sweep advances (server connections with a ping interval).
+    @exclusivity(unchecked) var keepalive: Keepalive?
 
     init(
         eventLoop: EventLoop, role: Role, requestPath: String, authorization: String?, limits: Limits,
@@ -288,6 +290,7 @@ public final class WebSocketConnection {
         guard self.wsi != nil else { return -1 }
         let chunk = UnsafeRawBufferPointer(start: input, count: input == nil ? 0 : length)
         bytesReceived &+= chunk.count
+        keepalive?.peerWasHeard()
         let outcome = inbound.receive(
             chunk, isBinary: lws_frame_is_binary(wsi) != 0,
             completesMessage: lws_is_final_fragment(wsi) != 0 && lws_remaining_packet_payload(wsi) == 0)
@@ -306,6 +309,30 @@ public final class WebSocketConnection {
             return -1
         }
         return 0
+    }
+
+    /// The peer answered a ping.
+    func handlePong() {
+        keepalive?.peerWasHeard()
+    }
+
+    /// A second of the server's keepalive sweep: pings a silent peer, hangs up on one
+    /// silent for the idle timeout.
+    func keepaliveSecondPassed() {
+        guard handshake.isEstablished, handshake.pending == nil, let action = keepalive?.secondPassed() else { return }
+        switch action {
+        case .none:
+            break
+        case .ping:
+            outbound.appendPing(
+                payload: Keepalive.pingPayload, maskingKey: { masking.nextKey() }, newBuffer: { eventLoop.buffers.take() })
+            scheduleFlush()
+        case .hangUp:
+            logger.info("no answer to pings: hanging up", metadata: [
+                "connection": "\(id)", "peer": "\(peer ?? "-")", "silentSeconds": "\(keepalive?.silentSeconds ?? 0)",
+            ])
+            abort()
+        }
     }
 
     private func deliver(_ payload: UnsafeRawBufferPointer) {

@@ -36,6 +36,8 @@ public final class WebSocketServer: WebSocketEndpoint {
     /// Sockets displaced from ``pendingHandshakes``, closed by ``closeDisplaced()``.
     private var displaced: Set<OpaquePointer> = []
     private var displacedClose: TimerQueue.Entry?
+    /// The once-a-second timer of ``sweepKeepalives()``.
+    private var keepaliveSweep: TimerQueue.Entry?
 
     /// Creates a server on `eventLoop` (loop thread only). Call ``start()`` to listen.
     ///
@@ -90,10 +92,11 @@ public final class WebSocketServer: WebSocketEndpoint {
         info.vhost_name = UnsafePointer(arena.cString("hub-server-\(ObjectIdentifier(self).hashValue)"))
         info.protocols = UnsafePointer(protocols)
         info.timeout_secs_ah_idle = UInt32(max(1, configuration.handshakeTimeout))
-        if configuration.pingInterval > 0 {
-            info.retry_and_idle_policy = UnsafePointer(arena.keepalivePolicy(
-                pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout))
-        }
+        // lws's keepalive off (a policy without a hang-up time: without any policy lws
+        // would use its default, a ping every 300 s): the server keeps its connections
+        // alive itself (``sweepKeepalives()``), as lws's validity timers cost a walk over
+        // every connection at each ping and pong.
+        info.retry_and_idle_policy = UnsafePointer(arena.keepalivePolicy(pingInterval: 0, idleTimeout: 0))
         info.options |= cws_option_fail_upon_unable_to_bind
         if !configuration.host.contains(":") {
             info.options |= cws_option_disable_ipv6
@@ -117,6 +120,13 @@ public final class WebSocketServer: WebSocketEndpoint {
         }
         self.vhost = vhost
         self.port = bound
+        if configuration.pingInterval > 0 {
+            keepaliveSweep = eventLoop.scheduleTimer(
+                deadline: EventLoop.monotonicNanoseconds() + 1_000_000_000, interval: 1_000_000_000
+            ) { [weak self] in
+                self?.sweepKeepalives()
+            }
+        }
         eventLoop.ports.register(bound)
         logger.debug("listening", metadata: ["host": "\(configuration.host)", "port": "\(bound)"])
     }
@@ -205,6 +215,9 @@ public final class WebSocketServer: WebSocketEndpoint {
             eventLoop: eventLoop, role: .server, requestPath: request.path,
             authorization: request.authorization, limits: configuration.limits, logger: logger)
         connection.peer = WebSocketCallbackDispatcher.peer(wsi)
+        if configuration.pingInterval > 0 {
+            connection.keepalive = Keepalive(pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout)
+        }
         if lws_hdr_total_length(wsi, WSI_TOKEN_PROTOCOL) > 0 {
             // lws only binds a connection that offered subprotocols to a matching one: ours.
             connection.subprotocol = configuration.subprotocol
@@ -281,6 +294,14 @@ public final class WebSocketServer: WebSocketEndpoint {
     /// On libev, lws learns that the peer of an HTTP connection waiting for its answer
     /// went away only from a `POLLHUP` libev never reports: while exchanges are pending,
     /// their sockets are checked every 100 ms, and a hung-up one is closed.
+    /// A second passed for every open connection's keepalive: silent peers are pinged,
+    /// and those silent for the idle timeout hung up on (a flag test per connection).
+    private func sweepKeepalives() {
+        for connection in connections.values where connection.isCounted {
+            connection.keepaliveSecondPassed()
+        }
+    }
+
     private func watchForHangUps() {
         guard eventLoop.eventLibrary == .libev, hangUpCheck == nil else { return }
         let interval: Int64 = 100_000_000

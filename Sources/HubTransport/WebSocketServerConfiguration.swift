@@ -17,9 +17,10 @@ extension WebSocketServer {
         /// 1008, policy violation (not 1013, try again later, which libwebsockets 4.1
         /// clients reject as a protocol error).
         public var connectionLimitCloseCode: WebSocketCloseCode
-        /// Seconds of silence before lws sends a ping (0 disables keepalive).
+        /// Seconds in which nothing came from a client before the server pings it, and
+        /// between pings while the silence lasts (0 disables keepalive). See ``Keepalive``.
         public var pingInterval: UInt16
-        /// Seconds of silence (no pong either) before lws hangs up.
+        /// Seconds of silence (no message, no pong) before the server hangs up.
         public var idleTimeout: UInt16
         /// Seconds a connection may take to send its upgrade (or HTTP) request before it
         /// is dropped (lws's `timeout_secs_ah_idle`, 10 by default there): sockets that

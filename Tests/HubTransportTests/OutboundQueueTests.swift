@@ -113,6 +113,37 @@ struct OutboundQueueTests {
         #expect(Array(bytes[6..<11]) != Array("hello".utf8))
     }
 
+    @Test func aPingGoesBehindWhatIsQueuedAndNeverBetweenFragments() {
+        let harness = Harness(role: .server, limits: .init(fragmentSize: 1000))
+        harness.send("a")
+        harness.sendUnframed(Array(repeating: 1, count: 2500))
+        harness.queue.appendPing(payload: [7, 8], maskingKey: { 0 }, newBuffer: { harness.pool.take() })
+        #expect(harness.queue.queuedBytes == (2 + 1) + 2500 + 4)
+        var steps: [OutboundQueue.WriteStep] = []
+        var frames: [ParsedFrame] = []
+        while harness.queue.nextStep() != .idle {
+            let (step, bytes, _) = harness.write()
+            steps.append(step)
+            if case .preframed = step { frames += parseFrames(bytes) ?? [] }
+        }
+        // The message "a", the large one in lws's fragments, then the ping on its own.
+        #expect(frames == [finalFrame(.text, Array("a".utf8)), ParsedFrame(fin: true, opcode: 0x9, maskingKey: nil, payload: [7, 8])])
+        guard case .preframed = steps.last else {
+            Issue.record("the ping is not the last write: \(steps)")
+            return
+        }
+        #expect(harness.queue.queuedBytes == 0)
+        #expect(harness.queue.messagesWritten == 3)
+    }
+
+    @Test func aClientPingIsMasked() {
+        let harness = Harness(role: .client)
+        harness.queue.appendPing(payload: [1, 2], maskingKey: { 0x0A0B_0C0D }, newBuffer: { harness.pool.take() })
+        let (step, bytes, _) = harness.write()
+        #expect(step == .preframed(byteCount: 8))
+        #expect(bytes == [0x89, 0x82, 0x0A, 0x0B, 0x0C, 0x0D, 1 ^ 0x0A, 2 ^ 0x0B])
+    }
+
     @Test func aPreframedEntryStopsGrowingAtTheBatchSize() {
         let harness = Harness(role: .server, limits: .init(maximumBatchSize: 100))
         for index in 0..<5 { harness.send(String(repeating: "\(index)", count: 30)) }  // 32 bytes framed
