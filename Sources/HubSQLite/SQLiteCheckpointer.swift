@@ -16,26 +16,13 @@ import Foundation
 /// Durability is the same as with SQLite's own checkpoints: the connection checkpoints
 /// with the store's `synchronous` setting.
 final class SQLiteCheckpointer: @unchecked Sendable {
-    /// What the checkpoints did so far (for logs and tests).
-    struct Statistics: Sendable, Equatable {
-        /// Checkpoints this thread ran.
-        var background = 0
-        /// Checkpoints the writer ran after a commit, the WAL having reached the inline bound.
-        var inline = 0
-        /// The most pages the WAL held after a commit.
-        var largestWAL: Int32 = 0
-    }
-
     private let thresholds: SQLiteStore.Checkpointing
-    private let condition = NSCondition()
-    // Guarded by `condition`.
+    private let worker = StoreWorkerThread()
+    // Guarded by the worker's lock.
     private var requested = false
-    private var stopping = false
-    private var statistics = Statistics()
 
     // The thread's own (handed over before it starts).
     private let connection: SQLiteConnection
-    private let thread = ThreadExit()
 
     /// A checkpointer on its own `connection` to the store's database; not started.
     init(connection: SQLiteConnection, thresholds: SQLiteStore.Checkpointing) {
@@ -45,9 +32,7 @@ final class SQLiteCheckpointer: @unchecked Sendable {
 
     /// Starts the thread.
     func start(name: String) {
-        let thread = Thread { [self] in self.run() }
-        thread.name = name
-        thread.start()
+        worker.start(name: name) { [self] in self.run() }
     }
 
     /// Has the writer's `connection` report the WAL's size after each commit (instead of
@@ -57,60 +42,34 @@ final class SQLiteCheckpointer: @unchecked Sendable {
         sqlite3_wal_hook(writer.handle, walHook, Unmanaged.passUnretained(self).toOpaque())
     }
 
-    /// What the checkpoints did so far.
-    var figures: Statistics {
-        condition.lock()
-        defer { condition.unlock() }
-        return statistics
-    }
-
-    /// Stops the thread (a checkpoint under way finishes first) and waits for it.
+    /// Stops the thread (a checkpoint asked for runs first) and waits for it.
     func stop() {
-        condition.lock()
-        stopping = true
-        condition.signal()
-        condition.unlock()
-        thread.wait()
+        worker.stop()
     }
 
     /// On the writer's thread, after a commit left `pages` in the WAL of `database`.
     fileprivate func walGrew(to pages: Int32, database: OpaquePointer) {
         if pages >= thresholds.inlinePages {
             sqlite3_wal_checkpoint_v2(database, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+        } else if pages >= thresholds.backgroundPages, !worker.locked({ requested }) {
+            // Woken only when nothing is asked of it yet: a wake-up at every commit would
+            // cost the writer a context switch each time.
+            worker.handIn { requested = true }
         }
-        condition.lock()
-        statistics.largestWAL = max(statistics.largestWAL, pages)
-        if pages >= thresholds.inlinePages {
-            statistics.inline += 1
-        } else if pages >= thresholds.backgroundPages, !requested {
-            requested = true
-            condition.signal()
-        }
-        condition.unlock()
     }
 
     // MARK: The thread
 
     private func run() {
-        while true {
-            condition.lock()
-            while !requested, !stopping { condition.wait() }
-            if stopping {
-                condition.unlock()
-                break
-            }
+        while worker.next({ () -> Bool? in
+            guard requested else { return nil }
             requested = false
-            condition.unlock()
+            return true
+        }) != nil {
             // Passive: copies what no reader still needs, waits for no one. A busy
             // checkpoint (the writer checkpointing inline) is simply tried again later.
-            let status = sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
-            if status == SQLITE_OK {
-                condition.lock()
-                statistics.background += 1
-                condition.unlock()
-            }
+            sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
         }
-        thread.exited()
     }
 }
 

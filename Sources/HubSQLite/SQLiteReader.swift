@@ -18,17 +18,15 @@ final class SQLiteReader: @unchecked Sendable {
         var ttl: Duration?
     }
 
-    private let condition = NSCondition()
-    // Guarded by `condition`.
+    private let worker = StoreWorkerThread()
+    // Guarded by the worker's lock.
     private var queue: [Request] = []
-    private var stopping = false
 
     // The reader thread's own.
     private let connection: SQLiteConnection
     private var readPage: SQLiteStatement?
     private let clock: HistoryClock
     private let deliver: @Sendable (UInt64, Result<[HistoryEntry], SQLiteError>) -> Void
-    private let thread = ThreadExit()
 
     init(
         connection: SQLiteConnection, clock: @escaping HistoryClock,
@@ -42,42 +40,24 @@ final class SQLiteReader: @unchecked Sendable {
     }
 
     func start(name: String) {
-        let thread = Thread { [self] in self.run() }
-        thread.name = name
-        thread.start()
+        worker.start(name: name) { [self] in self.run() }
     }
 
     /// Queues a page read.
     func submit(_ request: Request) {
-        condition.lock()
-        queue.append(request)
-        condition.signal()
-        condition.unlock()
+        worker.handIn { queue.append(request) }
     }
 
     /// Answers what is queued, then stops the thread and waits for it.
     func stop() {
-        condition.lock()
-        stopping = true
-        condition.signal()
-        condition.unlock()
-        thread.wait()
+        worker.stop()
     }
 
     private func run() {
-        while true {
-            condition.lock()
-            while queue.isEmpty, !stopping { condition.wait() }
-            if queue.isEmpty, stopping {
-                condition.unlock()
-                break
-            }
-            let request = queue.removeFirst()
-            condition.unlock()
+        while let request = worker.next({ queue.isEmpty ? nil : queue.removeFirst() }) {
             deliver(request.id, read(request))
         }
         readPage = nil
-        thread.exited()
     }
 
     private func read(_ request: Request) -> Result<[HistoryEntry], SQLiteError> {

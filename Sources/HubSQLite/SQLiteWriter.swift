@@ -45,10 +45,9 @@ final class SQLiteWriter: @unchecked Sendable {
         var rowOffset: UInt64
     }
 
-    private let condition = NSCondition()
-    // Guarded by `condition`.
+    private let worker = StoreWorkerThread()
+    // Guarded by the worker's lock.
     private var queue: [Operation] = []
-    private var stopping = false
 
     // The writer thread's own (handed over before it starts).
     private let connection: SQLiteConnection
@@ -57,7 +56,6 @@ final class SQLiteWriter: @unchecked Sendable {
     /// Told the WAL's size after every commit (the connection's WAL hook points at it).
     private let checkpointer: SQLiteCheckpointer
     private let deliver: @Sendable ([Outcome]) -> Void
-    private let thread = ThreadExit()
     private var statements: Statements?
 
     private struct Statements {
@@ -100,53 +98,35 @@ final class SQLiteWriter: @unchecked Sendable {
 
     /// Starts the thread.
     func start(name: String) {
-        let thread = Thread { [self] in self.run() }
-        thread.name = name
-        thread.start()
+        worker.start(name: name) { [self] in self.run() }
     }
 
     /// Queues `operations` (in order) for the next group commit.
     func submit(_ operations: [Operation]) {
-        condition.lock()
-        queue.append(contentsOf: operations)
-        condition.signal()
-        condition.unlock()
+        worker.handIn { queue.append(contentsOf: operations) }
     }
 
     /// Queues one operation.
     func submit(_ operation: Operation) {
-        condition.lock()
-        queue.append(operation)
-        condition.signal()
-        condition.unlock()
+        worker.handIn { queue.append(operation) }
     }
 
     /// Commits what is queued, then stops the thread and waits for it.
     func stop() {
-        condition.lock()
-        stopping = true
-        condition.signal()
-        condition.unlock()
-        thread.wait()
+        worker.stop()
     }
 
     // MARK: The thread
 
     private func run() {
-        while true {
-            condition.lock()
-            while queue.isEmpty, !stopping { condition.wait() }
-            if queue.isEmpty, stopping {
-                condition.unlock()
-                break
-            }
-            let group = queue
-            queue = []
-            condition.unlock()
+        while let group = worker.next({ () -> [Operation]? in
+            guard !queue.isEmpty else { return nil }
+            defer { queue = [] }
+            return queue
+        }) {
             commit(group)
         }
         statements = nil
-        thread.exited()
     }
 
     /// Runs `group` as one transaction and reports the appends' outcomes.
@@ -218,9 +198,7 @@ final class SQLiteWriter: @unchecked Sendable {
                 }
             }
             if !retry.isEmpty {
-                condition.lock()
-                queue.insert(contentsOf: retry, at: 0)
-                condition.unlock()
+                worker.locked { queue.insert(contentsOf: retry, at: 0) }
             }
         }
         if !outcomes.isEmpty { deliver(outcomes) }
@@ -261,26 +239,5 @@ final class SQLiteWriter: @unchecked Sendable {
             }
         }
         subjects[subject] = state
-    }
-}
-
-/// Lets a stopping thread's owner wait until the thread has finished.
-final class ThreadExit: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var done = false
-
-    /// Called by the thread as its last act.
-    func exited() {
-        condition.lock()
-        done = true
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    /// Blocks until ``exited()``.
-    func wait() {
-        condition.lock()
-        while !done { condition.wait() }
-        condition.unlock()
     }
 }

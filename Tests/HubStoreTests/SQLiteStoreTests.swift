@@ -170,52 +170,54 @@ struct SQLiteStoreTests {
         ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0
     }
 
-    @Test("the WAL is checkpointed in the background: the database fills while the writer goes on")
-    func backgroundCheckpoints() async throws {
+    /// A fresh store that checkpoints as `checkpoint`, with one log of up to 1,000 values:
+    /// `body` gets the directory, the loop and the log; the store is closed after it.
+    private func withCheckpointing(
+        _ checkpoint: SQLiteStore.Checkpointing, _ body: (String, TestLoop, Confined<any SubjectLog>) async throws -> Void
+    ) async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let loop = TestLoop()
-        // Only the background thread checkpoints (the inline bound is out of reach).
-        let store = Confined(try SQLiteStore(
-            directory: directory, sync: .normal, executor: loop,
-            checkpoint: SQLiteStore.Checkpointing(backgroundPages: 4, inlinePages: .max)))
-        let database = directory + "/" + SQLiteStore.fileName
-        let before = fileSize(database)
+        let store = Confined(try SQLiteStore(directory: directory, sync: .normal, executor: loop, checkpoint: checkpoint))
         let log = try await loop.run { Confined(try store.value.openLog(subject: "bulk", retention: HistoryRetention(size: 1000))) }
-        let text = Value.string(String(repeating: "z", count: 8000))
-        for _ in 1...200 { _ = try await log.append(text, on: loop).get() }
-        // 1.6 MB of values reach the database file only through a checkpoint.
-        let deadline = ContinuousClock.now + .seconds(20)
-        while fileSize(database) < before + 1_000_000, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(fileSize(database) >= before + 1_000_000, "the database holds the values before the store closes")
-        #expect(try await log.read(after: 195, on: loop).count == 5)
+        try await body(directory, loop, log)
         try await loop.run { store.value.close() }
+    }
+
+    @Test("the WAL is checkpointed in the background: the database fills while the writer goes on")
+    func backgroundCheckpoints() async throws {
+        // Only the background thread checkpoints (the inline bound is out of reach).
+        try await withCheckpointing(SQLiteStore.Checkpointing(backgroundPages: 4, inlinePages: .max)) { directory, loop, log in
+            let database = directory + "/" + SQLiteStore.fileName
+            let before = fileSize(database)
+            let text = Value.string(String(repeating: "z", count: 8000))
+            for _ in 1...200 { _ = try await log.append(text, on: loop).get() }
+            // 1.6 MB of values reach the database file only through a checkpoint.
+            let deadline = ContinuousClock.now + .seconds(20)
+            while fileSize(database) < before + 1_000_000, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(fileSize(database) >= before + 1_000_000, "the database holds the values before the store closes")
+            #expect(try await log.read(after: 195, on: loop).count == 5)
+        }
     }
 
     @Test("a checkpointer that falls behind leaves it to the writer: the WAL stays bounded")
     func inlineCheckpointsBoundTheWAL() async throws {
-        let directory = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let loop = TestLoop()
         // The background never starts; the writer checkpoints from 16 pages of WAL on.
-        let store = Confined(try SQLiteStore(
-            directory: directory, sync: .normal, executor: loop,
-            checkpoint: SQLiteStore.Checkpointing(backgroundPages: .max, inlinePages: 16)))
-        let wal = directory + "/" + SQLiteStore.fileName + "-wal"
-        let log = try await loop.run { Confined(try store.value.openLog(subject: "bulk", retention: HistoryRetention(size: 1000))) }
-        let text = Value.string(String(repeating: "w", count: 8000))
-        var largest = 0
-        for _ in 1...300 {
-            _ = try await log.append(text, on: loop).get()
-            largest = max(largest, fileSize(wal))
+        try await withCheckpointing(SQLiteStore.Checkpointing(backgroundPages: .max, inlinePages: 16)) { directory, loop, log in
+            let wal = directory + "/" + SQLiteStore.fileName + "-wal"
+            let text = Value.string(String(repeating: "w", count: 8000))
+            var largest = 0
+            for _ in 1...300 {
+                _ = try await log.append(text, on: loop).get()
+                largest = max(largest, fileSize(wal))
+            }
+            // 2.4 MB were written; the WAL never held much more than 16 pages of 16 KiB
+            // (a commit of one value rewrites a page or two beyond the bound).
+            #expect(largest > 0)
+            #expect(largest < 24 * (16384 + 24) + 32, "the WAL grew to \(largest) bytes")
         }
-        // 2.4 MB were written; the WAL never held much more than 16 pages of 16 KiB
-        // (a commit of one value rewrites a page or two beyond the bound).
-        #expect(largest > 0)
-        #expect(largest < 24 * (16384 + 24) + 32, "the WAL grew to \(largest) bytes")
-        try await loop.run { store.value.close() }
     }
 
     @Test("a database of schema version 1 is read and marked version 2; an unknown version is refused")
