@@ -291,9 +291,6 @@ public final class WebSocketServer: WebSocketEndpoint {
         }
     }
 
-    /// On libev, lws learns that the peer of an HTTP connection waiting for its answer
-    /// went away only from a `POLLHUP` libev never reports: while exchanges are pending,
-    /// their sockets are checked every 100 ms, and a hung-up one is closed.
     /// A second passed for every open connection's keepalive: silent peers are pinged,
     /// and those silent for the idle timeout hung up on (a flag test per connection).
     private func sweepKeepalives() {
@@ -302,6 +299,9 @@ public final class WebSocketServer: WebSocketEndpoint {
         }
     }
 
+    /// On libev, lws learns that the peer of an HTTP connection waiting for its answer
+    /// went away only from a `POLLHUP` libev never reports: while exchanges are pending,
+    /// their sockets are checked every 100 ms, and a hung-up one is closed.
     private func watchForHangUps() {
         guard eventLoop.eventLibrary == .libev, hangUpCheck == nil else { return }
         let interval: Int64 = 100_000_000
