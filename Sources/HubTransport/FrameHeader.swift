@@ -10,14 +10,30 @@ enum FrameHeader {
         return masked ? base + 4 : base
     }
 
+    /// The opcode of a data frame of `kind`.
+    @inline(__always)
+    static func opcode(_ kind: WebSocketMessageKind) -> UInt8 {
+        kind == .text ? 0x1 : 0x2
+    }
+
+    /// The opcode of a ping (a control frame).
+    static let pingOpcode: UInt8 = 0x9
+
     /// Appends the header of a final (unfragmented) frame of `kind` carrying
-    /// `payloadLength` bytes: FIN and opcode, the mask bit and the 7-, 16- or 64-bit
-    /// length, then `maskingKey` in network order when given (client frames).
+    /// `payloadLength` bytes (see ``append(to:opcode:payloadLength:maskingKey:)``).
     @inline(__always)
     static func append(
         to storage: inout [UInt8], kind: WebSocketMessageKind, payloadLength: Int, maskingKey: UInt32? = nil
     ) {
-        storage.append(0x80 | (kind == .text ? 0x1 : 0x2))
+        append(to: &storage, opcode: opcode(kind), payloadLength: payloadLength, maskingKey: maskingKey)
+    }
+
+    /// Appends the header of a final (unfragmented) frame with `opcode` carrying
+    /// `payloadLength` bytes: FIN and opcode, the mask bit and the 7-, 16- or 64-bit
+    /// length, then `maskingKey` in network order when given (client frames).
+    @inline(__always)
+    static func append(to storage: inout [UInt8], opcode: UInt8, payloadLength: Int, maskingKey: UInt32? = nil) {
+        storage.append(0x80 | opcode)
         let maskBit: UInt8 = maskingKey == nil ? 0 : 0x80
         if payloadLength < 126 {
             storage.append(maskBit | UInt8(payloadLength))

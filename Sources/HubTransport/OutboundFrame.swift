@@ -68,11 +68,11 @@ struct OutboundFrame {
     /// payload when `maskingKey` is given.
     @inline(__always)
     static func appendFrame(
-        to storage: inout [UInt8], kind: WebSocketMessageKind, prefix: UnsafeRawBufferPointer,
+        to storage: inout [UInt8], opcode: UInt8, prefix: UnsafeRawBufferPointer,
         body: UnsafeRawBufferPointer, suffix: UnsafeRawBufferPointer, maskingKey: UInt32?
     ) {
         let length = prefix.count + body.count + suffix.count
-        FrameHeader.append(to: &storage, kind: kind, payloadLength: length, maskingKey: maskingKey)
+        FrameHeader.append(to: &storage, opcode: opcode, payloadLength: length, maskingKey: maskingKey)
         let payloadStart = storage.count
         storage.append(contentsOf: prefix)
         storage.append(contentsOf: body)

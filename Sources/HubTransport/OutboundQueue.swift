@@ -105,6 +105,31 @@ struct OutboundQueue {
             append(frame)
             return
         }
+        appendToTail(
+            opcode: FrameHeader.opcode(kind), prefix: prefix, body: body, suffix: suffix, maskingKey: maskingKey,
+            newBuffer: newBuffer)
+    }
+
+    /// Queues a ping carrying `payload` (at most 125 bytes, a control frame's limit)
+    /// behind everything queued, in the preframed tail, so that it never falls between a
+    /// message's fragments; masked client side. It counts as a message written.
+    mutating func appendPing(payload: [UInt8], maskingKey: () -> UInt32, newBuffer: () -> [UInt8]) {
+        Array(payload.prefix(125)).withUnsafeBytes { payload in
+            let empty = UnsafeRawBufferPointer(start: nil, count: 0)
+            appendToTail(
+                opcode: FrameHeader.pingOpcode, prefix: payload, body: empty, suffix: empty, maskingKey: maskingKey,
+                newBuffer: newBuffer)
+        }
+    }
+
+    /// Frames one message into the preframed tail (sealing it first when the message
+    /// would take it past the batch size; taking a buffer when it has none).
+    @inline(__always)
+    private mutating func appendToTail(
+        opcode: UInt8, prefix: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, suffix: UnsafeRawBufferPointer,
+        maskingKey: () -> UInt32, newBuffer: () -> [UInt8]
+    ) {
+        let length = prefix.count + body.count + suffix.count
         let key = masks ? maskingKey() : nil
         let framedLength = FrameHeader.length(payloadLength: length, masked: masks) + length
         if tailMessages > 0, tail.count - OutboundFrame.headroom + framedLength > limits.maximumBatchSize {
@@ -115,33 +140,7 @@ struct OutboundQueue {
             tail.append(contentsOf: repeatElement(0, count: OutboundFrame.headroom))
         }
         OutboundFrame.appendFrame(
-            to: &tail, kind: kind, prefix: prefix, body: body, suffix: suffix, maskingKey: key)
-        tailMessages += 1
-        queuedBytes += framedLength
-    }
-
-    /// Queues a ping carrying `payload` (at most 125 bytes, a control frame's limit)
-    /// behind everything queued, in the preframed tail, so that it never falls between a
-    /// message's fragments; masked client side. It counts as a message written.
-    mutating func appendPing(payload: [UInt8], maskingKey: () -> UInt32, newBuffer: () -> [UInt8]) {
-        let payload = payload.prefix(125)
-        let key = masks ? maskingKey() : nil
-        let framedLength = (key == nil ? 2 : 6) + payload.count
-        if tailMessages > 0, tail.count - OutboundFrame.headroom + framedLength > limits.maximumBatchSize {
-            sealTail()
-        }
-        if tail.isEmpty {
-            tail = newBuffer()
-            tail.append(contentsOf: repeatElement(0, count: OutboundFrame.headroom))
-        }
-        tail.append(0x80 | 0x9)
-        tail.append((key == nil ? 0 : 0x80) | UInt8(payload.count))
-        if let key {
-            for shift: UInt32 in [24, 16, 8, 0] { tail.append(UInt8(truncatingIfNeeded: key >> shift)) }
-        }
-        let payloadStart = tail.count
-        tail.append(contentsOf: payload)
-        if let key { WebSocketMasking.apply(key: key, to: &tail, from: payloadStart) }
+            to: &tail, opcode: opcode, prefix: prefix, body: body, suffix: suffix, maskingKey: key)
         tailMessages += 1
         queuedBytes += framedLength
     }
