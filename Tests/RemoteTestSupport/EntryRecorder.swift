@@ -20,41 +20,10 @@ public struct UnexpectedEntry: Error, CustomStringConvertible {
 /// A subscriber of a remote subscription's entries (value, offset, epoch) that records
 /// them with the demand it is given, and lets the test request more; the one entry
 /// recorder of the client-resume and cluster-history tests.
-public final class EntryRecorder: Subscriber, @unchecked Sendable {
-    public typealias Input = HubEntry
-    public typealias Failure = HubClientError
-
-    /// Every event, in order.
-    public let events = EventQueue<RecordedEntry>()
-    private let lock = NSLock()
-    private var subscription: (any Subscription)?
-    private let initialDemand: Subscribers.Demand
-
+public final class EntryRecorder: RemoteRecorder<HubEntry, RecordedEntry>, @unchecked Sendable {
     /// A recorder that asks for `demand` when subscribed.
     public init(demand: Subscribers.Demand) {
-        initialDemand = demand
-    }
-
-    public func receive(subscription: any Subscription) {
-        lock.withLock { self.subscription = subscription }
-        if initialDemand > 0 { subscription.request(initialDemand) }
-    }
-
-    public func receive(_ input: HubEntry) -> Subscribers.Demand {
-        events.push(.entry(input))
-        return .none
-    }
-
-    public func receive(completion: Subscribers.Completion<HubClientError>) {
-        switch completion {
-        case .finished: events.push(.finished)
-        case let .failure(error): events.push(.failed(error))
-        }
-    }
-
-    /// Asks for `demand` more.
-    public func request(_ demand: Subscribers.Demand) {
-        lock.withLock { subscription }?.request(demand)
+        super.init(demand: demand, recorded: RecordedEntry.entry, finished: .finished, failed: RecordedEntry.failed)
     }
 
     /// Asks for `count` more.

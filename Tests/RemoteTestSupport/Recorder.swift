@@ -26,46 +26,11 @@ public struct UnexpectedEvent: Error {
 /// A subscriber of a remote subscription (a ``HubPublisher``) that records its events
 /// (pushed from the client's loop) and lets the test request more or cancel; the one
 /// recorder of the client, scenario and cluster tests.
-public final class Recorder: Subscriber, @unchecked Sendable {
-    public typealias Input = Value
-    public typealias Failure = HubClientError
-
-    /// Every event, in order.
-    public let events = EventQueue<Recorded>()
-    /// What it asks for when subscribed.
-    public let initialDemand: Subscribers.Demand
-    private let lock = NSLock()
-    private var subscription: (any Subscription)?
-
+public final class Recorder: RemoteRecorder<Value, Recorded>, @unchecked Sendable {
     /// A recorder that asks for `demand` when subscribed (more with ``request(_:)``).
     public init(demand: Subscribers.Demand = .unlimited) {
-        initialDemand = demand
+        super.init(demand: demand, recorded: Recorded.value, finished: .finished, failed: Recorded.failed)
     }
-
-    public func receive(subscription: any Subscription) {
-        lock.withLock { self.subscription = subscription }
-        if initialDemand != .none { subscription.request(initialDemand) }
-    }
-
-    public func receive(_ input: Value) -> Subscribers.Demand {
-        events.push(.value(input))
-        return .none
-    }
-
-    public func receive(completion: Subscribers.Completion<HubClientError>) {
-        switch completion {
-        case .finished: events.push(.finished)
-        case let .failure(error): events.push(.failed(error))
-        }
-    }
-
-    private var current: (any Subscription)? { lock.withLock { subscription } }
-
-    /// Requests more (hops to the client's loop).
-    public func request(_ demand: Subscribers.Demand) { current?.request(demand) }
-
-    /// Cancels (hops to the client's loop).
-    public func cancel() { current?.cancel() }
 
     /// The next value; throws ``TimedOut`` after 10 s, or ``UnexpectedEvent`` when the
     /// subscription ended instead.
