@@ -13,6 +13,13 @@ import Foundation
 /// as SQLite's auto-checkpoint does, and that bounds the WAL. Either way the WAL starts
 /// over from its beginning at the first commit after a checkpoint that copied all of it.
 ///
+/// A checkpoint is due once `backgroundPages` pages were added *since the last one ran*,
+/// not whenever the WAL is that large: under a steady stream of commits a passive
+/// checkpoint seldom copies everything (commits land while it syncs), so the WAL does not
+/// start over, and a size test alone would run one checkpoint, with its two fsyncs, after
+/// nearly every commit. What a checkpoint leaves is copied by the next one, or by the
+/// writer at the inline bound, after which the WAL starts over.
+///
 /// Durability is the same as with SQLite's own checkpoints: the connection checkpoints
 /// with the store's `synchronous` setting.
 final class SQLiteCheckpointer: @unchecked Sendable {
@@ -20,6 +27,9 @@ final class SQLiteCheckpointer: @unchecked Sendable {
     private let worker = StoreWorkerThread()
     // Guarded by the worker's lock.
     private var requested = false
+    /// The WAL's size, in pages, when the last checkpoint ran.
+    private var checkpointedAt: Int32 = 0
+    private var runs = 0
 
     // The thread's own (handed over before it starts).
     private let connection: SQLiteConnection
@@ -47,14 +57,35 @@ final class SQLiteCheckpointer: @unchecked Sendable {
         worker.stop()
     }
 
+    /// The checkpoints run so far, in the background and inline.
+    var checkpoints: Int { worker.locked { runs } }
+
     /// On the writer's thread, after a commit left `pages` in the WAL of `database`.
     fileprivate func walGrew(to pages: Int32, database: OpaquePointer) {
         if pages >= thresholds.inlinePages {
-            sqlite3_wal_checkpoint_v2(database, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
-        } else if pages >= thresholds.backgroundPages, !worker.locked({ requested }) {
+            checkpoint(database)
+        } else if worker.locked({ !requested && added(since: checkpointedAt, now: pages) >= thresholds.backgroundPages }) {
             // Woken only when nothing is asked of it yet: a wake-up at every commit would
             // cost the writer a context switch each time.
             worker.handIn { requested = true }
+        }
+    }
+
+    /// The pages added to a WAL that held `then` and holds `now`: a WAL smaller than it
+    /// was has started over since.
+    private func added(since then: Int32, now: Int32) -> Int32 {
+        now >= then ? now - then : now
+    }
+
+    /// A passive checkpoint on `database`, noted. Passive: copies what no reader still
+    /// needs and waits for no one; a busy checkpoint (another one running) is tried again
+    /// at the next threshold.
+    private func checkpoint(_ database: OpaquePointer) {
+        var pages: Int32 = -1
+        let status = sqlite3_wal_checkpoint_v2(database, nil, SQLITE_CHECKPOINT_PASSIVE, &pages, nil)
+        worker.locked {
+            runs += 1
+            if status == SQLITE_OK, pages >= 0 { checkpointedAt = pages }
         }
     }
 
@@ -66,9 +97,7 @@ final class SQLiteCheckpointer: @unchecked Sendable {
             requested = false
             return true
         }) != nil {
-            // Passive: copies what no reader still needs, waits for no one. A busy
-            // checkpoint (the writer checkpointing inline) is simply tried again later.
-            sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            checkpoint(connection.handle)
         }
     }
 }

@@ -39,8 +39,9 @@ public final class SQLiteStore: SubjectStore {
     /// When the WAL is copied into the database (see ``SQLiteCheckpointer``), in pages of
     /// the WAL (16 KiB for a database this broker created).
     public struct Checkpointing: Sendable, Equatable {
-        /// From this many pages after a commit, a thread of the store checkpoints in the
-        /// background (256: every 4 MiB, as SQLite's default of 1,000 4-KiB pages).
+        /// Once this many pages were added to the WAL since the last checkpoint, a thread of
+        /// the store checkpoints in the background (256: every 4 MiB, as SQLite's default of
+        /// 1,000 4-KiB pages).
         public var backgroundPages: Int32
         /// From this many, the writer checkpoints right after its commit, holding that
         /// commit's acks: the background has fallen behind (2,048: 32 MiB). It bounds the WAL.
@@ -173,6 +174,9 @@ public final class SQLiteStore: SubjectStore {
         reader.start(name: "hub-sqlite-reader")
         checkpointer.start(name: "hub-sqlite-checkpointer")
     }
+
+    /// The WAL checkpoints run since the store opened, in the background and inline (any thread).
+    public var checkpoints: Int { checkpointer.checkpoints }
 
     /// The store as seen from the loop, for the threads' hand-offs (opened on the loop only).
     private final class LoopSide: @unchecked Sendable {

@@ -173,21 +173,47 @@ struct SQLiteStoreTests {
     /// A fresh store that checkpoints as `checkpoint`, with one log of up to 1,000 values:
     /// `body` gets the directory, the loop and the log; the store is closed after it.
     private func withCheckpointing(
-        _ checkpoint: SQLiteStore.Checkpointing, _ body: (String, TestLoop, Confined<any SubjectLog>) async throws -> Void
+        _ checkpoint: SQLiteStore.Checkpointing,
+        _ body: (String, TestLoop, Confined<any SubjectLog>, Confined<SQLiteStore>) async throws -> Void
     ) async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let loop = TestLoop()
         let store = Confined(try SQLiteStore(directory: directory, sync: .normal, executor: loop, checkpoint: checkpoint))
         let log = try await loop.run { Confined(try store.value.openLog(subject: "bulk", retention: HistoryRetention(size: 1000))) }
-        try await body(directory, loop, log)
+        try await body(directory, loop, log, store)
         try await loop.run { store.value.close() }
+    }
+
+    @Test("a checkpoint is due after so many new pages, not after every commit once the WAL is that large")
+    func checkpointsFollowNewPages() async throws {
+        try await withCheckpointing(SQLiteStore.Checkpointing(backgroundPages: 8, inlinePages: .max)) { directory, loop, log, store in
+            let database = directory + "/" + SQLiteStore.fileName
+            _ = try await log.append(.string("first"), on: loop).get()
+            // A reader that keeps its snapshot: no checkpoint can copy what came after it,
+            // so the WAL never starts over, as under a steady stream of commits.
+            var reader: OpaquePointer?
+            guard sqlite3_open(database, &reader) == SQLITE_OK else { throw SQLiteError(code: -1, message: "open \(database)") }
+            defer { sqlite3_close(reader) }
+            guard sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM sqlite_master;", nil, nil, nil) == SQLITE_OK else {
+                throw SQLiteError(code: -1, message: "read \(database)")
+            }
+            let text = Value.string(String(repeating: "c", count: 8000))
+            for _ in 1...100 { _ = try await log.append(text, on: loop).get() }
+            sqlite3_exec(reader, "COMMIT", nil, nil, nil)
+            let pages = fileSize(database + "-wal") / (16384 + 24)
+            let checkpoints = store.value.checkpoints
+            // Every commit added a page or two; a checkpoint follows each 8 of them.
+            #expect(pages >= 100)
+            #expect(checkpoints >= 1)
+            #expect(checkpoints <= pages / 8 + 1, "\(checkpoints) checkpoints for \(pages) pages")
+        }
     }
 
     @Test("the WAL is checkpointed in the background: the database fills while the writer goes on")
     func backgroundCheckpoints() async throws {
         // Only the background thread checkpoints (the inline bound is out of reach).
-        try await withCheckpointing(SQLiteStore.Checkpointing(backgroundPages: 4, inlinePages: .max)) { directory, loop, log in
+        try await withCheckpointing(SQLiteStore.Checkpointing(backgroundPages: 4, inlinePages: .max)) { directory, loop, log, _ in
             let database = directory + "/" + SQLiteStore.fileName
             let before = fileSize(database)
             let text = Value.string(String(repeating: "z", count: 8000))
@@ -205,7 +231,7 @@ struct SQLiteStoreTests {
     @Test("a checkpointer that falls behind leaves it to the writer: the WAL stays bounded")
     func inlineCheckpointsBoundTheWAL() async throws {
         // The background never starts; the writer checkpoints from 16 pages of WAL on.
-        try await withCheckpointing(SQLiteStore.Checkpointing(backgroundPages: .max, inlinePages: 16)) { directory, loop, log in
+        try await withCheckpointing(SQLiteStore.Checkpointing(backgroundPages: .max, inlinePages: 16)) { directory, loop, log, _ in
             let wal = directory + "/" + SQLiteStore.fileName + "-wal"
             let text = Value.string(String(repeating: "w", count: 8000))
             var largest = 0
