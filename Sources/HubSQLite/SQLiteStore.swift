@@ -118,9 +118,13 @@ public final class SQLiteStore: SubjectStore {
         if try version.step(), let found = version.text(0), !SQLiteSchema.readableVersions.contains(found) {
             throw SQLiteError(
                 code: -1,
-                message: "\(path) has schema version \(found); this broker reads versions \(SQLiteSchema.readableVersions.sorted().joined(separator: " and "))")
+                message: "\(path) has schema version \(found); this broker reads versions \(SQLiteSchema.readableVersionList)")
         }
         version.reset()
+        let composite = try connection.prepare(SQLiteSchema.hasCompositeEntries)
+        let isComposite = try composite.step() && composite.int64(0) > 0
+        composite.reset()
+        if isComposite { try SQLiteStore.migrateEntries(connection, path: path) }
         try connection.execute(SQLiteSchema.markVersion)
 
         var known: [String: SQLiteLog.Restored] = [:]
@@ -178,6 +182,26 @@ public final class SQLiteStore: SubjectStore {
     /// The WAL checkpoints run since the store opened, in the background and inline (any thread).
     public var checkpoints: Int { checkpointer.checkpoints }
 
+    /// Moves the `entries` of a version 1 or 2 database to version 3's keys (see
+    /// ``SQLiteSchema``), all or nothing; refuses one whose ids or offsets do not fit them.
+    private static func migrateEntries(_ connection: SQLiteConnection, path: String) throws(SQLiteError) {
+        let outOfRange = try connection.prepare(SQLiteSchema.outOfRange)
+        let outside = try outOfRange.step() ? outOfRange.int64(0) : 0
+        outOfRange.reset()
+        if outside > 0 {
+            throw SQLiteError(
+                code: -1,
+                message: "\(path) holds subject ids above \(SQLiteSchema.maxSubjectID) or offsets above \(SQLiteSchema.maxOffset), "
+                    + "which schema version \(SQLiteSchema.version) cannot key")
+        }
+        do throws(SQLiteError) {
+            try connection.execute(SQLiteSchema.migrateEntries)
+        } catch {
+            try? connection.execute("ROLLBACK")
+            throw SQLiteError(code: error.code, message: "\(path): moving the history to schema version \(SQLiteSchema.version) failed: \(error.message)")
+        }
+    }
+
     /// The store as seen from the loop, for the threads' hand-offs (opened on the loop only).
     private final class LoopSide: @unchecked Sendable {
         weak var store: SQLiteStore?
@@ -197,8 +221,7 @@ public final class SQLiteStore: SubjectStore {
             log = SQLiteLog(store: self, restored: restored, retention: retention)
             writer.submit(.retain(subject: restored.id, retention: retention))
         } else {
-            let id = nextID
-            nextID += 1
+            let id = try newSubjectID()
             let epoch = MemoryStore.newEpoch()
             log = SQLiteLog(
                 store: self, restored: SQLiteLog.Restored(id: id, epoch: epoch, lastOffset: 0, lastValue: nil),
@@ -208,6 +231,22 @@ public final class SQLiteStore: SubjectStore {
         logs[name] = log
         byID[log.id] = log
         return log
+    }
+
+    /// An id for a new subject: the next one, or, once ids have reached the largest an
+    /// entry's key holds, the smallest that no subject uses (a removed subject's id is
+    /// free once its removal is queued: the writer removes its entries first).
+    private func newSubjectID() throws(HubError) -> Int64 {
+        if nextID <= SQLiteSchema.maxSubjectID {
+            defer { nextID += 1 }
+            return nextID
+        }
+        var used = Set(byID.keys)
+        for restored in known.values { used.insert(restored.id) }
+        guard let free = (1...SQLiteSchema.maxSubjectID).first(where: { !used.contains($0) }) else {
+            throw HubError(.limitExceeded, "the durable store holds \(SQLiteSchema.maxSubjectID) subjects, its most")
+        }
+        return free
     }
 
     public func removeLog(subject name: String) throws(HubError) {

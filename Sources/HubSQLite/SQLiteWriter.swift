@@ -166,6 +166,11 @@ final class SQLiteWriter: @unchecked Sendable {
                         outcomes.append(.failed(subject: subject, SQLiteError(code: -1, message: "the subject's history was removed")))
                         continue
                     }
+                    guard state.lastOffset < SQLiteSchema.maxOffset else {
+                        outcomes.append(.failed(subject: subject, SQLiteError(
+                            code: -1, message: "the subject's history reached offset \(SQLiteSchema.maxOffset), the store's largest")))
+                        continue
+                    }
                     state.lastOffset += 1
                     state.lastTime = max(clock(), state.lastTime)
                     if state.firstTime == nil, state.lastOffset == 1 { state.firstTime = state.lastTime }

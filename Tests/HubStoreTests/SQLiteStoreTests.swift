@@ -203,10 +203,11 @@ struct SQLiteStoreTests {
             sqlite3_exec(reader, "COMMIT", nil, nil, nil)
             let pages = fileSize(database + "-wal") / (16384 + 24)
             let checkpoints = store.value.checkpoints
-            // Every commit added a page or two; a checkpoint follows each 8 of them.
+            // Every commit added a page or two; a checkpoint follows each 8 of them (the
+            // first one comes sooner: the WAL began with the schema).
             #expect(pages >= 100)
             #expect(checkpoints >= 1)
-            #expect(checkpoints <= pages / 8 + 1, "\(checkpoints) checkpoints for \(pages) pages")
+            #expect(checkpoints <= pages / 8 + 3, "\(checkpoints) checkpoints for \(pages) pages")
         }
     }
 
@@ -274,21 +275,135 @@ struct SQLiteStoreTests {
         let log = try await loop.run { Confined(try first.value.openLog(subject: "s", retention: HistoryRetention())) }
         _ = try await log.append("kept", on: loop).get()
         try await loop.run { first.value.close() }
-        #expect(try version() == "2")
+        #expect(try version() == "3")
 
-        try setVersion("1")
+        try setVersion("2")
         let second = Confined(try SQLiteStore(directory: directory, executor: loop))
         let again = try await loop.run { Confined(try second.value.openLog(subject: "s", retention: HistoryRetention())) }
         #expect(try await again.position(on: loop).lastValue == "kept")
         try await loop.run { second.value.close() }
-        #expect(try version() == "2")
+        #expect(try version() == "3")
 
         try setVersion("9")
         #expect {
             _ = try SQLiteStore(directory: directory, executor: loop)
         } throws: { error in
-            "\(error)".contains("schema version 9") && "\(error)".contains("reads versions 1 and 2")
+            "\(error)".contains("schema version 9") && "\(error)".contains("reads versions 1, 2 and 3")
         }
+    }
+
+    /// Runs `sql` on a connection of its own to `path`.
+    private func execute(_ sql: String, on path: String) throws {
+        var handle: OpaquePointer?
+        guard sqlite3_open(path, &handle) == SQLITE_OK else { throw SQLiteError(code: -1, message: "open \(path)") }
+        defer { sqlite3_close(handle) }
+        var message: UnsafeMutablePointer<CChar>?
+        guard sqlite3_exec(handle, sql, nil, nil, &message) == SQLITE_OK else {
+            defer { sqlite3_free(message) }
+            throw SQLiteError(code: -1, message: message.map { String(cString: $0) } ?? "exec")
+        }
+    }
+
+    /// A database as a broker of schema version 2 left it: `entries` keyed by (subject, offset).
+    private func makeVersion2Database(in directory: String, entries: String) throws -> String {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = directory + "/" + SQLiteStore.fileName
+        try execute(
+            """
+            PRAGMA page_size = 16384;
+            PRAGMA journal_mode = WAL;
+            CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+            INSERT INTO meta(key, value) VALUES ('schema', '2');
+            CREATE TABLE subjects(
+                id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, epoch TEXT NOT NULL,
+                last_offset INTEGER NOT NULL, last_time INTEGER NOT NULL, last_value BLOB);
+            CREATE TABLE entries(
+                subject INTEGER NOT NULL, offset INTEGER NOT NULL, time INTEGER NOT NULL, value BLOB NOT NULL,
+                PRIMARY KEY(subject, offset)) WITHOUT ROWID;
+            INSERT INTO subjects VALUES (1, 'a', 'epoch-a', 0, 0, NULL), (2, 'b', 'epoch-b', 0, 0, NULL);
+            \(entries)
+            """, on: path)
+        return path
+    }
+
+    @Test("a version 2 database's history is moved to version 3's keys when opened: every value, offset and epoch kept")
+    func migratesVersion2() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        _ = try makeVersion2Database(in: directory, entries: """
+            INSERT INTO entries VALUES (1, 1, 10, '"a1"'), (1, 2, 11, '"a2"'), (1, 3, 12, '"a3"'),
+                (2, 5, 10, '"b5"'), (2, 6, 11, '"b6"');
+            """)
+        let loop = TestLoop()
+        let store = Confined(try SQLiteStore(directory: directory, executor: loop))
+        let a = try await loop.run { Confined(try store.value.openLog(subject: "a", retention: HistoryRetention())) }
+        let b = try await loop.run { Confined(try store.value.openLog(subject: "b", retention: HistoryRetention())) }
+        #expect(try await a.read(after: 0, on: loop).map(\.offset) == [1, 2, 3])
+        #expect(try await a.read(after: 1, on: loop).map(\.value) == ["a2", "a3"])
+        #expect(try await b.read(after: 0, on: loop).map(\.value) == ["b5", "b6"])
+        #expect(try await a.position(on: loop).epoch == "epoch-a")
+        #expect(try await b.position(on: loop).lastOffset == 6)
+        #expect(try await b.append("b7", on: loop).get() == 7)
+        #expect(try await a.append("a4", on: loop).get() == 4)
+        #expect(try await b.read(after: 5, on: loop).map(\.value) == ["b6", "b7"])
+        try await loop.run { store.value.close() }
+
+        let reopened = Confined(try SQLiteStore(directory: directory, executor: loop))
+        let again = try await loop.run { Confined(try reopened.value.openLog(subject: "a", retention: HistoryRetention())) }
+        #expect(try await again.read(after: 0, on: loop).map(\.value) == ["a1", "a2", "a3", "a4"])
+        try await loop.run { reopened.value.close() }
+    }
+
+    @Test("once subject ids reach the largest a key holds, a new subject takes the smallest free one")
+    func reusesFreeSubjectIDs() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let loop = TestLoop()
+        let path = directory + "/" + SQLiteStore.fileName
+        let first = Confined(try SQLiteStore(directory: directory, executor: loop))
+        let low = try await loop.run { Confined(try first.value.openLog(subject: "low", retention: HistoryRetention())) }
+        _ = try await low.append("low-1", on: loop).get()
+        try await loop.run { first.value.close() }
+        // A subject with the largest id, as after half a million subjects came and went.
+        try execute(
+            """
+            INSERT INTO subjects VALUES (524287, 'high', 'epoch-high', 0, 0, NULL);
+            INSERT INTO entries(key, time, value) VALUES ((524287 << 44) | 1, 1, '"high-1"');
+            """, on: path)
+
+        let second = Confined(try SQLiteStore(directory: directory, executor: loop))
+        let fresh = try await loop.run { Confined(try second.value.openLog(subject: "fresh", retention: HistoryRetention())) }
+        #expect(try await fresh.append("fresh-1", on: loop).get() == 1)
+        let high = try await loop.run { Confined(try second.value.openLog(subject: "high", retention: HistoryRetention())) }
+        #expect(try await high.append("high-2", on: loop).get() == 2)
+        try await loop.run { second.value.close() }
+
+        let third = Confined(try SQLiteStore(directory: directory, executor: loop))
+        for (name, values) in [("low", ["low-1"]), ("fresh", ["fresh-1"]), ("high", ["high-1", "high-2"])] {
+            let log = try await loop.run { Confined(try third.value.openLog(subject: name, retention: HistoryRetention())) }
+            #expect(try await log.read(after: 0, on: loop).map(\.value) == values.map { Value.string($0) }, "\(name)")
+        }
+        try await loop.run { third.value.close() }
+        var handle: OpaquePointer?
+        sqlite3_open(path, &handle)
+        defer { sqlite3_close(handle) }
+        var statement: OpaquePointer?
+        sqlite3_prepare_v2(handle, "SELECT id FROM subjects WHERE name = 'fresh'", -1, &statement, nil)
+        defer { sqlite3_finalize(statement) }
+        #expect(sqlite3_step(statement) == SQLITE_ROW && sqlite3_column_int64(statement, 0) == 2)
+    }
+
+    @Test("a version 2 database with an offset beyond version 3's keys is refused, and left as it was")
+    func refusesUnkeyableVersion2() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = try makeVersion2Database(in: directory, entries: "INSERT INTO entries VALUES (1, 17592186044416, 10, '1');")
+        #expect {
+            _ = try SQLiteStore(directory: directory, executor: TestLoop())
+        } throws: { error in
+            "\(error)".contains("offsets above 17592186044415") && "\(error)".contains(path)
+        }
+        try execute("SELECT subject FROM entries", on: path)
     }
 
     @Test("the sync policy is the database's synchronous setting")
