@@ -23,19 +23,21 @@ import Foundation
 /// Durability is the same as with SQLite's own checkpoints: the connection checkpoints
 /// with the store's `synchronous` setting.
 final class SQLiteCheckpointer: @unchecked Sendable {
-    private let thresholds: SQLiteStore.Checkpointing
+    private let thresholds: (background: Int32, inline: Int32)
     private let worker = StoreWorkerThread()
     // Guarded by the worker's lock.
     private var requested = false
     /// The WAL's size, in pages, when the last checkpoint ran.
     private var checkpointedAt: Int32 = 0
     private var runs = 0
+    private var atInlineBound = false
+    private var onLoop = false
 
     // The thread's own (handed over before it starts).
     private let connection: SQLiteConnection
 
     /// A checkpointer on its own `connection` to the store's database; not started.
-    init(connection: SQLiteConnection, thresholds: SQLiteStore.Checkpointing) {
+    init(connection: SQLiteConnection, thresholds: (background: Int32, inline: Int32)) {
         self.connection = connection
         self.thresholds = thresholds
     }
@@ -60,11 +62,26 @@ final class SQLiteCheckpointer: @unchecked Sendable {
     /// The checkpoints run so far, in the background and inline.
     var checkpoints: Int { worker.locked { runs } }
 
-    /// On the writer's thread, after a commit left `pages` in the WAL of `database`.
+    /// Whether the last commit left the WAL at the inline bound: the next commit is the
+    /// writer thread's, which checkpoints after it (the loop must not).
+    var isAtInlineBound: Bool { worker.locked { atInlineBound } }
+
+    /// Set by the writer while the loop commits: at the inline bound the WAL is left to
+    /// the thread's next commit instead of being checkpointed on the loop.
+    var committingOnLoop: Bool {
+        get { worker.locked { onLoop } }
+        set { worker.locked { onLoop = newValue } }
+    }
+
+    /// On the committing thread, after a commit left `pages` in the WAL of `database`.
     fileprivate func walGrew(to pages: Int32, database: OpaquePointer) {
-        if pages >= thresholds.inlinePages {
-            checkpoint(database)
-        } else if worker.locked({ !requested && added(since: checkpointedAt, now: pages) >= thresholds.backgroundPages }) {
+        let loop = worker.locked { () -> Bool in
+            atInlineBound = pages >= thresholds.inline
+            return onLoop
+        }
+        if pages >= thresholds.inline {
+            if !loop { checkpoint(database) }
+        } else if worker.locked({ !requested && added(since: checkpointedAt, now: pages) >= thresholds.background }) {
             // Woken only when nothing is asked of it yet: a wake-up at every commit would
             // cost the writer a context switch each time.
             worker.handIn { requested = true }

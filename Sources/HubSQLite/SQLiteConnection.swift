@@ -1,7 +1,7 @@
 import CSQLite
 
-/// One SQLite connection, used by one thread only (opened in multi-thread mode: the
-/// connection is not shared, so SQLite takes no lock of its own for it).
+/// One SQLite connection, used by one thread at a time (opened in multi-thread mode: the
+/// connection is not shared at once, so SQLite takes no lock of its own for it).
 final class SQLiteConnection {
     let handle: OpaquePointer
     let path: String
@@ -23,6 +23,12 @@ final class SQLiteConnection {
 
     deinit {
         sqlite3_close_v2(handle)
+    }
+
+    /// How long a statement waits for another connection's lock before it fails with
+    /// `SQLITE_BUSY`, in milliseconds.
+    func setBusyTimeout(milliseconds: Int32) {
+        sqlite3_busy_timeout(handle, milliseconds)
     }
 
     /// Runs one or more statements without results (DDL, pragmas, BEGIN/COMMIT).

@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import HubEngine
 import HubRegistry
@@ -14,6 +15,15 @@ import HubValue
 ///
 /// The loop hands operations in with ``submit(_:)`` (a lock and a signal); the thread
 /// hands each group's outcomes back with `deliver`, once the group has committed.
+///
+/// With ``commitOnLoop(_:)`` the loop commits a group itself when the thread is idle:
+/// a lone publisher's ack then crosses no thread (two hand-offs, each a wake-up of a
+/// sleeping thread, cost a lone publisher about half its round trip). Only a store that
+/// does not fsync at commits uses it (`synchronous=NORMAL`: a commit writes to the
+/// operating system), and it gives way whenever waiting could follow: the database
+/// locked by another connection (no busy wait: the group goes to the thread), the WAL
+/// at its inline bound (the thread checkpoints), or a commit on the loop that took
+/// longer than ``maxLoopCommitNanoseconds`` (the thread commits for a second).
 final class SQLiteWriter: @unchecked Sendable {
     /// One queued change.
     enum Operation: Sendable {
@@ -45,11 +55,23 @@ final class SQLiteWriter: @unchecked Sendable {
         var rowOffset: UInt64
     }
 
+    /// A commit on the loop longer than this (2 ms) sends the next second's groups to the thread.
+    static let maxLoopCommitNanoseconds: UInt64 = 2_000_000
+    static let loopPauseNanoseconds: UInt64 = 1_000_000_000
+    /// The busy timeout of the thread's commits (the loop's wait for nothing).
+    static let busyTimeoutMilliseconds: Int32 = 30_000
+
     private let worker = StoreWorkerThread()
     // Guarded by the worker's lock.
     private var queue: [Operation] = []
+    /// A group is being committed, by the thread or by the loop: whoever set it owns the
+    /// connection, the statements and `subjects` until it clears it.
+    private var committing = false
 
-    // The writer thread's own (handed over before it starts).
+    // The loop's own.
+    private var loopPausedUntil: UInt64 = 0
+
+    // The committing side's own (see `committing`; handed over before the thread starts).
     private let connection: SQLiteConnection
     private var subjects: [Int64: SubjectState]
     private let clock: HistoryClock
@@ -80,6 +102,7 @@ final class SQLiteWriter: @unchecked Sendable {
         self.connection = connection
         self.checkpointer = checkpointer
         checkpointer.watch(connection)
+        connection.setBusyTimeout(milliseconds: SQLiteWriter.busyTimeoutMilliseconds)
         self.subjects = subjects
         self.clock = clock
         self.deliver = deliver
@@ -118,20 +141,59 @@ final class SQLiteWriter: @unchecked Sendable {
 
     // MARK: The thread
 
+    /// On the loop: commits `group` right away when the thread is idle and nothing is
+    /// queued for it, and returns the appends' outcomes; otherwise (or if the database is
+    /// locked) queues the group for the thread, behind what waits, and returns `nil`.
+    func commitOnLoop(_ group: [Operation]) -> [Outcome]? {
+        let start = DispatchTime.now().uptimeNanoseconds
+        guard start >= loopPausedUntil, !checkpointer.isAtInlineBound,
+            worker.locked({ () -> Bool in
+                guard queue.isEmpty, !committing else { return false }
+                committing = true
+                return true
+            })
+        else {
+            submit(group)
+            return nil
+        }
+        connection.setBusyTimeout(milliseconds: 0)
+        checkpointer.committingOnLoop = true
+        let outcomes = commit(group, waitForLock: false)
+        checkpointer.committingOnLoop = false
+        connection.setBusyTimeout(milliseconds: SQLiteWriter.busyTimeoutMilliseconds)
+        let end = DispatchTime.now().uptimeNanoseconds
+        if end &- start > SQLiteWriter.maxLoopCommitNanoseconds { loopPausedUntil = end + SQLiteWriter.loopPauseNanoseconds }
+        // A failed group may have queued its subjects' rows again for the thread.
+        let waiting = worker.locked { () -> Bool in
+            committing = false
+            return !queue.isEmpty
+        }
+        guard let outcomes else {
+            submit(group)
+            return nil
+        }
+        if waiting { worker.handIn {} }
+        return outcomes
+    }
+
     private func run() {
         while let group = worker.next({ () -> [Operation]? in
-            guard !queue.isEmpty else { return nil }
+            guard !queue.isEmpty, !committing else { return nil }
+            committing = true
             defer { queue = [] }
             return queue
         }) {
-            commit(group)
+            if let outcomes = commit(group, waitForLock: true), !outcomes.isEmpty { deliver(outcomes) }
+            worker.locked { committing = false }
         }
         statements = nil
     }
 
-    /// Runs `group` as one transaction and reports the appends' outcomes.
-    private func commit(_ group: [Operation]) {
-        guard let statements else { return }
+    /// Runs `group` as one transaction and returns the appends' outcomes; `nil` when
+    /// `waitForLock` is false and another connection holds the database's write lock
+    /// (nothing was done).
+    private func commit(_ group: [Operation], waitForLock: Bool) -> [Outcome]? {
+        guard let statements else { return [] }
         let saved = subjects
         var outcomes: [Outcome] = []
         outcomes.reserveCapacity(group.count)
@@ -139,7 +201,11 @@ final class SQLiteWriter: @unchecked Sendable {
         var retained: Set<Int64> = []
         var json: [UInt8] = []
         do throws(SQLiteError) {
-            try statements.begin.run()
+            do throws(SQLiteError) {
+                try statements.begin.run()
+            } catch let error where !waitForLock && error.code & 0xFF == SQLITE_BUSY {
+                return nil
+            }
             for operation in group {
                 switch operation {
                 case let .create(subject, name, epoch, retention):
@@ -206,7 +272,7 @@ final class SQLiteWriter: @unchecked Sendable {
                 worker.locked { queue.insert(contentsOf: retry, at: 0) }
             }
         }
-        if !outcomes.isEmpty { deliver(outcomes) }
+        return outcomes
     }
 
     /// Applies the subject's retention: the size bound (which keeps at least the last

@@ -17,4 +17,9 @@ public struct LoopStoreExecutor: StoreExecutor {
     public func execute(_ work: @Sendable @escaping () -> Void) {
         eventLoop.executeAnswer(work)
     }
+
+    /// On the loop: runs `work` after the events of the current pass.
+    public func executeSoon(_ work: @Sendable @escaping () -> Void) {
+        eventLoop.executeSoon(work)
+    }
 }

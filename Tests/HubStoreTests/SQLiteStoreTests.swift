@@ -50,19 +50,25 @@ struct SQLiteStoreTests {
         try await loop.run { again.value.close() }
     }
 
-    @Test("a stuck disk delays appends, not the loop; readers go on; the appends complete in order once it answers")
-    func stuckDisk() async throws {
+    @Test(
+        "a stuck disk delays appends, not the loop; readers go on; the appends complete in order once it answers",
+        arguments: SQLiteStore.Sync.allCases)
+    func stuckDisk(sync: SQLiteStore.Sync) async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let loop = TestLoop()
-        let store = Confined(try SQLiteStore(directory: directory, sync: .full, executor: loop))
+        // With `normal` the loop would commit itself: it finds the lock taken and gives
+        // the group to the thread instead of waiting.
+        let store = Confined(try SQLiteStore(directory: directory, sync: sync, executor: loop))
         let log = try await loop.run { Confined(try store.value.openLog(subject: "slow", retention: HistoryRetention())) }
         #expect(try await log.append("before", on: loop).get() == 1)
 
         let blocker = try BlockingWriter(path: directory + "/" + SQLiteStore.fileName)
         let results = Confined(ResultBox())
+        // A lone value first (the loop's to commit, with `normal`), then two together.
+        try await loop.run { log.value.append(1) { results.value.add($0) } }
         try await loop.run {
-            for index in 1...3 {
+            for index in 2...3 {
                 log.value.append(.int(Int64(index))) { results.value.add($0) }
             }
         }
@@ -77,6 +83,38 @@ struct SQLiteStoreTests {
         }
         #expect(offsets == [2, 3, 4])
         try await loop.run { store.value.close() }
+    }
+
+    @Test(
+        "with sync normal the loop commits a lone value itself; several in one pass, or with full (an fsync), or when told not to, the thread does",
+        arguments: [(SQLiteStore.Sync.normal, nil, true), (.normal, false, false), (.full, nil, false), (.full, true, false)])
+    func commitsOnTheLoop(sync: SQLiteStore.Sync, commitOnLoop: Bool?, onLoop: Bool) async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let loop = TestLoop()
+        let store = Confined(try SQLiteStore(directory: directory, sync: sync, executor: loop, commitOnLoop: commitOnLoop))
+        let log = try await loop.run { Confined(try store.value.openLog(subject: "s", retention: HistoryRetention())) }
+        #expect(try await log.append("first", on: loop).get() == 1)
+        let before = try await loop.run { store.value.loopCommits }
+        for index in 2...4 {
+            #expect(try await log.append(.int(Int64(index)), on: loop).get() == UInt64(index))
+        }
+        #expect(try await loop.run { store.value.loopCommits } - before == (onLoop ? 3 : 0), "one commit on the loop per lone value")
+
+        // Five values appended in one pass are one group, the thread's.
+        let results = Confined(ResultBox())
+        let offsets = await loop.callback { (done: @escaping ([UInt64]) -> Void) in
+            for index in 5...9 { log.value.append(.int(Int64(index))) { results.value.add($0) } }
+            results.value.whenCount(5) { done($0.compactMap { try? $0.get() }) }
+        }
+        #expect(offsets == [5, 6, 7, 8, 9])
+        #expect(try await loop.run { store.value.loopCommits } - before == (onLoop ? 3 : 0))
+        try await loop.run { store.value.close() }
+
+        let reopened = Confined(try SQLiteStore(directory: directory, sync: sync, executor: loop))
+        let again = try await loop.run { Confined(try reopened.value.openLog(subject: "s", retention: HistoryRetention())) }
+        #expect(try await again.read(after: 0, on: loop).map(\.value) == ["first", 2, 3, 4, 5, 6, 7, 8, 9])
+        try await loop.run { reopened.value.close() }
     }
 
     @Test("values waiting for the disk are bounded in bytes: beyond it appends are limit_exceeded")
@@ -170,16 +208,28 @@ struct SQLiteStoreTests {
         ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0
     }
 
+    /// The page size of the database at `path`.
+    private func pageSize(_ path: String) -> Int {
+        var handle: OpaquePointer?
+        guard sqlite3_open(path, &handle) == SQLITE_OK else { return 0 }
+        defer { sqlite3_close(handle) }
+        var statement: OpaquePointer?
+        sqlite3_prepare_v2(handle, "PRAGMA page_size", -1, &statement, nil)
+        defer { sqlite3_finalize(statement) }
+        return sqlite3_step(statement) == SQLITE_ROW ? Int(sqlite3_column_int64(statement, 0)) : 0
+    }
+
     /// A fresh store that checkpoints as `checkpoint`, with one log of up to 1,000 values:
     /// `body` gets the directory, the loop and the log; the store is closed after it.
     private func withCheckpointing(
-        _ checkpoint: SQLiteStore.Checkpointing,
+        _ checkpoint: SQLiteStore.Checkpointing, commitOnLoop: Bool? = nil,
         _ body: (String, TestLoop, Confined<any SubjectLog>, Confined<SQLiteStore>) async throws -> Void
     ) async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let loop = TestLoop()
-        let store = Confined(try SQLiteStore(directory: directory, sync: .normal, executor: loop, checkpoint: checkpoint))
+        let store = Confined(try SQLiteStore(
+            directory: directory, sync: .normal, executor: loop, checkpoint: checkpoint, commitOnLoop: commitOnLoop))
         let log = try await loop.run { Confined(try store.value.openLog(subject: "bulk", retention: HistoryRetention(size: 1000))) }
         try await body(directory, loop, log, store)
         try await loop.run { store.value.close() }
@@ -201,7 +251,7 @@ struct SQLiteStoreTests {
             let text = Value.string(String(repeating: "c", count: 8000))
             for _ in 1...100 { _ = try await log.append(text, on: loop).get() }
             sqlite3_exec(reader, "COMMIT", nil, nil, nil)
-            let pages = fileSize(database + "-wal") / (16384 + 24)
+            let pages = fileSize(database + "-wal") / (pageSize(database) + 24)
             let checkpoints = store.value.checkpoints
             // Every commit added a page or two; a checkpoint follows each 8 of them (the
             // first one comes sooner: the WAL began with the schema).
@@ -229,10 +279,14 @@ struct SQLiteStoreTests {
         }
     }
 
-    @Test("a checkpointer that falls behind leaves it to the writer: the WAL stays bounded")
-    func inlineCheckpointsBoundTheWAL() async throws {
+    @Test(
+        "a checkpointer that falls behind leaves it to the writer: the WAL stays bounded (the loop gives way to the thread)",
+        arguments: [true, false])
+    func inlineCheckpointsBoundTheWAL(commitOnLoop: Bool) async throws {
         // The background never starts; the writer checkpoints from 16 pages of WAL on.
-        try await withCheckpointing(SQLiteStore.Checkpointing(backgroundPages: .max, inlinePages: 16)) { directory, loop, log, _ in
+        try await withCheckpointing(
+            SQLiteStore.Checkpointing(backgroundPages: .max, inlinePages: 16), commitOnLoop: commitOnLoop
+        ) { directory, loop, log, store in
             let wal = directory + "/" + SQLiteStore.fileName + "-wal"
             let text = Value.string(String(repeating: "w", count: 8000))
             var largest = 0
@@ -240,10 +294,15 @@ struct SQLiteStoreTests {
                 _ = try await log.append(text, on: loop).get()
                 largest = max(largest, fileSize(wal))
             }
-            // 2.4 MB were written; the WAL never held much more than 16 pages of 16 KiB
-            // (a commit of one value rewrites a page or two beyond the bound).
+            // 2.4 MB were written; the WAL never held much more than 16 pages (a commit of
+            // one value, in a leaf and two overflow pages, goes a few pages beyond the
+            // bound, and on the loop the commit after it is the thread's).
+            let frame = pageSize(directory + "/" + SQLiteStore.fileName) + 24
             #expect(largest > 0)
-            #expect(largest < 24 * (16384 + 24) + 32, "the WAL grew to \(largest) bytes")
+            #expect(largest < 28 * frame + 32, "the WAL grew to \(largest / frame) pages")
+            #expect(store.value.checkpoints > 0)
+            // Only the thread checkpoints: on the loop, commits stop at the bound.
+            #expect(try await loop.run { store.value.loopCommits > 0 } == commitOnLoop)
         }
     }
 

@@ -4,4 +4,16 @@
 public protocol StoreExecutor: Sendable {
     /// Runs `work` on the hub's event loop, soon, in the order of the calls.
     func execute(_ work: @Sendable @escaping () -> Void)
+
+    /// Called on the loop: runs `work` on the loop once the events at hand are handled
+    /// (the event loop's local queue), for work a store gives itself, such as committing
+    /// what the loop's pass appended as one group.
+    func executeSoon(_ work: @Sendable @escaping () -> Void)
+}
+
+extension StoreExecutor {
+    /// By default, ``execute(_:)``.
+    public func executeSoon(_ work: @Sendable @escaping () -> Void) {
+        execute(work)
+    }
 }
