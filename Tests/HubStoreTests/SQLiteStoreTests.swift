@@ -111,10 +111,18 @@ struct SQLiteStoreTests {
         #expect(try await loop.run { store.value.loopCommits } - before == (onLoop ? 3 : 0))
         try await loop.run { store.value.close() }
 
+        #expect(try await valuesAfterReopening(directory, "s", sync: sync, on: loop) == ["first", 2, 3, 4, 5, 6, 7, 8, 9])
+    }
+
+    /// The values of `subject`'s history, read by a store opened again on `directory`.
+    private func valuesAfterReopening(
+        _ directory: String, _ subject: String, sync: SQLiteStore.Sync = .full, on loop: TestLoop
+    ) async throws -> [Value] {
         let reopened = Confined(try SQLiteStore(directory: directory, sync: sync, executor: loop))
-        let again = try await loop.run { Confined(try reopened.value.openLog(subject: "s", retention: HistoryRetention())) }
-        #expect(try await again.read(after: 0, on: loop).map(\.value) == ["first", 2, 3, 4, 5, 6, 7, 8, 9])
+        let log = try await loop.run { Confined(try reopened.value.openLog(subject: subject, retention: HistoryRetention())) }
+        let values = try await log.read(after: 0, on: loop).map(\.value)
         try await loop.run { reopened.value.close() }
+        return values
     }
 
     @Test("values waiting for the disk are bounded in bytes: beyond it appends are limit_exceeded")
@@ -407,10 +415,7 @@ struct SQLiteStoreTests {
         #expect(try await b.read(after: 5, on: loop).map(\.value) == ["b6", "b7"])
         try await loop.run { store.value.close() }
 
-        let reopened = Confined(try SQLiteStore(directory: directory, executor: loop))
-        let again = try await loop.run { Confined(try reopened.value.openLog(subject: "a", retention: HistoryRetention())) }
-        #expect(try await again.read(after: 0, on: loop).map(\.value) == ["a1", "a2", "a3", "a4"])
-        try await loop.run { reopened.value.close() }
+        #expect(try await valuesAfterReopening(directory, "a", on: loop) == ["a1", "a2", "a3", "a4"])
     }
 
     @Test("once subject ids reach the largest a key holds, a new subject takes the smallest free one")
@@ -437,12 +442,9 @@ struct SQLiteStoreTests {
         #expect(try await high.append("high-2", on: loop).get() == 2)
         try await loop.run { second.value.close() }
 
-        let third = Confined(try SQLiteStore(directory: directory, executor: loop))
         for (name, values) in [("low", ["low-1"]), ("fresh", ["fresh-1"]), ("high", ["high-1", "high-2"])] {
-            let log = try await loop.run { Confined(try third.value.openLog(subject: name, retention: HistoryRetention())) }
-            #expect(try await log.read(after: 0, on: loop).map(\.value) == values.map { Value.string($0) }, "\(name)")
+            #expect(try await valuesAfterReopening(directory, name, on: loop) == values.map { Value.string($0) }, "\(name)")
         }
-        try await loop.run { third.value.close() }
         var handle: OpaquePointer?
         sqlite3_open(path, &handle)
         defer { sqlite3_close(handle) }
