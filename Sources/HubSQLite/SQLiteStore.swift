@@ -110,10 +110,12 @@ public final class SQLiteStore: SubjectStore {
     /// ``SQLiteWriter``): a lone publisher's ack then waits for no other thread. Only with
     /// `sync` ``Sync/normal``, whose commits write to the operating system without an
     /// fsync; the writer thread commits everything else, and always with ``Sync/full``.
+    /// A commit on the loop that takes longer than `loopCommitBudget` (a disk or a machine
+    /// that slows down) leaves the next second's commits to the thread.
     public init(
         directory: String, sync: Sync = .full, executor: any StoreExecutor, clock: @escaping HistoryClock = systemHistoryClock,
         maxPendingBytes: Int = SQLiteStore.defaultMaxPendingBytes, checkpoint: Checkpointing = Checkpointing(),
-        commitOnLoop: Bool? = nil
+        commitOnLoop: Bool? = nil, loopCommitBudget: Duration = .milliseconds(2)
     ) throws(SQLiteError) {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -202,7 +204,10 @@ public final class SQLiteStore: SubjectStore {
         try checkpointing.execute(synchronous)
         let pageSize = Int(try connection.pragma("page_size") ?? "") ?? 4096
         checkpointer = SQLiteCheckpointer(connection: checkpointing, thresholds: checkpoint.pages(ofSize: pageSize))
-        writer = try SQLiteWriter(connection: connection, subjects: states, clock: clock, checkpointer: checkpointer) {
+        writer = try SQLiteWriter(
+            connection: connection, subjects: states, clock: clock, checkpointer: checkpointer,
+            loopCommitBudget: loopCommitBudget
+        ) {
             outcomes in executor.execute { box.store?.committed(outcomes) }
         }
         reader = try SQLiteReader(connection: try SQLiteConnection(path: path), clock: clock) { id, result in

@@ -23,7 +23,7 @@ import HubValue
 /// operating system), and it gives way whenever waiting could follow: the database
 /// locked by another connection (no busy wait: the group goes to the thread), the WAL
 /// at its inline bound (the thread checkpoints), or a commit on the loop that took
-/// longer than ``maxLoopCommitNanoseconds`` (the thread commits for a second).
+/// longer than its budget (2 ms by default: the thread commits for a second).
 final class SQLiteWriter: @unchecked Sendable {
     /// One queued change.
     enum Operation: Sendable {
@@ -55,8 +55,8 @@ final class SQLiteWriter: @unchecked Sendable {
         var rowOffset: UInt64
     }
 
-    /// A commit on the loop longer than this (2 ms) sends the next second's groups to the thread.
-    static let maxLoopCommitNanoseconds: UInt64 = 2_000_000
+    /// A commit on the loop longer than this sends the next second's groups to the thread.
+    private let loopCommitBudget: UInt64
     static let loopPauseNanoseconds: UInt64 = 1_000_000_000
     /// The busy timeout of the thread's commits (the loop's wait for nothing).
     static let busyTimeoutMilliseconds: Int32 = 30_000
@@ -97,9 +97,11 @@ final class SQLiteWriter: @unchecked Sendable {
     /// `checkpointer` copies into the database; not started.
     init(
         connection: SQLiteConnection, subjects: [Int64: SubjectState], clock: @escaping HistoryClock,
-        checkpointer: SQLiteCheckpointer, deliver: @escaping @Sendable ([Outcome]) -> Void
+        checkpointer: SQLiteCheckpointer, loopCommitBudget: Duration = .milliseconds(2),
+        deliver: @escaping @Sendable ([Outcome]) -> Void
     ) throws(SQLiteError) {
         self.connection = connection
+        self.loopCommitBudget = UInt64(clamping: loopCommitBudget.nanosecondsClamped)
         self.checkpointer = checkpointer
         checkpointer.watch(connection)
         connection.setBusyTimeout(milliseconds: SQLiteWriter.busyTimeoutMilliseconds)
@@ -162,7 +164,7 @@ final class SQLiteWriter: @unchecked Sendable {
         checkpointer.committingOnLoop = false
         connection.setBusyTimeout(milliseconds: SQLiteWriter.busyTimeoutMilliseconds)
         let end = DispatchTime.now().uptimeNanoseconds
-        if end &- start > SQLiteWriter.maxLoopCommitNanoseconds { loopPausedUntil = end + SQLiteWriter.loopPauseNanoseconds }
+        if end &- start > loopCommitBudget { loopPausedUntil = end + SQLiteWriter.loopPauseNanoseconds }
         // A failed group may have queued its subjects' rows again for the thread.
         let waiting = worker.locked { () -> Bool in
             committing = false

@@ -191,8 +191,10 @@ struct HubCLIHistoryTests {
         }
     }
 
-    @Test(arguments: ["full", "normal"])
-    func kill9DuringAnAcknowledgedBurstLosesNothingAcknowledged(sync: String) async throws {
+    /// Window 256 keeps the writer thread committing groups; window 1 with `normal` has
+    /// the broker's loop commit each lone value itself.
+    @Test(arguments: [("full", 256), ("normal", 256), ("normal", 1)])
+    func kill9DuringAnAcknowledgedBurstLosesNothingAcknowledged(sync: String, window: Int) async throws {
         let hubcli = try HubCLIExecutable.locate()
         let (file, folder) = try Self.config("""
             storage: {path: data, sync: \(sync)}
@@ -208,7 +210,7 @@ struct HubCLIHistoryTests {
         let killAt = 1500
         let loop = try EventLoop(configuration: .init(name: "burst"))
         defer { loop.shutdown() }
-        let publisher = BurstPublisher(subject: "burst", count: 20_000, window: 256) { ack in
+        let publisher = BurstPublisher(subject: "burst", count: 20_000, window: window) { ack in
             let count = acked.withLock { list -> Int in
                 list.append(ack)
                 return list.count

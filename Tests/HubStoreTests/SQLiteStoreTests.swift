@@ -92,7 +92,10 @@ struct SQLiteStoreTests {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let loop = TestLoop()
-        let store = Confined(try SQLiteStore(directory: directory, sync: sync, executor: loop, commitOnLoop: commitOnLoop))
+        // A budget no commit reaches on a busy machine: which side commits depends on the
+        // policy alone (the budget has a test of its own).
+        let store = Confined(try SQLiteStore(
+            directory: directory, sync: sync, executor: loop, commitOnLoop: commitOnLoop, loopCommitBudget: .seconds(60)))
         let log = try await loop.run { Confined(try store.value.openLog(subject: "s", retention: HistoryRetention())) }
         #expect(try await log.append("first", on: loop).get() == 1)
         let before = try await loop.run { store.value.loopCommits }
@@ -112,6 +115,25 @@ struct SQLiteStoreTests {
         try await loop.run { store.value.close() }
 
         #expect(try await valuesAfterReopening(directory, "s", sync: sync, on: loop) == ["first", 2, 3, 4, 5, 6, 7, 8, 9])
+    }
+
+    @Test("a commit on the loop over its budget leaves the next second's commits to the thread")
+    func loopCommitBudget() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let loop = TestLoop()
+        // Every commit takes longer than a nanosecond.
+        let store = Confined(try SQLiteStore(
+            directory: directory, sync: .normal, executor: loop, loopCommitBudget: .nanoseconds(1)))
+        let log = try await loop.run { Confined(try store.value.openLog(subject: "s", retention: HistoryRetention())) }
+        #expect(try await log.append("first", on: loop).get() == 1)
+        // The group that created the subject went over: from then on the thread commits.
+        for index in 2...4 {
+            #expect(try await log.append(.int(Int64(index)), on: loop).get() == UInt64(index))
+        }
+        #expect(try await loop.run { store.value.loopCommits } == 1)
+        try await loop.run { store.value.close() }
+        #expect(try await valuesAfterReopening(directory, "s", on: loop) == ["first", 2, 3, 4])
     }
 
     /// The values of `subject`'s history, read by a store opened again on `directory`.
