@@ -282,6 +282,11 @@ struct SQLiteStoreTests {
             for _ in 1...100 { _ = try await log.append(text, on: loop).get() }
             sqlite3_exec(reader, "COMMIT", nil, nil, nil)
             let pages = fileSize(database + "-wal") / (pageSize(database) + 24)
+            // The background thread may still be on its first checkpoint on a busy machine.
+            let deadline = ContinuousClock.now + .seconds(20)
+            while store.value.checkpoints == 0, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
             let checkpoints = store.value.checkpoints
             // Every commit added a page or two; a checkpoint follows each 8 of them (the
             // first one comes sooner: the WAL began with the schema).
