@@ -87,6 +87,11 @@ public final class SQLiteStore: SubjectStore {
     private var loopCommitScheduled = false
     /// The values in the group (see ``commitLoopGroup()``).
     private var loopGroupValues = 0
+    /// Appends handed to the writer thread whose outcomes have not come back yet. A log
+    /// completes its appends in order, oldest first, so the loop commits nothing itself
+    /// while the thread's outcomes are on their way to it: they would complete the wrong
+    /// appends.
+    private var appendsWithThread = 0
     /// Groups the loop committed itself, for tests.
     public private(set) var loopCommits = 0
     /// The most bytes of values the loop commits itself; a larger group goes to the thread.
@@ -208,7 +213,7 @@ public final class SQLiteStore: SubjectStore {
             connection: connection, subjects: states, clock: clock, checkpointer: checkpointer,
             loopCommitBudget: loopCommitBudget
         ) {
-            outcomes in executor.execute { box.store?.committed(outcomes) }
+            outcomes in executor.execute { box.store?.threadCommitted(outcomes) }
         }
         reader = try SQLiteReader(connection: try SQLiteConnection(path: path), clock: clock) { id, result in
             executor.execute { box.store?.answered(read: id, result) }
@@ -307,7 +312,7 @@ public final class SQLiteStore: SubjectStore {
     public func close() {
         guard !closed else { return }
         closed = true
-        if !loopGroup.isEmpty { writer.submit(loopGroup) }
+        if !loopGroup.isEmpty { submit(loopGroup) }
         loopGroup = []
         writer.stop()
         reader.stop()
@@ -336,7 +341,7 @@ public final class SQLiteStore: SubjectStore {
     /// (``commitsOnLoop``), or for the thread.
     private func enqueue(_ operation: SQLiteWriter.Operation, bytes: Int = 0) {
         guard commitsOnLoop else {
-            writer.submit(operation)
+            submit([operation])
             return
         }
         loopGroup.append(operation)
@@ -365,14 +370,28 @@ public final class SQLiteStore: SubjectStore {
         loopGroup = []
         loopGroupBytes = 0
         loopGroupValues = 0
-        guard values <= 1, bytes <= SQLiteStore.maxLoopGroupBytes else {
-            writer.submit(group)
-            return
-        }
-        if let outcomes = writer.commitOnLoop(group) {
+        if values <= 1, bytes <= SQLiteStore.maxLoopGroupBytes, appendsWithThread == 0,
+            let outcomes = writer.commitOnLoop(group)
+        {
             loopCommits += 1
             committed(outcomes)
+        } else {
+            submit(group)
         }
+    }
+
+    /// Hands `group` to the writer thread, counting its appends until their outcomes return.
+    private func submit(_ group: [SQLiteWriter.Operation]) {
+        for operation in group {
+            if case .append = operation { appendsWithThread += 1 }
+        }
+        writer.submit(group)
+    }
+
+    /// The outcomes of a group the writer thread committed.
+    private func threadCommitted(_ outcomes: [SQLiteWriter.Outcome]) {
+        appendsWithThread -= outcomes.count
+        committed(outcomes)
     }
 
     /// Queues a page read for `log`.

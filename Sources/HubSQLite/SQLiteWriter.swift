@@ -144,8 +144,9 @@ final class SQLiteWriter: @unchecked Sendable {
     // MARK: The thread
 
     /// On the loop: commits `group` right away when the thread is idle and nothing is
-    /// queued for it, and returns the appends' outcomes; otherwise (or if the database is
-    /// locked) queues the group for the thread, behind what waits, and returns `nil`.
+    /// queued for it, and returns the appends' outcomes; `nil` when it did not (the thread
+    /// busy, the database locked, the WAL at its bound, the loop's budget spent): the
+    /// caller then queues the group for the thread.
     func commitOnLoop(_ group: [Operation]) -> [Outcome]? {
         let start = DispatchTime.now().uptimeNanoseconds
         guard start >= loopPausedUntil, !checkpointer.isAtInlineBound,
@@ -154,10 +155,7 @@ final class SQLiteWriter: @unchecked Sendable {
                 committing = true
                 return true
             })
-        else {
-            submit(group)
-            return nil
-        }
+        else { return nil }
         connection.setBusyTimeout(milliseconds: 0)
         checkpointer.committingOnLoop = true
         let outcomes = commit(group, waitForLock: false)
@@ -169,10 +167,6 @@ final class SQLiteWriter: @unchecked Sendable {
         let waiting = worker.locked { () -> Bool in
             committing = false
             return !queue.isEmpty
-        }
-        guard let outcomes else {
-            submit(group)
-            return nil
         }
         if waiting { worker.handIn {} }
         return outcomes

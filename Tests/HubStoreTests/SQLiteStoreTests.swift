@@ -117,6 +117,76 @@ struct SQLiteStoreTests {
         #expect(try await valuesAfterReopening(directory, "s", sync: sync, on: loop) == ["first", 2, 3, 4, 5, 6, 7, 8, 9])
     }
 
+    /// A loop whose deliveries from the store's threads can be held back, while the
+    /// loop's own work goes on: the moment between a thread's commit and the loop
+    /// learning of it, made as long as a test needs.
+    private final class HoldingLoop: StoreExecutor, @unchecked Sendable {
+        let loop = TestLoop()
+        private let lock = NSLock()
+        private var holding = false
+        private var held: [@Sendable () -> Void] = []
+
+        func execute(_ work: @Sendable @escaping () -> Void) {
+            let kept = lock.withLock { () -> Bool in
+                if holding { held.append(work) }
+                return holding
+            }
+            if !kept { loop.execute(work) }
+        }
+
+        func executeSoon(_ work: @Sendable @escaping () -> Void) {
+            loop.execute(work)
+        }
+
+        func hold() { lock.withLock { holding = true } }
+        var heldCount: Int { lock.withLock { held.count } }
+
+        func release() {
+            let works = lock.withLock { () -> [@Sendable () -> Void] in
+                holding = false
+                defer { held = [] }
+                return held
+            }
+            for work in works { loop.execute(work) }
+        }
+    }
+
+    @Test("the loop commits nothing itself while the thread's outcomes are on their way: every append completes with its own offset")
+    func loopWaitsForTheThreadsOutcomes() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let executor = HoldingLoop()
+        let loop = executor.loop
+        let store = Confined(try SQLiteStore(
+            directory: directory, sync: .normal, executor: executor, loopCommitBudget: .seconds(60)))
+        let log = try await loop.run { Confined(try store.value.openLog(subject: "s", retention: HistoryRetention())) }
+        #expect(try await log.append("first", on: loop).get() == 1)
+
+        executor.hold()
+        let results = Confined(ResultBox())
+        // Two values in one pass: the thread commits them; their outcomes are held back.
+        try await loop.run {
+            for index in 2...3 { log.value.append(.int(Int64(index))) { results.value.add($0) } }
+        }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while executor.heldCount == 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(executor.heldCount == 1)
+        // Room for the thread to finish (it hands the outcomes over, then goes idle).
+        try await Task.sleep(for: .milliseconds(50))
+        // A lone value: the thread is idle, but the loop has not had its outcomes yet.
+        try await loop.run { log.value.append(4) { results.value.add($0) } }
+        try await Task.sleep(for: .milliseconds(50))
+        executor.release()
+        let offsets = await loop.callback { (done: @escaping ([UInt64]) -> Void) in
+            results.value.whenCount(3) { done($0.compactMap { try? $0.get() }) }
+        }
+        #expect(offsets == [2, 3, 4])
+        try await loop.run { store.value.close() }
+        #expect(try await valuesAfterReopening(directory, "s", on: loop) == ["first", 2, 3, 4])
+    }
+
     @Test("a commit on the loop over its budget leaves the next second's commits to the thread")
     func loopCommitBudget() async throws {
         let directory = temporaryDirectory()
