@@ -89,14 +89,12 @@ struct SQLiteStoreTests {
         "with sync normal the loop commits a lone value itself; several in one pass, or with full (an fsync), or when told not to, the thread does",
         arguments: [(SQLiteStore.Sync.normal, nil, true), (.normal, false, false), (.full, nil, false), (.full, true, false)])
     func commitsOnTheLoop(sync: SQLiteStore.Sync, commitOnLoop: Bool?, onLoop: Bool) async throws {
-        let directory = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let loop = TestLoop()
         // A budget no commit reaches on a busy machine: which side commits depends on the
         // policy alone (the budget has a test of its own).
-        let store = Confined(try SQLiteStore(
-            directory: directory, sync: sync, executor: loop, commitOnLoop: commitOnLoop, loopCommitBudget: .seconds(60)))
-        let log = try await loop.run { Confined(try store.value.openLog(subject: "s", retention: HistoryRetention())) }
+        let (directory, store, log) = try await openStore(
+            sync: sync, executor: loop, on: loop, commitOnLoop: commitOnLoop, loopCommitBudget: .seconds(60))
+        defer { try? FileManager.default.removeItem(atPath: directory) }
         #expect(try await log.append("first", on: loop).get() == 1)
         let before = try await loop.run { store.value.loopCommits }
         for index in 2...4 {
@@ -153,13 +151,10 @@ struct SQLiteStoreTests {
 
     @Test("the loop commits nothing itself while the thread's outcomes are on their way: every append completes with its own offset")
     func loopWaitsForTheThreadsOutcomes() async throws {
-        let directory = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let executor = HoldingLoop()
         let loop = executor.loop
-        let store = Confined(try SQLiteStore(
-            directory: directory, sync: .normal, executor: executor, loopCommitBudget: .seconds(60)))
-        let log = try await loop.run { Confined(try store.value.openLog(subject: "s", retention: HistoryRetention())) }
+        let (directory, store, log) = try await openStore(executor: executor, on: loop, loopCommitBudget: .seconds(60))
+        defer { try? FileManager.default.removeItem(atPath: directory) }
         #expect(try await log.append("first", on: loop).get() == 1)
 
         executor.hold()
@@ -189,15 +184,12 @@ struct SQLiteStoreTests {
 
     @Test("a commit on the loop over its budget leaves the next second's commits to the thread")
     func loopCommitBudget() async throws {
-        let directory = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let loop = TestLoop()
         let start = ContinuousClock.now
         // Every commit takes longer than a nanosecond: after each commit on the loop, the
         // thread commits for a second.
-        let store = Confined(try SQLiteStore(
-            directory: directory, sync: .normal, executor: loop, loopCommitBudget: .nanoseconds(1)))
-        let log = try await loop.run { Confined(try store.value.openLog(subject: "s", retention: HistoryRetention())) }
+        let (directory, store, log) = try await openStore(executor: loop, on: loop, loopCommitBudget: .nanoseconds(1))
+        defer { try? FileManager.default.removeItem(atPath: directory) }
         for index in 1...20 {
             #expect(try await log.append(.int(Int64(index)), on: loop).get() == UInt64(index))
         }
@@ -209,6 +201,18 @@ struct SQLiteStoreTests {
         #expect(commits <= seconds + 1, "\(commits) commits on the loop in \(seconds) s")
         try await loop.run { store.value.close() }
         #expect(try await valuesAfterReopening(directory, "s", on: loop) == (1...20).map { Value.int(Int64($0)) })
+    }
+
+    /// A store on a fresh directory (the caller removes it) with the log of subject "s" open.
+    private func openStore(
+        sync: SQLiteStore.Sync = .normal, executor: any StoreExecutor, on loop: TestLoop, commitOnLoop: Bool? = nil,
+        loopCommitBudget: Duration
+    ) async throws -> (String, Confined<SQLiteStore>, Confined<any SubjectLog>) {
+        let directory = temporaryDirectory()
+        let store = Confined(try SQLiteStore(
+            directory: directory, sync: sync, executor: executor, commitOnLoop: commitOnLoop, loopCommitBudget: loopCommitBudget))
+        let log = try await loop.run { Confined(try store.value.openLog(subject: "s", retention: HistoryRetention())) }
+        return (directory, store, log)
     }
 
     /// The values of `subject`'s history, read by a store opened again on `directory`.
