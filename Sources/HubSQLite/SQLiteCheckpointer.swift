@@ -75,16 +75,19 @@ final class SQLiteCheckpointer: @unchecked Sendable {
 
     /// On the committing thread, after a commit left `pages` in the WAL of `database`.
     fileprivate func walGrew(to pages: Int32, database: OpaquePointer) {
-        let loop = worker.locked { () -> Bool in
+        enum Next { case nothing, checkpointHere, wakeThread }
+        let next = worker.locked { () -> Next in
             atInlineBound = pages >= thresholds.inline
-            return onLoop
-        }
-        if pages >= thresholds.inline {
-            if !loop { checkpoint(database) }
-        } else if worker.locked({ !requested && added(since: checkpointedAt, now: pages) >= thresholds.background }) {
+            if atInlineBound { return onLoop ? .nothing : .checkpointHere }
             // Woken only when nothing is asked of it yet: a wake-up at every commit would
             // cost the writer a context switch each time.
-            worker.handIn { requested = true }
+            guard !requested, added(since: checkpointedAt, now: pages) >= thresholds.background else { return .nothing }
+            return .wakeThread
+        }
+        switch next {
+        case .nothing: break
+        case .checkpointHere: checkpoint(database)
+        case .wakeThread: worker.handIn { requested = true }
         }
     }
 

@@ -29,16 +29,13 @@ enum SQLiteSchema {
         let sorted = readableVersions.sorted()
         return sorted.dropLast().joined(separator: ", ") + (sorted.count > 1 ? " and " : "") + (sorted.last ?? "")
     }
-    /// Versions whose `entries` table is keyed by `(subject, offset)`: moved to version 3's
-    /// table when opened (``migrateEntries``).
-    static let compositeKeyVersions: Set<String> = ["1", "2"]
 
     /// Bits of an entry's key that hold its offset; the rest hold its subject's id.
     static let offsetBits = 44
     /// The largest offset a subject's history can reach.
-    static let maxOffset: UInt64 = (1 << 44) - 1
+    static let maxOffset: UInt64 = (1 << offsetBits) - 1
     /// The largest subject id (the key's 63 bits less the offset's).
-    static let maxSubjectID: Int64 = (1 << 19) - 1
+    static let maxSubjectID: Int64 = (1 << (63 - offsetBits)) - 1
 
     static let create = """
         CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -79,8 +76,9 @@ enum SQLiteSchema {
     // `(?1 << 44) | offset`. Offsets past the largest are clamped to it, so a range never
     // reaches into the next subject.
     private static let base = "(?1 << \(offsetBits))"
-    private static let through = "(\(base) | \(maxOffset))"
     private static let offset = "(key & \(maxOffset))"
+    /// Every key of the subject `?1`.
+    private static let subjectKeys = "key > \(base) AND key <= (\(base) | \(maxOffset))"
 
     static let schemaVersion = "SELECT value FROM meta WHERE key = 'schema'"
     static let markVersion = "UPDATE meta SET value = '\(version)' WHERE key = 'schema'"
@@ -91,24 +89,24 @@ enum SQLiteSchema {
     /// Copies a subject's last entry into its row (before an expiry that may remove it).
     static let saveLast = """
         UPDATE subjects SET (last_offset, last_time, last_value) =
-            (SELECT \(offset), time, value FROM entries WHERE key > \(base) AND key <= \(through) ORDER BY key DESC LIMIT 1)
-        WHERE id = ?1 AND EXISTS (SELECT 1 FROM entries WHERE key > \(base) AND key <= \(through))
+            (SELECT \(offset), time, value FROM entries WHERE \(subjectKeys) ORDER BY key DESC LIMIT 1)
+        WHERE id = ?1 AND EXISTS (SELECT 1 FROM entries WHERE \(subjectKeys))
         """
     /// A subject's last entry (at start-up, when it is later than the row's copy).
     static let lastEntry =
-        "SELECT \(offset), time, value FROM entries WHERE key > \(base) AND key <= \(through) ORDER BY key DESC LIMIT 1"
+        "SELECT \(offset), time, value FROM entries WHERE \(subjectKeys) ORDER BY key DESC LIMIT 1"
     static let removeSubject = "DELETE FROM subjects WHERE id = ?1"
-    static let removeEntries = "DELETE FROM entries WHERE key > \(base) AND key <= \(through)"
+    static let removeEntries = "DELETE FROM entries WHERE \(subjectKeys)"
     static let insertEntry = "INSERT INTO entries(key, time, value) VALUES (\(base) | ?2, ?3, ?4)"
     /// Drops the values at or before an offset (the size bound).
     static let trimThrough = "DELETE FROM entries WHERE key > \(base) AND key <= \(base) | min(?2, \(maxOffset))"
     /// The time of the oldest kept value (to see whether the ttl has anything to drop).
-    static let firstTime = "SELECT time FROM entries WHERE key > \(base) AND key <= \(through) ORDER BY key LIMIT 1"
+    static let firstTime = "SELECT time FROM entries WHERE \(subjectKeys) ORDER BY key LIMIT 1"
     /// Drops expired values from the front, a bounded run at a time (times never decrease
     /// with offsets, so the expired values are a prefix).
     static let expireFront = """
         DELETE FROM entries WHERE key IN
-            (SELECT key FROM entries WHERE key > \(base) AND key <= \(through) ORDER BY key LIMIT 4096) AND time < ?2
+            (SELECT key FROM entries WHERE \(subjectKeys) ORDER BY key LIMIT 4096) AND time < ?2
         """
     static let readPage = """
         SELECT \(offset), value FROM entries

@@ -85,8 +85,6 @@ public final class SQLiteStore: SubjectStore {
     private var loopGroup: [SQLiteWriter.Operation] = []
     private var loopGroupBytes = 0
     private var loopCommitScheduled = false
-    /// The values in the group (see ``commitLoopGroup()``).
-    private var loopGroupValues = 0
     /// Appends handed to the writer thread whose outcomes have not come back yet. A log
     /// completes its appends in order, oldest first, so the loop commits nothing itself
     /// while the thread's outcomes are on their way to it: they would complete the wrong
@@ -152,7 +150,7 @@ public final class SQLiteStore: SubjectStore {
         }
         let synchronous = "PRAGMA synchronous = \(sync == .full ? "FULL" : "NORMAL")"
         try connection.execute(synchronous)
-        try connection.execute("PRAGMA busy_timeout = 30000")
+        connection.setBusyTimeout(milliseconds: SQLiteWriter.busyTimeoutMilliseconds)
         try connection.execute(SQLiteSchema.create)
         let version = try connection.prepare(SQLiteSchema.schemaVersion)
         if try version.step(), let found = version.text(0), !SQLiteSchema.readableVersions.contains(found) {
@@ -312,7 +310,7 @@ public final class SQLiteStore: SubjectStore {
     public func close() {
         guard !closed else { return }
         closed = true
-        if !loopGroup.isEmpty { submit(loopGroup) }
+        if !loopGroup.isEmpty { submit(loopGroup, appends: loopGroup.count(where: \.isAppend)) }
         loopGroup = []
         writer.stop()
         reader.stop()
@@ -341,12 +339,11 @@ public final class SQLiteStore: SubjectStore {
     /// (``commitsOnLoop``), or for the thread.
     private func enqueue(_ operation: SQLiteWriter.Operation, bytes: Int = 0) {
         guard commitsOnLoop else {
-            submit([operation])
+            submit([operation], appends: operation.isAppend ? 1 : 0)
             return
         }
         loopGroup.append(operation)
         loopGroupBytes += bytes
-        if case .append = operation { loopGroupValues += 1 }
         guard !loopCommitScheduled else { return }
         loopCommitScheduled = true
         executor.executeSoon { [box] in box.store?.commitLoopGroup() }
@@ -366,25 +363,23 @@ public final class SQLiteStore: SubjectStore {
         guard !closed, !loopGroup.isEmpty else { return }
         let group = loopGroup
         let bytes = loopGroupBytes
-        let values = loopGroupValues
+        let values = group.count(where: \.isAppend)
         loopGroup = []
         loopGroupBytes = 0
-        loopGroupValues = 0
         if values <= 1, bytes <= SQLiteStore.maxLoopGroupBytes, appendsWithThread == 0,
             let outcomes = writer.commitOnLoop(group)
         {
             loopCommits += 1
             committed(outcomes)
         } else {
-            submit(group)
+            submit(group, appends: values)
         }
     }
 
-    /// Hands `group` to the writer thread, counting its appends until their outcomes return.
-    private func submit(_ group: [SQLiteWriter.Operation]) {
-        for operation in group {
-            if case .append = operation { appendsWithThread += 1 }
-        }
+    /// Hands `group`, with `appends` values in it, to the writer thread, counting them
+    /// until their outcomes return.
+    private func submit(_ group: [SQLiteWriter.Operation], appends: Int) {
+        appendsWithThread += appends
         writer.submit(group)
     }
 

@@ -35,6 +35,12 @@ final class SQLiteWriter: @unchecked Sendable {
         case append(subject: Int64, value: Value)
         /// A subject's row and history, removed.
         case remove(subject: Int64)
+
+        /// Whether it appends a value (and so has an outcome).
+        var isAppend: Bool {
+            if case .append = self { return true }
+            return false
+        }
     }
 
     /// The outcome of one ``Operation/append(subject:value:)``, in the order they were submitted.
@@ -58,7 +64,8 @@ final class SQLiteWriter: @unchecked Sendable {
     /// A commit on the loop longer than this sends the next second's groups to the thread.
     private let loopCommitBudget: UInt64
     static let loopPauseNanoseconds: UInt64 = 1_000_000_000
-    /// The busy timeout of the thread's commits (the loop's wait for nothing).
+    /// The busy timeout of the thread's commits, set by the store when it opens the
+    /// connection (the loop's commits wait for nothing, then restore it).
     static let busyTimeoutMilliseconds: Int32 = 30_000
 
     private let worker = StoreWorkerThread()
@@ -104,7 +111,6 @@ final class SQLiteWriter: @unchecked Sendable {
         self.loopCommitBudget = UInt64(clamping: loopCommitBudget.nanosecondsClamped)
         self.checkpointer = checkpointer
         checkpointer.watch(connection)
-        connection.setBusyTimeout(milliseconds: SQLiteWriter.busyTimeoutMilliseconds)
         self.subjects = subjects
         self.clock = clock
         self.deliver = deliver
@@ -129,11 +135,6 @@ final class SQLiteWriter: @unchecked Sendable {
     /// Queues `operations` (in order) for the next group commit.
     func submit(_ operations: [Operation]) {
         worker.handIn { queue.append(contentsOf: operations) }
-    }
-
-    /// Queues one operation.
-    func submit(_ operation: Operation) {
-        worker.handIn { queue.append(operation) }
     }
 
     /// Commits what is queued, then stops the thread and waits for it.
