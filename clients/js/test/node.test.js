@@ -52,6 +52,12 @@ function recordEvents(hub) {
   return events;
 }
 
+/** Until the hub has heard its connection close: a stopped broker's exit can be seen before its close reaches the client. */
+async function disconnected(hub, events) {
+  if (events.some((e) => e.type === "disconnect")) return;
+  await new Promise((resolve) => hub.addEventListener("disconnect", resolve, { once: true }));
+}
+
 /** A port nothing listens on (bound, then released). */
 async function freePort() {
   const server = net.createServer();
@@ -75,6 +81,7 @@ test("a broker restart: subscriptions fail (shutting_down, then disconnected), t
     await broker.stop("SIGTERM");
     const stopped = await failure(first.next(), ErrorCode.SHUTTING_DOWN);
     check(stopped.fromServer, "shutting_down is the broker's");
+    await disconnected(hub, events);
     const waiting = hub.send(name, "after restart"); // waits for the next connection
     broker = await startBroker({ port: broker.port });
     await waiting;
