@@ -29,6 +29,7 @@ static const int cws_lll_user = LLL_USER;
 
 /* Listen-port sentinels. */
 static const int cws_context_port_no_listen = CONTEXT_PORT_NO_LISTEN;
+static const int cws_context_port_no_listen_server = CONTEXT_PORT_NO_LISTEN_SERVER;
 
 /* Close status codes used by the transport. */
 static const int cws_close_status_normal = LWS_CLOSE_STATUS_NORMAL;

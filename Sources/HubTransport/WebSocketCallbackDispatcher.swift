@@ -51,6 +51,10 @@ enum WebSocketCallbackDispatcher {
             return connection.handleWritable()
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
             return 0
+        case LWS_CALLBACK_FILTER_NETWORK_CONNECTION:
+            // `input` is the accepted socket's descriptor; `wsi` the listener's.
+            guard let wsi, let server = endpoint(wsi) as? WebSocketServer else { return 0 }
+            return server.distribute(accepted: Int32(truncatingIfNeeded: Int(bitPattern: input)))
         case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
             guard let wsi, let user, let endpoint = endpoint(wsi) else { return 1 }
             endpoint.eventLoop.noteActivity()

@@ -74,10 +74,12 @@ public final class WebSocketServer: WebSocketEndpoint {
         guard !eventLoop.isDestroying else {
             throw TransportError(code: .eventLoopShutDown, message: "the event loop is shutting down")
         }
-        guard (0...65535).contains(configuration.port) else {
-            throw TransportError(code: .invalidArgument, message: "port \(configuration.port) is out of range")
+        if configuration.listens {
+            guard (0...65535).contains(configuration.port) else {
+                throw TransportError(code: .invalidArgument, message: "port \(configuration.port) is out of range")
+            }
+            try eventLoop.ports.checkAvailable(configuration.port)
         }
-        try eventLoop.ports.checkAvailable(configuration.port)
         if let tls = configuration.tls {
             try tls.validate()
         }
@@ -87,7 +89,7 @@ public final class WebSocketServer: WebSocketEndpoint {
             receiveBufferSize: configuration.receiveBufferSize, limits: configuration.limits)
 
         var info = lws_context_creation_info()
-        info.port = Int32(configuration.port)
+        info.port = configuration.listens ? Int32(configuration.port) : cws_context_port_no_listen_server
         info.iface = UnsafePointer(arena.cString(configuration.host))
         info.vhost_name = UnsafePointer(arena.cString("hub-server-\(ObjectIdentifier(self).hashValue)"))
         info.protocols = UnsafePointer(protocols)
@@ -113,6 +115,12 @@ public final class WebSocketServer: WebSocketEndpoint {
             }
             throw TransportError(code: .listenFailed, message: message)
         }
+        guard configuration.listens else {
+            self.vhost = vhost
+            startKeepalive()
+            logger.debug("serving handed-over sockets")
+            return
+        }
         let bound = Int(lws_get_vhost_listen_port(vhost))
         guard bound > 0 else {
             throw TransportError(
@@ -120,15 +128,49 @@ public final class WebSocketServer: WebSocketEndpoint {
         }
         self.vhost = vhost
         self.port = bound
-        if configuration.pingInterval > 0 {
-            keepaliveSweep = eventLoop.scheduleTimer(
-                deadline: EventLoop.monotonicNanoseconds() + 1_000_000_000, interval: 1_000_000_000
-            ) { [weak self] in
-                self?.sweepKeepalives()
-            }
-        }
+        startKeepalive()
         eventLoop.ports.register(bound)
         logger.debug("listening", metadata: ["host": "\(configuration.host)", "port": "\(bound)"])
+    }
+
+    private func startKeepalive() {
+        guard configuration.pingInterval > 0 else { return }
+        keepaliveSweep = eventLoop.scheduleTimer(
+            deadline: EventLoop.monotonicNanoseconds() + 1_000_000_000, interval: 1_000_000_000
+        ) { [weak self] in
+            self?.sweepKeepalives()
+        }
+    }
+
+    // MARK: - Sockets served on other loops
+
+    /// Takes the sockets this server accepts, before it serves them: returns `true` when
+    /// it took the socket (it then has another server ``adopt(_:)`` it, or closes it), or
+    /// `false` to have this server serve it. Set on the loop thread; `nil` serves every one here.
+    public var socketDistributor: ((AcceptedSocket) -> Bool)?
+
+    /// Offers the socket lws just accepted to ``socketDistributor``; nonzero when it was
+    /// taken (lws then closes its own descriptor: the distributor has a duplicate).
+    func distribute(accepted descriptor: Int32) -> Int32 {
+        guard let socketDistributor, let socket = AcceptedSocket(duplicating: descriptor) else { return 0 }
+        if socketDistributor(socket) { return 1 }
+        socket.close()
+        return 0
+    }
+
+    /// Serves `socket`, which a server on another loop accepted, as if this one had (its
+    /// upgrade or HTTP request, TLS when configured); closes it when this server is closed
+    /// or lws cannot take it.
+    public func adopt(_ socket: AcceptedSocket) {
+        eventLoop.preconditionInEventLoop()
+        guard let vhost, !isClosed, !eventLoop.isDestroying else {
+            socket.close()
+            return
+        }
+        // On failure lws closes the descriptor itself.
+        if lws_adopt_socket_vhost(vhost, socket.descriptor) == nil {
+            logger.debug("a handed-over socket could not be adopted")
+        }
     }
 
     /// Refuses new connections and closes every open one with `code`, discarding what
@@ -234,7 +276,9 @@ public final class WebSocketServer: WebSocketEndpoint {
             connection.close(code: .goingAway, reason: "server shutting down")
             return
         }
-        if openConnectionCount >= configuration.maximumConnections {
+        let admitted = configuration.connectionTally.map { $0.reserve(limit: configuration.maximumConnections) }
+            ?? (openConnectionCount < configuration.maximumConnections)
+        if !admitted {
             connection.isRefused = true
             connection.close(code: configuration.connectionLimitCloseCode, reason: "too many connections")
             return
@@ -249,6 +293,7 @@ public final class WebSocketServer: WebSocketEndpoint {
         if connection.isCounted {
             connection.isCounted = false
             openConnectionCount -= 1
+            configuration.connectionTally?.release()
         }
         connection.handleClosed()
     }

@@ -34,6 +34,14 @@ extension WebSocketServer {
         public var receiveBufferSize: Int
         /// The certificate and key to serve `wss://` with; `nil` serves plain `ws://`.
         public var tls: TLSConfiguration?
+        /// Whether the server listens on ``port``; `false`: it serves only the sockets
+        /// another server accepted and handed it (``WebSocketServer/adopt(_:)``: a
+        /// server on another loop of the process, one port for them all).
+        public var listens = true
+        /// Counts the open connections of every server that shares it against
+        /// ``maximumConnections`` (the servers of one port on several loops); `nil` counts
+        /// this server's own.
+        public var connectionTally: ConnectionTally?
 
         /// Creates a configuration; defaults: `127.0.0.1`, ephemeral port, `hub.v1`, 1 MiB
         /// messages, 10,000 connections (more are closed with 1008), ping
