@@ -51,9 +51,12 @@ final class RemoteSubscriber: Subscriber {
     private var asked = 0
     /// Paced: waiting for the connection's queue to drain.
     private var waitingForRoom = false
+    /// Paced: the bytes the last value queued.
+    private var lastValueBytes = 0
     private let paced: Bool
 
-    /// The most values a paced subscriber asks upstream for at a time.
+    /// The most values a paced subscriber asks upstream for at a time (fewer when its
+    /// values are large: as many as fit in its connection's replay watermark).
     static let pacedWindow = 64
 
     /// The largest exact total; at or beyond it demand is unlimited.
@@ -124,8 +127,14 @@ final class RemoteSubscriber: Subscriber {
     func receive(_ input: Value) -> Subscribers.Demand {
         guard !isFinished else { return .none }
         counters.delivered &+= 1
+        guard paced else {
+            outbound.sendNext(input, envelope: envelope, batch: batch)
+            return .none
+        }
+        let before = outbound.queuedBytes
         outbound.sendNext(input, envelope: envelope, batch: batch)
-        if paced { received() }
+        lastValueBytes = outbound.queuedBytes - before
+        received()
         return .none
     }
 
@@ -146,7 +155,12 @@ final class RemoteSubscriber: Subscriber {
             guard let self else { return }
             waitingForRoom = false
             guard let upstream, !isFinished, asked == 0, unlimited || credit > 0 else { return }
-            let count = unlimited ? RemoteSubscriber.pacedWindow : Int(min(credit, UInt64(RemoteSubscriber.pacedWindow)))
+            // A window of large values is smaller: it fits under the replay watermark
+            // again, so that what one window queues stays far from the slow-consumer
+            // bound. The first window is one value, whose size sets the next.
+            let window = lastValueBytes == 0
+                ? 1 : max(1, min(RemoteSubscriber.pacedWindow, outbound.replayWatermark / lastValueBytes))
+            let count = unlimited ? window : Int(min(credit, UInt64(window)))
             if !unlimited { credit -= UInt64(count) }
             asked = count
             upstream.request(.max(count))

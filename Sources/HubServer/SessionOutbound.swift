@@ -111,6 +111,9 @@ final class SessionOutbound {
     /// Replays waiting for the connection's queue to drain.
     private var replayWaiters: [() -> Void] = []
 
+    /// Bytes queued for the connection now (see ``SessionConnection/queuedBytes``).
+    var queuedBytes: Int { connection.queuedBytes }
+
     /// The queued bytes under which a replay may read its next page: a quarter of the
     /// slow-consumer bound, at most 1 MiB.
     var replayWatermark: Int { Swift.min(maxQueuedBytes / 4, 1 << 20) }
@@ -216,11 +219,11 @@ final class SessionOutbound {
 
     /// Closes a connection whose client stopped reading (PROTOCOL.md §5.8).
     private func checkQueue() {
-        guard connection.queuedBytes > maxQueuedBytes, !isClosed else { return }
+        let unread = connection.unreadBytes
+        guard unread > maxQueuedBytes, !isClosed else { return }
         counters.slowConsumerCloses += 1
-        counters.emit("slow_consumer", ["session": sessionField, "queued": .int(Int64(connection.queuedBytes))])
-        logger.warning(
-            "closing slow consumer", metadata: ["queued": "\(connection.queuedBytes)", "limit": "\(maxQueuedBytes)"])
+        counters.emit("slow_consumer", ["session": sessionField, "queued": .int(Int64(unread))])
+        logger.warning("closing slow consumer", metadata: ["queued": "\(unread)", "limit": "\(maxQueuedBytes)"])
         end(closing: .slowConsumer, reason: "slow consumer", discardingQueued: true)
     }
 }
