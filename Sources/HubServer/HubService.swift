@@ -1,3 +1,4 @@
+import Foundation
 import HubEngine
 import HubRegistry
 import HubSQLite
@@ -65,6 +66,24 @@ public final class HubService: Sendable {
         /// Where durable subjects are stored (configuration `storage`); `nil`: no subject
         /// may be durable.
         public var storage: Storage?
+        /// The event loops that serve connections (configuration `event_loops`; at
+        /// least 1). The first is the hub's loop: every subject, pipeline and session
+        /// lives there, and it listens and serves connections too. It hands the sockets it
+        /// accepts to the loops in turn, itself included; each other loop does its
+        /// connections' socket work (reads, WebSocket framing, TLS, writes), and their
+        /// sessions' messages cross to and from the hub's loop in one batch per loop and
+        /// pass. 1 (the default here; `hubcli serve` defaults to the cores it may use)
+        /// serves everything on the hub's loop.
+        public var eventLoops: Int = 1
+
+        /// The event loops a service may run (``eventLoops``).
+        public static let eventLoopRange = 1...256
+
+        /// The cores this process may run on (its CPU affinity): the event loops
+        /// `hubcli serve` runs by default.
+        public static var availableCores: Int {
+            min(eventLoopRange.upperBound, max(1, ProcessInfo.processInfo.activeProcessorCount))
+        }
 
         /// The durable store: an SQLite database (WAL) in a directory.
         public struct Storage: Sendable, Hashable {
@@ -115,6 +134,8 @@ public final class HubService: Sendable {
 
     /// The loop every hub object lives on.
     public let eventLoop: EventLoop
+    /// The other loops that serve connections (``Configuration/eventLoops`` − 1).
+    public let connectionLoops: [EventLoop]
     /// The configuration the service was made with.
     public let configuration: Configuration
     private let core: LoopBound<ServiceCore>
@@ -124,6 +145,17 @@ public final class HubService: Sendable {
     public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "hub.service")) throws {
         let loop = try EventLoop(configuration: .init(name: "hub-loop"), logger: logger)
         eventLoop = loop
+        var connectionLoops: [EventLoop] = []
+        do {
+            for index in 1..<max(1, configuration.eventLoops) {
+                connectionLoops.append(try EventLoop(configuration: .init(name: "hub-loop-\(index)"), logger: logger))
+            }
+        } catch {
+            for started in connectionLoops { started.shutdown() }
+            loop.shutdown()
+            throw error
+        }
+        self.connectionLoops = connectionLoops
         self.configuration = configuration
         // Made here, then only used on the loop: the loop's work queue orders
         // every later use after this initialisation.
@@ -137,13 +169,33 @@ public final class HubService: Sendable {
         let core = self.core
         // jwt-kit builds its keys asynchronously: before the loop needs them.
         let verifier = try await JWTVerifier.make(configuration.session.auth?.jwt)
-        return try await eventLoop.submit {
+        let port = try await eventLoop.submit {
             try core.value.openStorage()
             try setUp(core.value.hub)
             core.value.installJWT(verifier)
             try core.value.hub.startRunningPipelines()
             return try core.value.start()
         }
+        for loop in connectionLoops {
+            try await startServing(on: loop, port: port)
+        }
+        return port
+    }
+
+    /// Starts `loop`'s server on the hub's `port`, beside the hub loop's, unless it runs already.
+    private func startServing(on loop: EventLoop, port: Int) async throws {
+        let core = self.core
+        let hubLoop = eventLoop
+        let known = try await eventLoop.submit {
+            core.value.connectionLoop(for: loop).map {
+                (LoopBound($0, eventLoop: hubLoop), core.value.serverConfiguration(port: port, listening: false))
+            }
+        }
+        guard let (hubSide, configuration) = known else { return }
+        let server = try await loop.submit {
+            try ConnectionLoopServer.start(on: loop, configuration: configuration, hubSide: hubSide)
+        }
+        try await eventLoop.submit { hubSide.value.attach(server) }
     }
 
     /// The bound port (0 before ``start(setUp:)``).
@@ -193,6 +245,8 @@ public final class HubService: Sendable {
         public var heldBytes: Int = 0
         /// Timers the connections' pipelines run now.
         public var liveTimers: Int = 0
+        /// Open sessions on each event loop, the hub's first (``Configuration/eventLoops``).
+        public var loopSessions: [Int] = []
     }
 
     /// The current ``Statistics`` (all zero once the loop has stopped).
@@ -284,6 +338,7 @@ public final class HubService: Sendable {
         } catch {
             // The loop had already stopped.
         }
+        for loop in connectionLoops { loop.shutdown() }
         eventLoop.shutdown()
     }
 }
@@ -321,7 +376,13 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     private var server: WebSocketServer?
     /// The separate admin listener, when configured.
     private var adminServer: WebSocketServer?
-    private var handlers: [ObjectIdentifier: SessionHandler] = [:]
+    private var handlers: [ObjectIdentifier: any SessionLink] = [:]
+    /// The other loops that serve connections, in the order they started.
+    private var connectionLoops: [ConnectionLoop] = []
+    /// Counts the main port's connections over every loop's server.
+    private let connectionTally = ConnectionTally()
+    /// Sessions of connections on the hub's loop.
+    private var localSessionCount = 0
     private(set) var port = 0
     private(set) var adminPort = 0
     private var stopped = false
@@ -395,6 +456,9 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
 
     /// How many sockets may wait for their handshake: the configured bound, at most a
     /// quarter of the descriptors the process may open.
+    /// The share of ``pendingHandshakeLimit`` of each loop's server on the main port.
+    var pendingHandshakesPerLoop: Int { max(1, pendingHandshakeLimit / max(1, configuration.eventLoops)) }
+
     var pendingHandshakeLimit: Int {
         guard let descriptors = Self.descriptorBudget else { return configuration.maxPendingHandshakes }
         return max(1, min(configuration.maxPendingHandshakes, descriptors / 4))
@@ -422,12 +486,8 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         hub.durableStore?.close()
     }
 
-    var openConnections: Int { (server?.openConnectionCount ?? 0) + (adminServer?.openConnectionCount ?? 0) }
-
-    /// Every open connection, on the main and the admin listener.
-    var allOpenConnections: [WebSocketConnection] {
-        (server?.openConnections ?? []) + (adminServer?.openConnections ?? [])
-    }
+    /// Open connections on every loop, the admin listener's included.
+    var openConnections: Int { connectionTally.count + (adminServer?.openConnectionCount ?? 0) }
 
     /// Write counters of connections that have closed.
     private var closedWriteCalls = 0
@@ -445,27 +505,47 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
             connections: openConnections,
             sessions: sessions.count,
             subscriptions: sessions.reduce(0) { $0 + $1.subscriptionCount },
-            queuedBytes: allOpenConnections.reduce(0) { $0 + $1.queuedBytes },
+            queuedBytes: handlers.values.reduce(0) { $0 + $1.queuedBytes },
             encodingCacheHits: encodingCache.hits,
             encodingCacheMisses: encodingCache.misses,
             writeCalls: writeCalls, messagesWritten: messagesWritten,
             heldBytes: sessions.reduce(0) { $0 + $1.budget.heldBytes },
-            liveTimers: sessions.reduce(0) { $0 + $1.budget.liveTimers })
+            liveTimers: sessions.reduce(0) { $0 + $1.budget.liveTimers },
+            loopSessions: [localSessionCount] + connectionLoops.map(\.sessionCount))
+    }
+
+    /// The main port's server configuration, on `port`: the hub loop's, or (not
+    /// `listening`) a connection loop's, which serves the sockets the hub's loop hands it.
+    func serverConfiguration(port: Int, listening: Bool = true) -> WebSocketServer.Configuration {
+        var server = WebSocketServer.Configuration(
+            host: configuration.host, port: port, subprotocol: HubProtocol.subprotocol,
+            limits: .init(maximumMessageSize: configuration.maxMessageSize),
+            maximumConnections: transportConnectionLimit,
+            connectionLimitCloseCode: WebSocketCloseCode(HubCloseCode.tooManyConnections.rawValue),
+            pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout,
+            tls: configuration.tls, handshakeTimeout: configuration.handshakeTimeout,
+            maximumPendingHandshakes: pendingHandshakesPerLoop)
+        server.listens = listening
+        server.connectionTally = connectionTally
+        return server
+    }
+
+    /// The hub's side of connection loop `loop`, made on first use; `nil` once stopped.
+    func connectionLoop(for loop: EventLoop) -> ConnectionLoop? {
+        guard !stopped else { return nil }
+        if let known = connectionLoops.first(where: { $0.eventLoop === loop }) { return known }
+        let made = ConnectionLoop(eventLoop: loop, core: self)
+        connectionLoops.append(made)
+        return made
     }
 
     func start() throws -> Int {
         if let server { return server.port }
         let server = WebSocketServer(
-            eventLoop: eventLoop,
-            configuration: .init(
-                host: configuration.host, port: configuration.port, subprotocol: HubProtocol.subprotocol,
-                limits: .init(maximumMessageSize: configuration.maxMessageSize),
-                maximumConnections: transportConnectionLimit,
-                connectionLimitCloseCode: WebSocketCloseCode(HubCloseCode.tooManyConnections.rawValue),
-                pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout,
-                tls: configuration.tls, handshakeTimeout: configuration.handshakeTimeout,
-                maximumPendingHandshakes: pendingHandshakeLimit),
-            delegate: self)
+            eventLoop: eventLoop, configuration: serverConfiguration(port: configuration.port), delegate: self)
+        if configuration.eventLoops > 1 {
+            server.socketDistributor = { [unowned self] socket in self.distribute(socket) }
+        }
         try server.start()
         self.server = server
         port = server.port
@@ -508,12 +588,11 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     /// `consumer` last asked).
     func snapshot(for consumer: LoopLagMonitor.Consumer) -> MetricsSnapshot {
         var snapshot = MetricsSnapshot()
-        let open = allOpenConnections
         let live = handlers.values
-        snapshot.connections = open.count
+        snapshot.connections = openConnections
         snapshot.connectionsOpened = counters.connectionsOpened
         snapshot.subscriptions = live.reduce(0) { $0 + ($1.session?.subscriptionCount ?? 0) }
-        snapshot.queuedBytes = open.reduce(0) { $0 + $1.queuedBytes }
+        snapshot.queuedBytes = live.reduce(0) { $0 + $1.queuedBytes }
         snapshot.bytesReceived = live.reduce(counters.closedBytesReceived) { $0 + $1.bytesReceived }
         snapshot.bytesSent = live.reduce(counters.closedBytesSent) { $0 + $1.bytesSent }
         snapshot.slowConsumerCloses = counters.slowConsumerCloses
@@ -588,6 +667,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         let grace = grace ?? configuration.drainGrace
         server?.stopAccepting()
         adminServer?.stopAccepting()
+        for loop in connectionLoops { loop.onServer { $0.stopAccepting() } }
         let live = handlers.values.filter { $0.session.map { !$0.isClosed } ?? false }
         logger.notice(
             "draining", metadata: ["grace": "\(grace)", "connections": "\(live.count)", "requested_by": "\(requestedBy)"])
@@ -635,6 +715,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         if new.host != configuration.host || new.port != configuration.port { restartNeeded.append("listen") }
         if new.tls != configuration.tls { restartNeeded.append("listen.tls") }
         if new.admin != configuration.admin { restartNeeded.append("admin") }
+        if new.eventLoops != configuration.eventLoops { restartNeeded.append("listen.eventLoops") }
         if !restartNeeded.isEmpty {
             logger.warning("reload: these settings need a restart", metadata: ["keys": "\(restartNeeded.joined(separator: ", "))"])
         }
@@ -649,11 +730,15 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         configuration.drainGrace = new.drainGrace
         hub.reconfigure(new.hub)
         if server != nil, !stopped { scheduleIdleSweep() }
-        for server in [server, adminServer].compactMap({ $0 }) {
+        let (connectionLimit, handshakeLimit, perLoop) = (transportConnectionLimit, pendingHandshakeLimit, pendingHandshakesPerLoop)
+        let update = { (server: WebSocketServer, handshakes: Int) in
             server.updateLimits(
-                maximumConnections: transportConnectionLimit, limits: .init(maximumMessageSize: new.maxMessageSize),
-                maximumPendingHandshakes: pendingHandshakeLimit)
+                maximumConnections: connectionLimit, limits: .init(maximumMessageSize: new.maxMessageSize),
+                maximumPendingHandshakes: handshakes)
         }
+        if let server { update(server, perLoop) }
+        if let adminServer { update(adminServer, handshakeLimit) }
+        for loop in connectionLoops { loop.onServer { update($0, perLoop) } }
         var added = 0, replaced = 0, removed = 0, kept: [String] = []
         for subject in broker.subjects {
             if case .subject(let existing)? = hub.entry(named: subject.name) {
@@ -744,8 +829,12 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     }
 
     func server(_ server: WebSocketServer, didReceive exchange: HTTPExchange) {
-        ServiceRoutes.handle(
-            exchange, on: server === adminServer ? .admin : .main, adminSplit: adminServer != nil, core: self)
+        serve(exchange.request, on: server === adminServer ? .admin : .main, respond: exchange.respond)
+    }
+
+    /// Answers a plain HTTP request that arrived on `listener` (on any loop).
+    func serve(_ request: HTTPRequest, on listener: ServiceRoutes.Listener, respond: (HTTPResponse) -> Void) {
+        ServiceRoutes.handle(request, on: listener, adminSplit: adminServer != nil, core: self, respond: respond)
     }
 
     /// (Re)starts the sweep of idle names at the hub's `idleNameTimeout` (none when it is
@@ -778,8 +867,12 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
             let live = handlers.values
             for handler in live { handler.session?.shutDown() }
             hub.stopRunningPipelines()
-            server?.close(code: WebSocketCloseCode(HubCloseCode.goingAway.rawValue), reason: "server shutting down", discardingQueued: false)
-            adminServer?.close(code: WebSocketCloseCode(HubCloseCode.goingAway.rawValue), reason: "server shutting down", discardingQueued: false)
+            let goingAway = WebSocketCloseCode(HubCloseCode.goingAway.rawValue)
+            server?.close(code: goingAway, reason: "server shutting down", discardingQueued: false)
+            adminServer?.close(code: goingAway, reason: "server shutting down", discardingQueued: false)
+            for loop in connectionLoops {
+                loop.onServer { $0.close(code: goingAway, reason: "server shutting down", discardingQueued: false) }
+            }
             logger.info("stopped")
         }
         drainWaiters.append(whenDrained)
@@ -798,10 +891,31 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
 
     func server(_ server: WebSocketServer, didAccept connection: WebSocketConnection) {
         let handler = SessionHandler(connection: connection, sessions: sessionFactory) { [unowned self] closed in
-            self.forget(closed)
+            if self.forget(closed) { self.localSessionCount -= 1 }
         }
         handlers[ObjectIdentifier(handler)] = handler
+        localSessionCount += 1
         connection.handler = handler
+    }
+
+    /// Which loop serves the next accepted socket (0: the hub's).
+    private var nextLoop = 0
+
+    /// Hands an accepted socket to the next loop in turn: returns `false` when it is
+    /// the hub's (or no other loop serves yet), to serve it here.
+    private func distribute(_ socket: AcceptedSocket) -> Bool {
+        guard !stopped, !connectionLoops.isEmpty else { return false }
+        nextLoop = (nextLoop + 1) % (connectionLoops.count + 1)
+        guard nextLoop > 0 else { return false }
+        return connectionLoops[nextLoop - 1].serve(socket)
+    }
+
+    /// Records a connection that opened on a connection loop: returns what makes its
+    /// session, or `nil` once the service has stopped.
+    func adopt(_ relayed: RelayedSession) -> SessionFactory? {
+        guard !stopped else { return nil }
+        handlers[ObjectIdentifier(relayed)] = relayed
+        return sessionFactory
     }
 
     /// Makes the session of each new connection.
@@ -811,13 +925,16 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
             counters: counters, service: self, authenticator: authenticator, admission: admission)
     }
 
-    private func forget(_ handler: SessionHandler) {
+    /// Forgets a connection that closed; returns whether it was known.
+    @discardableResult
+    func forget(_ handler: any SessionLink) -> Bool {
+        guard handlers.removeValue(forKey: ObjectIdentifier(handler)) != nil else { return false }
         counters.closedBytesReceived += handler.bytesReceived
         counters.closedBytesSent += handler.bytesSent
         closedWriteCalls += handler.writeCalls
         closedMessagesWritten += handler.messagesWritten
-        handlers.removeValue(forKey: ObjectIdentifier(handler))
         if stopped, handlers.isEmpty { drained() }
         if isDraining, handlers.isEmpty { finishDrain() }
+        return true
     }
 }

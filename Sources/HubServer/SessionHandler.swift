@@ -19,8 +19,51 @@ struct SessionFactory {
     /// Bounds the connections of the service and of each identity.
     weak var admission: Admission?
 
+    /// Makes the session of a new connection: counts and logs it, emits `connect`.
+    /// Returns the session (the caller keeps it, then starts it) and the connection's logger.
+    func open(
+        on connection: any SessionConnection, authorization: String?, peer: String?, path: String
+    ) -> (Session, Logger) {
+        counters.connectionsOpened += 1
+        let session = makeSession(on: connection, authorization: authorization, peer: peer)
+        var logger = self.logger
+        logger[metadataKey: "session"] = "\(session.id)"
+        if let peer { logger[metadataKey: "peer"] = "\(peer)" }
+        logger.info("connection opened", metadata: ["path": "\(path)"])
+        counters.emit("connect", [
+            "session": .string(session.id), "peer": peer.map(Value.string) ?? .null, "path": .string(path),
+        ])
+        return (session, logger)
+    }
+
+    /// Ends the session of a connection that closed with `code` (none: no close
+    /// frame): logs it, emits `disconnect`.
+    func close(
+        _ session: Session, logger: Logger, openedAt: Int64, code: Int?, reason: String, peer: String?,
+        bytesReceived: Int, bytesSent: Int
+    ) {
+        var logger = logger
+        if let client = session.clientName { logger[metadataKey: "client"] = "\(client)" }
+        let seconds = Double(Hub.systemWallClock().nanoseconds - openedAt) / 1e9
+        logger.info(
+            "connection closed",
+            metadata: [
+                "code": "\(code.map { String($0) } ?? "none")", "reason": "\(reason)",
+                "authenticated": "\(session.isAuthenticated)", "identity": "\(session.identity?.name ?? "none")",
+                "seconds": "\((seconds * 1000).rounded() / 1000)", "problems": "\(session.problemCount)",
+                "bytes_in": "\(bytesReceived)", "bytes_out": "\(bytesSent)",
+            ])
+        counters.emit("disconnect", [
+            "session": .string(session.id), "peer": peer.map(Value.string) ?? .null,
+            "client": session.clientName.map(Value.string) ?? .null,
+            "identity": session.identity.map { .string($0.name) } ?? .null,
+            "code": code.map { .int(Int64($0)) } ?? .null, "reason": .string(reason),
+        ])
+        session.connectionClosed()
+    }
+
     /// A session with a fresh id on `connection`, whose client is at `peer`.
-    func makeSession(on connection: any SessionConnection, authorization: String?, peer: String?) -> Session {
+    private func makeSession(on connection: any SessionConnection, authorization: String?, peer: String?) -> Session {
         let id = String(UInt64.random(in: 1...UInt64.max), radix: 16)
         var sessionLogger = logger
         sessionLogger[metadataKey: "session"] = "\(id)"
@@ -37,7 +80,7 @@ struct SessionFactory {
 
 /// Connects one WebSocket connection to its ``Session``: frames in, the session's
 /// messages out, and the close reported to the service.
-final class SessionHandler: WebSocketConnectionHandler, SessionConnection {
+final class SessionHandler: WebSocketConnectionHandler, SessionConnection, SessionLink {
     private let connection: WebSocketConnection
     private let sessions: SessionFactory
     private let onClose: (SessionHandler) -> Void
@@ -63,17 +106,9 @@ final class SessionHandler: WebSocketConnectionHandler, SessionConnection {
 
 
     func connectionDidOpen(_ connection: WebSocketConnection) {
-        sessions.counters.connectionsOpened += 1
-        let session = sessions.makeSession(on: self, authorization: connection.authorization, peer: connection.peer)
+        let (session, logger) = sessions.open(
+            on: self, authorization: connection.authorization, peer: connection.peer, path: connection.requestPath)
         self.session = session
-        var logger = sessions.logger
-        logger[metadataKey: "session"] = "\(session.id)"
-        if let peer = connection.peer { logger[metadataKey: "peer"] = "\(peer)" }
-        logger.info("connection opened", metadata: ["path": "\(connection.requestPath)"])
-        sessions.counters.emit("connect", [
-            "session": .string(session.id), "peer": connection.peer.map(Value.string) ?? .null,
-            "path": .string(connection.requestPath),
-        ])
         self.logger = logger
         session.start()
     }
@@ -90,25 +125,11 @@ final class SessionHandler: WebSocketConnectionHandler, SessionConnection {
     }
 
     func connection(_ connection: WebSocketConnection, didCloseWith code: WebSocketCloseCode?, reason: String) {
-        if var logger, let session {
-            if let client = session.clientName { logger[metadataKey: "client"] = "\(client)" }
-            let seconds = Double(Hub.systemWallClock().nanoseconds - openedAt) / 1e9
-            logger.info(
-                "connection closed",
-                metadata: [
-                    "code": "\(code.map { String($0.rawValue) } ?? "none")", "reason": "\(reason)",
-                    "authenticated": "\(session.isAuthenticated)", "identity": "\(session.identity?.name ?? "none")",
-                    "seconds": "\((seconds * 1000).rounded() / 1000)", "problems": "\(session.problemCount)",
-                    "bytes_in": "\(connection.bytesReceived)", "bytes_out": "\(connection.bytesWritten)",
-                ])
-            sessions.counters.emit("disconnect", [
-                "session": .string(session.id), "peer": connection.peer.map(Value.string) ?? .null,
-                "client": session.clientName.map(Value.string) ?? .null,
-                "identity": session.identity.map { .string($0.name) } ?? .null,
-                "code": code.map { .int(Int64($0.rawValue)) } ?? .null, "reason": .string(reason),
-            ])
+        if let logger, let session {
+            sessions.close(
+                session, logger: logger, openedAt: openedAt, code: code.map { Int($0.rawValue) }, reason: reason,
+                peer: connection.peer, bytesReceived: connection.bytesReceived, bytesSent: connection.bytesWritten)
         }
-        session?.connectionClosed()
         session = nil
         onClose(self)
     }

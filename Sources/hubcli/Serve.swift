@@ -64,6 +64,11 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The PEM private key of --tls-certificate.", valueName: "path"))
     var tlsPrivateKey: String?
 
+    @Option(help: ArgumentHelp(
+        "Event loops serving connections, the hub's included (default: the file's listen.eventLoops, or the cores this process may use).",
+        valueName: "n"))
+    var eventLoops: Int?
+
     @Option(name: .customLong("config"), help: ArgumentHelp("A YAML configuration file (see examples/hub.yml).", valueName: "file"))
     var configPath: String?
 
@@ -95,6 +100,10 @@ struct Serve: AsyncParsableCommand {
         if let port, !(0...65535).contains(port) {
             throw ValidationError("--port must be between 0 and 65535, got \(port)")
         }
+        if let eventLoops, !HubService.Configuration.eventLoopRange.contains(eventLoops) {
+            let range = HubService.Configuration.eventLoopRange
+            throw ValidationError("--event-loops must be between \(range.lowerBound) and \(range.upperBound), got \(eventLoops)")
+        }
         if (tlsCertificate == nil) != (tlsPrivateKey == nil) {
             throw ValidationError("--tls-certificate and --tls-private-key must be given together")
         }
@@ -119,6 +128,7 @@ struct Serve: AsyncParsableCommand {
         } ?? BrokerConfiguration()
         if let host { configuration.service.host = host }
         if let port { configuration.service.port = port }
+        if let eventLoops { configuration.service.eventLoops = eventLoops }
         if let tlsCertificate, let tlsPrivateKey {
             configuration.service.tls = TLSConfiguration(certificatePath: tlsCertificate, privateKeyPath: tlsPrivateKey)
         }

@@ -9,11 +9,13 @@ import Testing
 @Suite("HubClient over TLS", .enabled(if: TestCertificate.opensslAvailable, "needs the openssl command line"))
 struct HubClientTLSTests {
     /// A HubService serving wss:// on an ephemeral port of 127.0.0.1.
-    private func startTLSService() async throws -> (HubService, Int, TestCertificate) {
+    private func startTLSService(eventLoops: Int = 1) async throws -> (HubService, Int, TestCertificate) {
         let certificate = try TestCertificate.get()
-        let service = try HubService(configuration: .init(
+        var configuration = HubService.Configuration(
             host: "127.0.0.1", port: 0,
-            tls: TLSConfiguration(certificatePath: certificate.certificatePath, privateKeyPath: certificate.privateKeyPath)))
+            tls: TLSConfiguration(certificatePath: certificate.certificatePath, privateKeyPath: certificate.privateKeyPath))
+        configuration.eventLoops = eventLoops
+        let service = try HubService(configuration: configuration)
         let port = try await service.start()
         return (service, port, certificate)
     }
@@ -43,6 +45,38 @@ struct HubClientTLSTests {
             throw error
         }
         await client.close()
+        await service.shutdown()
+    }
+
+    /// The hub's loop accepts and hands each socket to a loop in turn: every loop does
+    /// its connections' TLS.
+    @Test func everyEventLoopServesWSS() async throws {
+        let (service, port, certificate) = try await startTLSService(eventLoops: 3)
+        var configuration = testConfiguration()
+        configuration.tls = ClientTLS(caFilePath: certificate.certificatePath)
+        var clients: [HubClient] = []
+        var recorders: [Recorder] = []
+        do {
+            for _ in 0..<3 {
+                let client = try HubClient(url: "wss://127.0.0.1:\(port)/", configuration: configuration)
+                try await client.connect()
+                let recorder = Recorder(demand: .max(1))
+                client.subscribe(to: "loops").subscribe(recorder)
+                clients.append(client)
+                recorders.append(recorder)
+                try await waitForSubscribers(clients.count, of: "loops", client: client)
+            }
+            #expect(await service.statistics.loopSessions == [1, 1, 1])
+            try await clients[0].send("across", to: "loops")
+            for recorder in recorders {
+                #expect(try await recorder.events.next() == .value("across"))
+            }
+        } catch {
+            for client in clients { await client.close() }
+            await service.shutdown()
+            throw error
+        }
+        for client in clients { await client.close() }
         await service.shutdown()
     }
 

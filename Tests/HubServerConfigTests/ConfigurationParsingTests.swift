@@ -119,6 +119,16 @@ struct ConfigurationParsingTests {
         }
     }
 
+    @Test func eventLoopsDefaultToTheCoresThisProcessMayUse() throws {
+        let cores = HubService.Configuration.availableCores
+        #expect(cores >= 1)
+        #expect(try BrokerConfiguration.parse(yaml: "").service.eventLoops == cores)
+        #expect(try BrokerConfiguration.parse(yaml: "listen: {eventLoops: auto}").service.eventLoops == cores)
+        #expect(try BrokerConfiguration.parse(yaml: "listen: {eventLoops: 3}").service.eventLoops == 3)
+        // The library's own default is the hub's loop alone.
+        #expect(HubService.Configuration().eventLoops == 1)
+    }
+
     @Test func pendingHandshakes() throws {
         #expect(try BrokerConfiguration.parse(yaml: "limits: {maxPendingHandshakes: 56}").service.maxPendingHandshakes == 56)
         #expect(try BrokerConfiguration.parse(yaml: "autoCreate: true").service.maxPendingHandshakes == 1000)

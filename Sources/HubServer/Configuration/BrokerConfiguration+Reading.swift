@@ -25,6 +25,20 @@ extension BrokerConfiguration {
             }
             if let port = fields["port"] { service.port = try reader.int(port.value, port.path, in: 0...65535) }
             if let tls = fields["tls"] { try readTLS(tls, reader) }
+            if let loops = fields["eventLoops"] {
+                if case .scalar(let scalar) = loops.value, scalar.string == "auto" {
+                    service.eventLoops = HubService.Configuration.availableCores
+                } else {
+                    let range = HubService.Configuration.eventLoopRange
+                    do {
+                        service.eventLoops = try reader.int(loops.value, loops.path, in: range)
+                    } catch {
+                        throw reader.error(
+                            loops.value, loops.path,
+                            "expected \"auto\" or an integer between \(range.lowerBound) and \(range.upperBound) (got \(reader.describe(loops.value)))")
+                    }
+                }
+            }
         }
         if let admin = top["admin"] {
             let fields = try reader.fields(admin.value, admin.path, allowed: BrokerConfiguration.adminKeys)

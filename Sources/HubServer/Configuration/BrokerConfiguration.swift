@@ -132,6 +132,7 @@ public struct BrokerConfiguration: Sendable {
     public init(file: String = "<defaults>") {
         self.file = file
         service = HubService.Configuration()
+        service.eventLoops = HubService.Configuration.availableCores
         adHocPipelines = .allowed
         subjects = []
         triggers = []
@@ -156,7 +157,7 @@ public struct BrokerConfiguration: Sendable {
     /// The keys of a `history` (a subject's, or `defaults.history`).
     public static let historyKeys = ["size", "ttl"]
     /// The keys of `listen`.
-    public static let listenKeys = ["host", "port", "tls"]
+    public static let listenKeys = ["host", "port", "tls", "eventLoops"]
     /// The keys of `listen.tls`.
     public static let tlsKeys = ["certificate", "privateKey"]
     /// The keys of `limits`.

@@ -23,57 +23,58 @@ struct ServiceRoutes {
         case admin
     }
 
-    /// Answers `exchange`, which arrived on `listener`; `adminSplit` says whether an admin
-    /// listener is configured.
-    static func handle(_ exchange: HTTPExchange, on listener: Listener, adminSplit: Bool, core: ServiceCore) {
-        let request = exchange.request
+    /// Answers `request`, which arrived on `listener`, through `respond` (once);
+    /// `adminSplit` says whether an admin listener is configured.
+    static func handle(
+        _ request: HTTPRequest, on listener: Listener, adminSplit: Bool, core: ServiceCore,
+        respond: (HTTPResponse) -> Void
+    ) {
         switch request.path {
         case "/health":
-            exchange.respond(plain(200, "ok"))
+            respond(plain(200, "ok"))
         case "/ready":
             if let reason = core.notReadyReason {
-                exchange.respond(plain(503, "not ready: \(reason)"))
+                respond(plain(503, "not ready: \(reason)"))
             } else {
-                exchange.respond(plain(200, "ready"))
+                respond(plain(200, "ready"))
             }
         default:
             if listener == .main && adminSplit {
-                exchange.respond(.notFound(request.path))
+                respond(.notFound(request.path))
                 return
             }
-            operatorRoute(exchange, core: core)
+            operatorRoute(request, core: core, respond: respond)
         }
     }
 
     /// The paths for operators (the admin listener's, or the main port's without one).
-    private static func operatorRoute(_ exchange: HTTPExchange, core: ServiceCore) {
-        let request = exchange.request
+    private static func operatorRoute(_ request: HTTPRequest, core: ServiceCore, respond: (HTTPResponse) -> Void) {
         switch request.path {
         case "/metrics":
             guard core.mayAdminister(request) else {
-                exchange.respond(unauthorized())
+                respond(unauthorized())
                 return
             }
             let body = core.exporter.render(core.snapshot(for: .metrics), adding: core.metricsSources.flatMap { $0() })
-            exchange.respond(HTTPResponse(
+            respond(HTTPResponse(
                 status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
                 headers: [.init("cache-control", "no-store")], body: body))
         case "/":
-            exchange.respond(HTTPResponse(status: 302, headers: [.init("location", "/dashboard/")], text: "/dashboard/\n"))
+            respond(HTTPResponse(status: 302, headers: [.init("location", "/dashboard/")], text: "/dashboard/\n"))
         case "/dashboard":
-            exchange.respond(HTTPResponse(status: 301, headers: [.init("location", "/dashboard/")], text: "/dashboard/\n"))
+            respond(HTTPResponse(status: 301, headers: [.init("location", "/dashboard/")], text: "/dashboard/\n"))
         default:
             guard request.path.hasPrefix("/dashboard/") else {
-                exchange.respond(.notFound(request.path))
+                respond(.notFound(request.path))
                 return
             }
             var file = String(request.path.dropFirst("/dashboard/".count))
             if file.isEmpty { file = "index.html" }
             guard let asset = DashboardAssets.files[file] else {
-                exchange.respond(.notFound(request.path))
+                respond(.notFound(request.path))
                 return
             }
-            exchange.respond(HTTPResponse(
+            respond(HTTPResponse(
                 status: 200, contentType: asset.contentType,
                 headers: [
                     .init("cache-control", "no-cache"),

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 import NetworkTestSupport
 import HubRegistry
@@ -60,6 +61,10 @@ final class HubServerHarness: Sendable {
         var configuration = configuration
         configuration.host = "127.0.0.1"
         configuration.port = 0
+        // HUB_TEST_EVENT_LOOPS=N runs the tests that do not choose their loops on N.
+        if configuration.eventLoops == 1, let loops = ProcessInfo.processInfo.environment["HUB_TEST_EVENT_LOOPS"].flatMap(Int.init) {
+            configuration.eventLoops = loops
+        }
         service = try HubService(configuration: configuration, logger: logger)
         port = try await service.start(setUp: setUp)
         clientLoop = try EventLoop(configuration: .init(name: "test-clients"))

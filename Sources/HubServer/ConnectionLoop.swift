@@ -1,0 +1,74 @@
+import HubTransport
+
+/// One of the broker's connection loops, as the hub's loop sees it: the loop, the
+/// hand-off that carries work to it (message batches, closes, flow control, HTTP
+/// answers), and its server once started (``ConnectionLoopServer``).
+///
+/// A broker with N event loops serves WebSocket on all of them: the hub's loop (which
+/// owns every subject, pipeline and session, and listens) and N − 1 connection loops,
+/// to which it hands the sockets it accepts in turn. A connection loop does a
+/// connection's socket work (reads, WebSocket framing, TLS, writes); its session lives
+/// on the hub's loop as a ``RelayedSession``. Confined to the hub's loop.
+final class ConnectionLoop {
+    /// The connection loop.
+    let eventLoop: EventLoop
+    /// Work for the connection loop, handed over at the end of each pass of the hub's.
+    let toConnections: LoopHandOff
+    /// The service; it outlives its loops.
+    private unowned let core: ServiceCore
+    /// The loop's server, once started.
+    private var server: LoopBound<ConnectionLoopServer>?
+    /// Sessions of connections on this loop.
+    private(set) var sessionCount = 0
+
+    init(eventLoop: EventLoop, core: ServiceCore) {
+        self.eventLoop = eventLoop
+        self.core = core
+        // Messages for the loop's clients: written at the end of its pass, not held back
+        // as input would be.
+        toConnections = LoopHandOff(from: core.eventLoop, to: eventLoop, carriesInput: false)
+    }
+
+    /// Keeps the loop's started server, for the changes the service hands it.
+    func attach(_ server: LoopBound<ConnectionLoopServer>) {
+        self.server = server
+    }
+
+    /// Runs `change` on the loop's server, after what was handed over before.
+    func onServer(_ change: @escaping (WebSocketServer) -> Void) {
+        guard let server else { return }
+        toConnections.post {
+            if let running = server.value.server { change(running) }
+        }
+    }
+
+    /// Hands `socket` to the loop's server; `false` when the server has not started.
+    func serve(_ socket: AcceptedSocket) -> Bool {
+        guard let server else { return false }
+        toConnections.post {
+            if let running = server.value.server { running.adopt(socket) } else { socket.close() }
+        }
+        return true
+    }
+
+    /// Records a connection that opened on the loop: returns what makes its session, or
+    /// `nil` when the service no longer takes connections.
+    func adopt(_ relayed: RelayedSession) -> SessionFactory? {
+        guard let sessions = core.adopt(relayed) else { return nil }
+        sessionCount += 1
+        return sessions
+    }
+
+    /// Forgets a connection that closed.
+    func forget(_ relayed: RelayedSession) {
+        if core.forget(relayed) { sessionCount -= 1 }
+    }
+
+    /// Answers a plain HTTP request that arrived on the loop: `respond` runs on the
+    /// connection loop.
+    func serve(_ request: HTTPRequest, respond: @escaping (HTTPResponse) -> Void) {
+        core.serve(request, on: .main) { [toConnections] response in
+            toConnections.post { respond(response) }
+        }
+    }
+}

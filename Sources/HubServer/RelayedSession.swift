@@ -1,0 +1,236 @@
+import HubRegistry
+import HubTransport
+import HubWire
+import Logging
+
+/// The hub's side of a connection served by one of the broker's connection loops: the
+/// session's connection (``SessionConnection``) and the service's record of it
+/// (``SessionLink``). Its ``ConnectionRelay`` hands it the connection's events; what the
+/// session sends during a pass of the hub's loop is gathered into one ``Batch`` and
+/// handed to the connection loop at the end of the pass, with the other connections' of
+/// that loop (``LoopHandOff``): a value fanned out to many subscribers crosses to each
+/// loop once per pass, not once per subscriber.
+///
+/// Made on the connection loop when the connection is accepted (it only stores what it
+/// is given), and used on the hub's loop from then on.
+final class RelayedSession: SessionLink, SessionConnection {
+    /// Messages of one pass, back to back in ``bytes``; ``ends`` holds where each ends.
+    struct Batch: Sendable {
+        var bytes: [UInt8] = []
+        var ends: [Int] = []
+    }
+
+    private let relay: ConnectionRelay
+    private let figures: ConnectionRelay.Figures
+    /// The connection's loop as the hub's loop sees it (used there only).
+    private let hubSide: LoopBound<ConnectionLoop>
+    private var loop: ConnectionLoop { hubSide.value }
+    private(set) var session: Session?
+    private var logger: Logger?
+    private var sessions: SessionFactory?
+    private(set) var peer: String?
+    private(set) var openedAt: Int64 = 0
+    /// Whether messages are still accepted (not once the session closed the connection).
+    private var accepting = true
+    /// The messages of this pass.
+    private var pending = Batch()
+    /// The batch `next` open at the end of ``pending``: its key and its closing.
+    private var open: (key: UInt64, closing: [UInt8])?
+    /// Whether ``pending`` has a place in the loop's hand-off, and which one (a close or
+    /// a flow-control change hands the messages over before it, and a later message
+    /// takes a new place after it).
+    private var gathering = false
+    private var generation = 0
+
+    /// The session's side of `relay`'s connection, on `loop`.
+    init(relay: ConnectionRelay, loop: LoopBound<ConnectionLoop>) {
+        self.relay = relay
+        self.figures = relay.figures
+        self.hubSide = loop
+    }
+
+    // MARK: Events from the relay
+
+    /// The connection opened: the session starts (or the connection is closed, when the
+    /// service stops).
+    func open(peer: String?, authorization: String?, path: String) {
+        self.peer = peer
+        openedAt = Hub.systemWallClock().nanoseconds
+        guard let sessions = loop.adopt(self) else {
+            accepting = false
+            let relay = self.relay
+            loop.toConnections.post {
+                relay.close(
+                    code: WebSocketCloseCode(HubCloseCode.goingAway.rawValue), reason: "server shutting down",
+                    discardingQueued: true)
+            }
+            return
+        }
+        self.sessions = sessions
+        let (session, logger) = sessions.open(on: self, authorization: authorization, peer: peer, path: path)
+        self.session = session
+        self.logger = logger
+        session.start()
+    }
+
+    /// A text message arrived.
+    func receive(text: [UInt8]) {
+        text.withUnsafeBytes { session?.receive(text: $0) }
+        handled(bytes: text.count)
+    }
+
+    /// A binary message of `bytes` arrived.
+    func receiveBinary(bytes: Int) {
+        session?.receiveBinary(bytes: bytes)
+        handled(bytes: bytes)
+    }
+
+    /// Counts a message as handled; past half the read-ahead, the relay may read again.
+    private func handled(bytes: Int) {
+        guard figures.handled(bytes: bytes) else { return }
+        let relay = self.relay
+        loop.toConnections.post { relay.readAheadDrained() }
+    }
+
+    /// The connection's queue has drained.
+    func outboundDrained() {
+        session?.outboundDrained()
+    }
+
+    /// The connection closed with `code` (none: without a close frame).
+    func closed(code: Int?, reason: String) {
+        accepting = false
+        if let logger, let session, let sessions {
+            sessions.close(
+                session, logger: logger, openedAt: openedAt, code: code, reason: reason, peer: peer,
+                bytesReceived: bytesReceived, bytesSent: bytesSent)
+        }
+        session = nil
+        pending = Batch()
+        open = nil
+        loop.forget(self)
+    }
+
+    // MARK: SessionLink
+
+    var bytesReceived: Int { figures.bytesReceived.load(ordering: .relaxed) }
+    var bytesSent: Int { figures.bytesWritten.load(ordering: .relaxed) }
+    var writeCalls: Int { figures.writeCalls.load(ordering: .relaxed) }
+    var messagesWritten: Int { figures.messagesWritten.load(ordering: .relaxed) }
+
+    // MARK: SessionConnection
+
+    var queuedBytes: Int {
+        pending.bytes.count + figures.bytesInTransit.load(ordering: .relaxed) + figures.queuedBytes.load(ordering: .relaxed)
+    }
+
+    /// What this pass queued and what the connection loop holds: not the batches on their
+    /// way there (a busy connection loop is not a slow client).
+    var unreadBytes: Int { pending.bytes.count + figures.queuedBytes.load(ordering: .relaxed) }
+
+    func sendMessage(_ build: (inout [UInt8]) -> Void) -> Bool {
+        guard accepting else { return false }
+        endOpenMessage()
+        build(&pending.bytes)
+        pending.ends.append(pending.bytes.count)
+        gatherPending()
+        return true
+    }
+
+    func sendMessage(prefix: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, suffix: UnsafeRawBufferPointer) -> Bool {
+        guard accepting else { return false }
+        endOpenMessage()
+        pending.bytes.append(contentsOf: prefix)
+        pending.bytes.append(contentsOf: body)
+        pending.bytes.append(contentsOf: suffix)
+        pending.ends.append(pending.bytes.count)
+        gatherPending()
+        return true
+    }
+
+    func sendBatched(key: UInt64, closing: [UInt8], _ append: (inout [UInt8], Bool) -> Void) -> Bool {
+        guard accepting else { return false }
+        if let open, open.key == key {
+            append(&pending.bytes, false)
+        } else {
+            endOpenMessage()
+            open = (key, closing)
+            append(&pending.bytes, true)
+        }
+        gatherPending()
+        return true
+    }
+
+    func close(code: HubCloseCode, reason: String, discardingQueued: Bool) {
+        accepting = false
+        let code = WebSocketCloseCode(code.rawValue)
+        hand { $0.close(code: code, reason: reason, discardingQueued: discardingQueued) }
+    }
+
+    func abort() {
+        accepting = false
+        hand { $0.abort() }
+    }
+
+    func pauseReading() {
+        hand { $0.pauseReading() }
+    }
+
+    func resumeReading() {
+        hand { $0.resumeReading() }
+    }
+
+    // MARK: Handing over
+
+    /// Ends the batch `next` open at the end of ``pending`` with its closing.
+    private func endOpenMessage() {
+        guard let open else { return }
+        pending.bytes.append(contentsOf: open.closing)
+        pending.ends.append(pending.bytes.count)
+        self.open = nil
+    }
+
+    /// How large ``pending`` grows before it goes to the connection loop at once, not at
+    /// the end of the pass: a pass that handles many large values (a batch of a
+    /// publisher's messages) would otherwise hold them all back. It also bounds a batch
+    /// `next` (as the connection's own coalescing does).
+    static let eagerHandOverBytes = 64 << 10
+
+    /// Makes sure ``pending`` goes to the connection loop at the end of this pass, or now
+    /// when it has grown large.
+    private func gatherPending() {
+        if pending.bytes.count >= RelayedSession.eagerHandOverBytes {
+            if let messages = takePending(generation) { loop.toConnections.post(messages) }
+            loop.toConnections.handOverNow()
+            return
+        }
+        guard !gathering else { return }
+        gathering = true
+        let generation = self.generation
+        loop.toConnections.gather { [self] in self.takePending(generation) }
+    }
+
+    /// The work that writes ``pending`` on the connection loop, unless the place
+    /// `generation` was given up (the messages went before a close or a flow change).
+    private func takePending(_ generation: Int) -> (() -> Void)? {
+        guard generation == self.generation else { return nil }
+        self.generation += 1
+        gathering = false
+        endOpenMessage()
+        guard !pending.ends.isEmpty else { return nil }
+        let batch = pending
+        pending = Batch()
+        figures.bytesInTransit.add(batch.bytes.count, ordering: .relaxed)
+        let relay = self.relay
+        return { relay.write(batch) }
+    }
+
+    /// Hands `change` to the connection loop after the messages sent so far.
+    private func hand(_ change: @escaping (ConnectionRelay) -> Void) {
+        if let messages = takePending(generation) {
+            loop.toConnections.post(messages)
+        }
+        let relay = self.relay
+        loop.toConnections.post { change(relay) }
+    }
+}
