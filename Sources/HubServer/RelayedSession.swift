@@ -30,17 +30,21 @@ final class RelayedSession: SessionLink, SessionConnection {
     private var sessions: SessionFactory?
     private(set) var peer: String?
     private(set) var openedAt: Int64 = 0
+    // Confined to the hub's loop, and never re-entered while one of these accesses is
+    // open: the dynamic exclusivity check would only cost, on every delivery.
     /// Whether messages are still accepted (not once the session closed the connection).
-    private var accepting = true
+    @exclusivity(unchecked) private var accepting = true
     /// The messages of this pass.
-    private var pending = Batch()
+    @exclusivity(unchecked) private var pending = Batch()
+    /// The size of the last batch handed over: the next one reserves as much.
+    @exclusivity(unchecked) private var lastBatchBytes = 0
     /// The batch `next` open at the end of ``pending``: its key and its closing.
-    private var open: (key: UInt64, closing: [UInt8])?
+    @exclusivity(unchecked) private var open: (key: UInt64, closing: [UInt8])?
     /// Whether ``pending`` has a place in the loop's hand-off, and which one (a close or
     /// a flow-control change hands the messages over before it, and a later message
     /// takes a new place after it).
-    private var gathering = false
-    private var generation = 0
+    @exclusivity(unchecked) private var gathering = false
+    @exclusivity(unchecked) private var generation = 0
 
     /// The session's side of `relay`'s connection, on `loop`.
     init(relay: ConnectionRelay, loop: LoopBound<ConnectionLoop>) {
@@ -131,6 +135,7 @@ final class RelayedSession: SessionLink, SessionConnection {
     func sendMessage(_ build: (inout [UInt8]) -> Void) -> Bool {
         guard accepting else { return false }
         endOpenMessage()
+        reserve()
         build(&pending.bytes)
         pending.ends.append(pending.bytes.count)
         gatherPending()
@@ -140,6 +145,7 @@ final class RelayedSession: SessionLink, SessionConnection {
     func sendMessage(prefix: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, suffix: UnsafeRawBufferPointer) -> Bool {
         guard accepting else { return false }
         endOpenMessage()
+        reserve()
         pending.bytes.append(contentsOf: prefix)
         pending.bytes.append(contentsOf: body)
         pending.bytes.append(contentsOf: suffix)
@@ -154,6 +160,7 @@ final class RelayedSession: SessionLink, SessionConnection {
             append(&pending.bytes, false)
         } else {
             endOpenMessage()
+            reserve()
             open = (key, closing)
             append(&pending.bytes, true)
         }
@@ -181,6 +188,12 @@ final class RelayedSession: SessionLink, SessionConnection {
     }
 
     // MARK: Handing over
+
+    /// Gives a new pass's batch the size of the last one at once.
+    @inline(__always)
+    private func reserve() {
+        if pending.bytes.capacity < lastBatchBytes { pending.bytes.reserveCapacity(lastBatchBytes) }
+    }
 
     /// Ends the batch `next` open at the end of ``pending`` with its closing.
     private func endOpenMessage() {
@@ -220,6 +233,7 @@ final class RelayedSession: SessionLink, SessionConnection {
         guard !pending.ends.isEmpty else { return nil }
         let batch = pending
         pending = Batch()
+        lastBatchBytes = min(batch.bytes.count, RelayedSession.eagerHandOverBytes)
         figures.bytesInTransit.add(batch.bytes.count, ordering: .relaxed)
         let relay = self.relay
         return { relay.write(batch) }
