@@ -901,13 +901,15 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     /// Which loop serves the next accepted socket (0: the hub's).
     private var nextLoop = 0
 
-    /// Hands an accepted socket to the next loop in turn: returns `false` when it is
-    /// the hub's (or no other loop serves yet), to serve it here.
+    /// Hands an accepted socket to the next loop in turn, the hub's first (a lone
+    /// client, such as one publisher, then has no hop between loops): returns `false`
+    /// when it is the hub's turn (or no other loop serves yet), to serve it here.
     private func distribute(_ socket: AcceptedSocket) -> Bool {
         guard !stopped, !connectionLoops.isEmpty else { return false }
+        let chosen = nextLoop
         nextLoop = (nextLoop + 1) % (connectionLoops.count + 1)
-        guard nextLoop > 0 else { return false }
-        return connectionLoops[nextLoop - 1].serve(socket)
+        guard chosen > 0 else { return false }
+        return connectionLoops[chosen - 1].serve(socket)
     }
 
     /// Records a connection that opened on a connection loop: returns what makes its

@@ -70,8 +70,8 @@ struct ServerEventLoopsTests {
 
     @Test func aCancelOrACloseOnAConnectionLoopEndsItsSubscriptionsOnTheHub() async throws {
         try await withServer(Self.configuration(loops: 2)) { server in
-            // The first socket goes to the connection loop, the second to the hub's.
-            let (relayed, local) = (try await server.connect(), try await server.connect())
+            // The first socket goes to the hub's loop, the second to the connection loop.
+            let (local, relayed) = (try await server.connect(), try await server.connect())
             for client in [relayed, local] {
                 try await client.send(json(["op": "subscribe", "id": 1, "to": "c"]), json(["op": "subscribe", "id": 2, "to": "d"]))
                 #expect(try await client.next(2).map { $0["op"] } == ["subscribed", "subscribed"])
@@ -109,7 +109,7 @@ struct ServerEventLoopsTests {
         configuration.maxConnections = 2
         try await withServer(configuration) { server in
             let admitted = try await Self.connect(2, to: server)
-            // The third, on the hub's loop, and a fourth, on a connection loop: closed
+            // The third, on a connection loop, and a fourth, on the hub's loop: closed
             // with 4429 before anything is sent.
             for _ in 0..<2 {
                 let refused = try await server.connect(welcome: false)
@@ -124,8 +124,8 @@ struct ServerEventLoopsTests {
     @Test func aSlowConsumerOnAConnectionLoopIsClosedWith4008AndTheOthersAreServed() async throws {
         let configuration = Self.configuration(loops: 2, session: SessionConfiguration(maxQueuedBytes: 256 << 10))
         try await withServer(configuration) { server in
-            let slow = try await server.connect()  // on the connection loop
             let fast = try await server.connect()  // on the hub's loop
+            let slow = try await server.connect()  // on the connection loop
             #expect(try await SlowConsumerTests.overwhelm(slow, on: server))
             try await slow.withConnection { $0.resumeReading() }
             #expect(try await slow.expectClose(timeout: .seconds(20)).code == 4008)
@@ -141,6 +141,7 @@ struct ServerEventLoopsTests {
 
     @Test func shutdownEndsRelayedSubscriptionsWithShuttingDownThenCloses1001() async throws {
         try await withServer(Self.configuration(loops: 2)) { server in
+            let local = try await server.connect()
             let relayed = try await server.connect()
             try await relayed.send(json(["op": "subscribe", "id": 4, "to": "a"]))
             #expect(try await relayed.next()["op"] == "subscribed")
@@ -148,6 +149,7 @@ struct ServerEventLoopsTests {
             let (code, messages) = try await relayed.expectClose(timeout: .seconds(5))
             #expect(code == 1001)
             #expect(messages.map { $0["code"] } == ["shutting_down"])
+            #expect(try await local.expectClose(timeout: .seconds(5)).code == 1001)
         }
     }
 
