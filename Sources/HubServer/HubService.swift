@@ -489,6 +489,9 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     /// Open connections on every loop, the admin listener's included.
     var openConnections: Int { connectionTally.count + (adminServer?.openConnectionCount ?? 0) }
 
+    /// Open sessions on each loop, the hub's first.
+    var loopSessions: [Int] { [localSessionCount] + connectionLoops.map(\.sessionCount) }
+
     /// Write counters of connections that have closed.
     private var closedWriteCalls = 0
     private var closedMessagesWritten = 0
@@ -511,7 +514,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
             writeCalls: writeCalls, messagesWritten: messagesWritten,
             heldBytes: sessions.reduce(0) { $0 + $1.budget.heldBytes },
             liveTimers: sessions.reduce(0) { $0 + $1.budget.liveTimers },
-            loopSessions: [localSessionCount] + connectionLoops.map(\.sessionCount))
+            loopSessions: loopSessions)
     }
 
     /// The main port's server configuration, on `port`: the hub loop's, or (not
@@ -593,6 +596,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         snapshot.connectionsOpened = counters.connectionsOpened
         snapshot.subscriptions = live.reduce(0) { $0 + ($1.session?.subscriptionCount ?? 0) }
         snapshot.queuedBytes = live.reduce(0) { $0 + $1.queuedBytes }
+        snapshot.loopSessions = loopSessions
         snapshot.bytesReceived = live.reduce(counters.closedBytesReceived) { $0 + $1.bytesReceived }
         snapshot.bytesSent = live.reduce(counters.closedBytesSent) { $0 + $1.bytesSent }
         snapshot.slowConsumerCloses = counters.slowConsumerCloses

@@ -128,10 +128,6 @@ final class RelayedSession: SessionLink, SessionConnection {
         pending.bytes.count + figures.bytesInTransit.load(ordering: .relaxed) + figures.queuedBytes.load(ordering: .relaxed)
     }
 
-    /// What this pass queued and what the connection loop holds: not the batches on their
-    /// way there (a busy connection loop is not a slow client).
-    var unreadBytes: Int { pending.bytes.count + figures.queuedBytes.load(ordering: .relaxed) }
-
     func sendMessage(_ build: (inout [UInt8]) -> Void) -> Bool {
         guard accepting else { return false }
         endOpenMessage()

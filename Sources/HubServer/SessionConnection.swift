@@ -29,10 +29,6 @@ public protocol SessionConnection: AnyObject {
     /// Payload bytes queued and not yet handed to the socket.
     var queuedBytes: Int { get }
 
-    /// The part of ``queuedBytes`` that waits for the client to read: what the
-    /// slow-consumer bound applies to. By default all of it.
-    var unreadBytes: Int { get }
-
     /// Closes the connection with one of the hub's close codes; `discardingQueued`
     /// drops what is still queued (for a slow consumer).
     func close(code: HubCloseCode, reason: String, discardingQueued: Bool)
@@ -49,9 +45,6 @@ public protocol SessionConnection: AnyObject {
 }
 
 extension SessionConnection {
-    /// All of ``queuedBytes``.
-    public var unreadBytes: Int { queuedBytes }
-
     /// By default nothing: a connection that cannot be dropped keeps its pending close.
     public func abort() {}
 

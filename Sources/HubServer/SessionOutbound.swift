@@ -219,11 +219,11 @@ final class SessionOutbound {
 
     /// Closes a connection whose client stopped reading (PROTOCOL.md §5.8).
     private func checkQueue() {
-        let unread = connection.unreadBytes
-        guard unread > maxQueuedBytes, !isClosed else { return }
+        let queued = connection.queuedBytes
+        guard queued > maxQueuedBytes, !isClosed else { return }
         counters.slowConsumerCloses += 1
-        counters.emit("slow_consumer", ["session": sessionField, "queued": .int(Int64(unread))])
-        logger.warning("closing slow consumer", metadata: ["queued": "\(unread)", "limit": "\(maxQueuedBytes)"])
+        counters.emit("slow_consumer", ["session": sessionField, "queued": .int(Int64(queued))])
+        logger.warning("closing slow consumer", metadata: ["queued": "\(queued)", "limit": "\(maxQueuedBytes)"])
         end(closing: .slowConsumer, reason: "slow consumer", discardingQueued: true)
     }
 }

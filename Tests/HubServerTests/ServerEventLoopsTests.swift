@@ -101,6 +101,14 @@ struct ServerEventLoopsTests {
                 #expect(metrics.status == 200)
                 #expect(metrics.text.contains("hub_connections"))
             }
+            // With one WebSocket client on the hub's loop (the seventh socket).
+            let client = try await server.connect()
+            _ = try await server.eventuallyStatistics { $0.sessions == 1 }
+            let samples = try await ServerMetricsTests.scrape(server.port).samples
+            #expect(samples[#"hub_event_loop_sessions{loop="0"}"#] == 1)
+            #expect(samples[#"hub_event_loop_sessions{loop="1"}"#] == 0)
+            #expect(samples[#"hub_event_loop_sessions{loop="2"}"#] == 0)
+            await client.expectNothing()
         }
     }
 

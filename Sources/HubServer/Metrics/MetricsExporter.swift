@@ -46,6 +46,7 @@ final class MetricsExporter {
         "hub_dropped_total": "Values dropped by the buffers of a name's subscriptions (dropOldest, dropNewest, latest).",
         "hub_overflows_total": "Subscriptions to a name ended by an overflow of their buffer.",
         "hub_names": "Names in the hub, by kind.",
+        "hub_event_loop_sessions": "Open sessions whose connection each event loop serves (loop=\"0\": the hub's loop).",
         "hub_event_loop_lag_max_seconds": "The largest delay of the event loop's probe timer since the previous scrape.",
         "hub_event_loop_lag_seconds": "How late the event loop ran its probe timer (every 250 ms).",
     ]
@@ -86,6 +87,9 @@ final class MetricsExporter {
         gauge("hub_queued_bytes", snapshot.queuedBytes)
         for kind in ["subject", "trigger", "pipeline"] {
             gauge("hub_names", snapshot.namesByKind[kind] ?? 0, [("kind", kind)])
+        }
+        for (loop, sessions) in snapshot.loopSessions.enumerated() {
+            gauge("hub_event_loop_sessions", sessions, [("loop", String(loop))])
         }
         gauge("hub_event_loop_lag_max_seconds", Double(snapshot.loopLagMaximum.nanosecondsForMetrics) / 1e9)
         for sample in snapshot.loopLagSamples { lag.recordNanoseconds(sample.nanosecondsForMetrics) }

@@ -63,6 +63,8 @@ public struct MetricsSnapshot: Sendable, Equatable {
     public var overflows = 0
     /// Names in the hub by kind (`subject`, `trigger`, `pipeline`).
     public var namesByKind: [String: Int] = [:]
+    /// Open sessions on each event loop, the hub's first.
+    public var loopSessions: [Int] = []
     /// The largest event-loop lag since the previous snapshot.
     public var loopLagMaximum: Duration = .zero
     /// The event-loop lag samples since the previous snapshot.
