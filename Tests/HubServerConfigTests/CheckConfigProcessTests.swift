@@ -33,6 +33,12 @@ struct CheckConfigProcessTests {
         #expect(unresolved.errors.contains("\(file.path):3:6: pipelines.p: no subject named 'ghost'\n"))
     }
 
+    @Test func eventLoopsOutOfRangeIsAUsageErrorNamingTheRange() async throws {
+        let outcome = try await HubCLIExecutable.run(["serve", "--port", "0", "--event-loops", "0"])
+        #expect(outcome.status == 64)
+        #expect(outcome.errors.contains("--event-loops must be between 1 and 256, got 0"), "\(outcome.errors)")
+    }
+
     @Test func checkConfigNeedsAFile() async throws {
         let outcome = try await HubCLIExecutable.run(["serve", "--check-config"])
         #expect(outcome.status != 0)
