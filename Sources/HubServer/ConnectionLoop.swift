@@ -20,6 +20,8 @@ final class ConnectionLoop {
     private var server: LoopBound<ConnectionLoopServer>?
     /// Sessions of connections on this loop.
     private(set) var sessionCount = 0
+    /// The loop's lag, as its own monitor measures it (``ConnectionLoopServer``).
+    let lag = LoopLagMonitor.SharedMaximum()
 
     init(eventLoop: EventLoop, core: ServiceCore) {
         self.eventLoop = eventLoop

@@ -12,6 +12,8 @@ final class ConnectionLoopServer: WebSocketServerDelegate {
     let toHub: LoopHandOff
     /// The hub's side of the loop: only passed along in the work handed to the hub's loop.
     private let hubSide: LoopBound<ConnectionLoop>
+    /// Probes how late the loop runs a timer, for `/metrics`.
+    private var lagMonitor: LoopLagMonitor?
 
     private init(toHub: LoopHandOff, hubSide: LoopBound<ConnectionLoop>) {
         self.toHub = toHub
@@ -22,13 +24,18 @@ final class ConnectionLoopServer: WebSocketServerDelegate {
     /// its connections to `hubSide`'s loop.
     ///
     /// - Throws: ``TransportError`` when it cannot listen.
+    ///   Its lag goes to `lag`.
     static func start(
-        on eventLoop: EventLoop, configuration: WebSocketServer.Configuration, hubSide: LoopBound<ConnectionLoop>
+        on eventLoop: EventLoop, configuration: WebSocketServer.Configuration, hubSide: LoopBound<ConnectionLoop>,
+        lag: LoopLagMonitor.SharedMaximum
     ) throws -> LoopBound<ConnectionLoopServer> {
         let delegate = ConnectionLoopServer(toHub: LoopHandOff(from: eventLoop, to: hubSide.eventLoop), hubSide: hubSide)
         let server = WebSocketServer(eventLoop: eventLoop, configuration: configuration, delegate: delegate)
         delegate.server = server
         try server.start()
+        let monitor = LoopLagMonitor(scheduler: EventLoopScheduler(eventLoop: eventLoop), shared: lag)
+        monitor.start()
+        delegate.lagMonitor = monitor
         return LoopBound(delegate, eventLoop: eventLoop)
     }
 

@@ -188,12 +188,12 @@ public final class HubService: Sendable {
         let hubLoop = eventLoop
         let known = try await eventLoop.submit {
             core.value.connectionLoop(for: loop).map {
-                (LoopBound($0, eventLoop: hubLoop), core.value.serverConfiguration(port: port, listening: false))
+                (LoopBound($0, eventLoop: hubLoop), core.value.serverConfiguration(port: port, listening: false), $0.lag)
             }
         }
-        guard let (hubSide, configuration) = known else { return }
+        guard let (hubSide, configuration, lag) = known else { return }
         let server = try await loop.submit {
-            try ConnectionLoopServer.start(on: loop, configuration: configuration, hubSide: hubSide)
+            try ConnectionLoopServer.start(on: loop, configuration: configuration, hubSide: hubSide, lag: lag)
         }
         try await eventLoop.submit { hubSide.value.attach(server) }
     }
@@ -623,6 +623,9 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
             figures.dropped = counters.dropped
             figures.overflows = counters.overflows
             snapshot.names[counters.name] = figures
+        }
+        if consumer == .metrics {
+            snapshot.connectionLoopLagMaximum = connectionLoops.map { $0.lag.take() }
         }
         let lag = lagMonitor.takeWindow(for: consumer)
         snapshot.loopLagMaximum = lag.maximum

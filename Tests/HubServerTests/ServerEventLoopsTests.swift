@@ -108,6 +108,10 @@ struct ServerEventLoopsTests {
             #expect(samples[#"hub_event_loop_sessions{loop="0"}"#] == 1)
             #expect(samples[#"hub_event_loop_sessions{loop="1"}"#] == 0)
             #expect(samples[#"hub_event_loop_sessions{loop="2"}"#] == 0)
+            for loop in 1...2 {
+                let lag = try #require(samples[#"hub_connection_loop_lag_max_seconds{loop="\#(loop)"}"#])
+                #expect(lag >= 0 && lag < 60)
+            }
             await client.expectNothing()
         }
     }

@@ -1,4 +1,5 @@
 import HubEngine
+import Synchronization
 
 /// Measures how late the event loop runs a timer: a timer due ``interval`` after the
 /// previous one ran notes how long after its due time it runs. A loop kept busy by one long callback (a
@@ -15,8 +16,35 @@ final class LoopLagMonitor {
         case stats
     }
 
+    /// The largest lag a loop's monitor saw since the last ``take()``, readable from
+    /// another thread (a connection loop's, read by the hub's loop for `/metrics`).
+    final class SharedMaximum: Sendable {
+        private let nanoseconds = Atomic<Int64>(0)
+
+        init() {}
+
+        /// Notes one sample.
+        func record(_ lag: Duration) {
+            let value = lag.nanosecondsForMetrics
+            var current = nanoseconds.load(ordering: .relaxed)
+            while value > current {
+                let (exchanged, original) = nanoseconds.compareExchange(
+                    expected: current, desired: value, ordering: .relaxed)
+                if exchanged { return }
+                current = original
+            }
+        }
+
+        /// The largest lag since the previous call.
+        func take() -> Duration {
+            .nanoseconds(nanoseconds.exchange(0, ordering: .relaxed))
+        }
+    }
+
     /// How often the loop is probed.
     let interval: Duration
+    /// Where each sample goes too, when another thread reads this loop's lag.
+    private let shared: SharedMaximum?
     private let scheduler: any Scheduler
     private var timer: (any Cancellable)?
     private var running = false
@@ -25,9 +53,10 @@ final class LoopLagMonitor {
     /// The most samples kept between two windows.
     private static let sampleLimit = 1024
 
-    init(scheduler: any Scheduler, interval: Duration = .milliseconds(250)) {
+    init(scheduler: any Scheduler, interval: Duration = .milliseconds(250), shared: SharedMaximum? = nil) {
         self.scheduler = scheduler
         self.interval = interval
+        self.shared = shared
     }
 
     /// Starts probing.
@@ -52,6 +81,7 @@ final class LoopLagMonitor {
     private func tick(due: SchedulerTime) {
         guard running else { return }
         let lag = max(.zero, due.distance(to: scheduler.now))
+        shared?.record(lag)
         for index in maximum.indices {
             maximum[index] = max(maximum[index], lag)
             if samples[index].count < LoopLagMonitor.sampleLimit { samples[index].append(lag) }

@@ -49,6 +49,8 @@ final class MetricsExporter {
         "hub_event_loop_sessions": "Open sessions whose connection each event loop serves (loop=\"0\": the hub's loop).",
         "hub_event_loop_lag_max_seconds": "The largest delay of the event loop's probe timer since the previous scrape.",
         "hub_event_loop_lag_seconds": "How late the event loop ran its probe timer (every 250 ms).",
+        "hub_connection_loop_lag_max_seconds":
+            "The largest delay of each connection loop's probe timer (every 250 ms) since the previous scrape (loop=\"1\" and up).",
     ]
 
     init(labelCapacity: Int) {
@@ -90,6 +92,9 @@ final class MetricsExporter {
         }
         for (loop, sessions) in snapshot.loopSessions.enumerated() {
             gauge("hub_event_loop_sessions", sessions, [("loop", String(loop))])
+        }
+        for (index, lag) in snapshot.connectionLoopLagMaximum.enumerated() {
+            gauge("hub_connection_loop_lag_max_seconds", Double(lag.nanosecondsForMetrics) / 1e9, [("loop", String(index + 1))])
         }
         gauge("hub_event_loop_lag_max_seconds", Double(snapshot.loopLagMaximum.nanosecondsForMetrics) / 1e9)
         for sample in snapshot.loopLagSamples { lag.recordNanoseconds(sample.nanosecondsForMetrics) }

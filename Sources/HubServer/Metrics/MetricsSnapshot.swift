@@ -65,6 +65,8 @@ public struct MetricsSnapshot: Sendable, Equatable {
     public var namesByKind: [String: Int] = [:]
     /// Open sessions on each event loop, the hub's first.
     public var loopSessions: [Int] = []
+    /// The largest lag of each connection loop (loops 1, 2, …) since the previous `/metrics`.
+    public var connectionLoopLagMaximum: [Duration] = []
     /// The largest event-loop lag since the previous snapshot.
     public var loopLagMaximum: Duration = .zero
     /// The event-loop lag samples since the previous snapshot.
