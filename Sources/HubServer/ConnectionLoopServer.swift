@@ -21,10 +21,9 @@ final class ConnectionLoopServer: WebSocketServerDelegate {
     }
 
     /// Starts a server with `configuration` on `eventLoop` (on its thread), which hands
-    /// its connections to `hubSide`'s loop.
+    /// its connections to `hubSide`'s loop, and the loop's lag probe, which notes into `lag`.
     ///
     /// - Throws: ``TransportError`` when it cannot listen.
-    ///   Its lag goes to `lag`.
     static func start(
         on eventLoop: EventLoop, configuration: WebSocketServer.Configuration, hubSide: LoopBound<ConnectionLoop>,
         lag: LoopLagMonitor.SharedMaximum

@@ -109,7 +109,6 @@ final class ConnectionRelay: WebSocketConnectionHandler {
 
     func connection(_ connection: WebSocketConnection, didCloseWith code: WebSocketCloseCode?, reason: String) {
         refreshFigures()
-        figures.bytesReceived.store(connection.bytesReceived, ordering: .relaxed)
         guard let session else { return }
         self.session = nil
         let code = code.map { Int($0.rawValue) }
@@ -170,6 +169,7 @@ final class ConnectionRelay: WebSocketConnectionHandler {
     }
 
     private func refreshFigures() {
+        figures.bytesReceived.store(connection.bytesReceived, ordering: .relaxed)
         figures.queuedBytes.store(connection.queuedBytes, ordering: .relaxed)
         figures.bytesWritten.store(connection.bytesWritten, ordering: .relaxed)
         figures.writeCalls.store(connection.writeCalls, ordering: .relaxed)

@@ -66,10 +66,10 @@ public final class HubService: Sendable {
         /// Where durable subjects are stored (configuration `storage`); `nil`: no subject
         /// may be durable.
         public var storage: Storage?
-        /// The event loops that serve connections (configuration `event_loops`; at
+        /// The event loops that serve connections (configuration `listen.eventLoops`; at
         /// least 1). The first is the hub's loop: every subject, pipeline and session
         /// lives there, and it listens and serves connections too. It hands the sockets it
-        /// accepts to the loops in turn, itself included; each other loop does its
+        /// accepts to the loops in turn, itself first; each other loop does its
         /// connections' socket work (reads, WebSocket framing, TLS, writes), and their
         /// sessions' messages cross to and from the hub's loop in one batch per loop and
         /// pass. 1 (the default here; `hubcli serve` defaults to the cores it may use)
@@ -381,8 +381,6 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     private var connectionLoops: [ConnectionLoop] = []
     /// Counts the main port's connections over every loop's server.
     private let connectionTally = ConnectionTally()
-    /// Sessions of connections on the hub's loop.
-    private var localSessionCount = 0
     private(set) var port = 0
     private(set) var adminPort = 0
     private var stopped = false
@@ -456,13 +454,13 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
 
     /// How many sockets may wait for their handshake: the configured bound, at most a
     /// quarter of the descriptors the process may open.
-    /// The share of ``pendingHandshakeLimit`` of each loop's server on the main port.
-    var pendingHandshakesPerLoop: Int { max(1, pendingHandshakeLimit / max(1, configuration.eventLoops)) }
-
     var pendingHandshakeLimit: Int {
         guard let descriptors = Self.descriptorBudget else { return configuration.maxPendingHandshakes }
         return max(1, min(configuration.maxPendingHandshakes, descriptors / 4))
     }
+
+    /// The share of ``pendingHandshakeLimit`` of each loop's server on the main port.
+    var pendingHandshakesPerLoop: Int { max(1, pendingHandshakeLimit / max(1, configuration.eventLoops)) }
 
     /// The descriptors sockets may use: the process's soft limit less 64 for everything
     /// else (listeners, the store, logs, the event loop's own); `nil` when unknown.
@@ -489,8 +487,12 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     /// Open connections on every loop, the admin listener's included.
     var openConnections: Int { connectionTally.count + (adminServer?.openConnectionCount ?? 0) }
 
-    /// Open sessions on each loop, the hub's first.
-    var loopSessions: [Int] { [localSessionCount] + connectionLoops.map(\.sessionCount) }
+    /// Open sessions on each loop, the hub's first (whatever the connection loops do not
+    /// serve, the admin listener's included).
+    var loopSessions: [Int] {
+        let relayed = connectionLoops.map(\.sessionCount)
+        return [handlers.count - relayed.reduce(0, +)] + relayed
+    }
 
     /// Write counters of connections that have closed.
     private var closedWriteCalls = 0
@@ -898,10 +900,9 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
 
     func server(_ server: WebSocketServer, didAccept connection: WebSocketConnection) {
         let handler = SessionHandler(connection: connection, sessions: sessionFactory) { [unowned self] closed in
-            if self.forget(closed) { self.localSessionCount -= 1 }
+            self.forget(closed)
         }
         handlers[ObjectIdentifier(handler)] = handler
-        localSessionCount += 1
         connection.handler = handler
     }
 

@@ -61,13 +61,7 @@ final class RelayedSession: SessionLink, SessionConnection {
         self.peer = peer
         openedAt = Hub.systemWallClock().nanoseconds
         guard let sessions = loop.adopt(self) else {
-            accepting = false
-            let relay = self.relay
-            loop.toConnections.post {
-                relay.close(
-                    code: WebSocketCloseCode(HubCloseCode.goingAway.rawValue), reason: "server shutting down",
-                    discardingQueued: true)
-            }
+            close(code: .goingAway, reason: "server shutting down", discardingQueued: true)
             return
         }
         self.sessions = sessions

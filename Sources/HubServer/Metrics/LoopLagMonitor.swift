@@ -25,14 +25,7 @@ final class LoopLagMonitor {
 
         /// Notes one sample.
         func record(_ lag: Duration) {
-            let value = lag.nanosecondsForMetrics
-            var current = nanoseconds.load(ordering: .relaxed)
-            while value > current {
-                let (exchanged, original) = nanoseconds.compareExchange(
-                    expected: current, desired: value, ordering: .relaxed)
-                if exchanged { return }
-                current = original
-            }
+            nanoseconds.max(lag.nanosecondsForMetrics, ordering: .relaxed)
         }
 
         /// The largest lag since the previous call.
