@@ -44,13 +44,14 @@ final class ConnectionLoop {
         }
     }
 
-    /// Hands `socket` to the loop's server; `false` when the server has not started.
-    func serve(_ socket: AcceptedSocket) -> Bool {
-        guard let server else { return false }
-        toConnections.post {
-            if let running = server.value.server { running.adopt(socket) } else { socket.close() }
+    /// What hands an accepted socket to the loop's server; `nil` before the server has started.
+    var socketTaker: ((AcceptedSocket) -> Void)? {
+        guard let server else { return nil }
+        return { [toConnections] socket in
+            toConnections.post {
+                if let running = server.value.server { running.adopt(socket) } else { socket.close() }
+            }
         }
-        return true
     }
 
     /// Records a connection that opened on the loop: returns what makes its session, or

@@ -549,7 +549,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         let server = WebSocketServer(
             eventLoop: eventLoop, configuration: serverConfiguration(port: configuration.port), delegate: self)
         if configuration.eventLoops > 1 {
-            server.socketDistributor = { [unowned self] socket in self.distribute(socket) }
+            server.socketDistributor = { [unowned self] in self.takerOfNextSocket() }
         }
         try server.start()
         self.server = server
@@ -909,15 +909,16 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     /// Which loop serves the next accepted socket (0: the hub's).
     private var nextLoop = 0
 
-    /// Hands an accepted socket to the next loop in turn, the hub's first (a lone
-    /// client, such as one publisher, then has no hop between loops): returns `false`
-    /// when it is the hub's turn (or no other loop serves yet), to serve it here.
-    private func distribute(_ socket: AcceptedSocket) -> Bool {
-        guard !stopped, !connectionLoops.isEmpty else { return false }
+    /// Sends an accepted socket to the next loop in turn, the hub's first (a lone client,
+    /// such as one publisher, then has no hop between loops): returns what hands it to
+    /// a connection loop, or `nil` when it is the hub's turn (or that loop does not
+    /// serve yet), to serve it here.
+    private func takerOfNextSocket() -> ((AcceptedSocket) -> Void)? {
+        guard !stopped, !connectionLoops.isEmpty else { return nil }
         let chosen = nextLoop
         nextLoop = (nextLoop + 1) % (connectionLoops.count + 1)
-        guard chosen > 0 else { return false }
-        return connectionLoops[chosen - 1].serve(socket)
+        guard chosen > 0 else { return nil }
+        return connectionLoops[chosen - 1].socketTaker
     }
 
     /// Records a connection that opened on a connection loop: returns what makes its

@@ -144,18 +144,19 @@ public final class WebSocketServer: WebSocketEndpoint {
 
     // MARK: - Sockets served on other loops
 
-    /// Takes the sockets this server accepts, before it serves them: returns `true` when
-    /// it took the socket (it then has another server ``adopt(_:)`` it, or closes it), or
-    /// `false` to have this server serve it. Set on the loop thread; `nil` serves every one here.
-    public var socketDistributor: ((AcceptedSocket) -> Bool)?
+    /// Chooses where each socket this server accepts is served, before it is: returns
+    /// what takes the socket (it then has another server ``adopt(_:)`` it, or closes it),
+    /// or `nil` to have this server serve it. Set on the loop thread; `nil` serves every
+    /// one here.
+    public var socketDistributor: (() -> ((AcceptedSocket) -> Void)?)?
 
-    /// Offers the socket lws just accepted to ``socketDistributor``; nonzero when it was
-    /// taken (lws then closes its own descriptor: the distributor has a duplicate).
+    /// Asks ``socketDistributor`` where the socket lws just accepted goes; nonzero when
+    /// another server takes it (lws then closes its own descriptor: the taker has a
+    /// duplicate, made only then).
     func distribute(accepted descriptor: Int32) -> Int32 {
-        guard let socketDistributor, let socket = AcceptedSocket(duplicating: descriptor) else { return 0 }
-        if socketDistributor(socket) { return 1 }
-        socket.close()
-        return 0
+        guard let take = socketDistributor?(), let socket = AcceptedSocket(duplicating: descriptor) else { return 0 }
+        take(socket)
+        return 1
     }
 
     /// Serves `socket`, which a server on another loop accepted, as if this one had (its
