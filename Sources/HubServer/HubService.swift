@@ -79,10 +79,28 @@ public final class HubService: Sendable {
         /// The event loops a service may run (``eventLoops``).
         public static let eventLoopRange = 1...256
 
-        /// The cores this process may run on (its CPU affinity): the event loops
-        /// `hubcli serve` runs by default.
+        /// The cores the calling thread may run on (its CPU affinity, as `taskset` sets it
+        /// for a process): the event loops `hubcli serve` runs by default.
+        /// `ProcessInfo.activeProcessorCount` counts every online core, affinity or not,
+        /// and Swift's Glibc module does not export `sched_getaffinity`: the mask is read
+        /// from `/proc/thread-self/status` (`Cpus_allowed:`, hexadecimal words).
         public static var availableCores: Int {
-            min(eventLoopRange.upperBound, max(1, ProcessInfo.processInfo.activeProcessorCount))
+            let cores = (try? String(contentsOfFile: "/proc/thread-self/status", encoding: .utf8))
+                .flatMap(allowedCores(inStatus:)) ?? ProcessInfo.processInfo.activeProcessorCount
+            return min(eventLoopRange.upperBound, max(1, cores))
+        }
+
+        /// The cores of the `Cpus_allowed:` mask in a `/proc/…/status` text; `nil` without one.
+        static func allowedCores(inStatus status: String) -> Int? {
+            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Cpus_allowed:") }) else {
+                return nil
+            }
+            var cores = 0
+            for word in line.dropFirst("Cpus_allowed:".count).split(separator: ",") {
+                guard let bits = UInt64(word.trimmingCharacters(in: .whitespaces), radix: 16) else { return nil }
+                cores += bits.nonzeroBitCount
+            }
+            return cores
         }
 
         /// The durable store: an SQLite database (WAL) in a directory.

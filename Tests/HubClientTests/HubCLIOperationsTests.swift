@@ -62,6 +62,20 @@ struct HubCLIOperationsTests {
         #expect(try await server.finish().status == 0)
     }
 
+    /// `hubcli serve` runs a loop per core it may use: under `taskset -c 0`, one.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/taskset"), "needs taskset"))
+    func aPinnedBrokerRunsOneEventLoop() async throws {
+        let hubcli = try HubCLIExecutable.locate()
+        let server = try RunningProcess(URL(fileURLWithPath: "/usr/bin/taskset"), ["-c", "0", hubcli.path, "serve", "--port", "0"])
+        let port = try await server.port()
+        let loops = try await HTTPTestClient.request(port: port, path: "/metrics").text
+            .split(separator: "\n").filter { $0.hasPrefix("hub_event_loop_sessions{") }
+        #expect(loops.count == 1, "\(loops)")
+        #expect(loops.first?.hasPrefix(#"hub_event_loop_sessions{loop="0"}"#) == true)
+        server.process.interrupt()
+        #expect(try await server.finish().status == 0)
+    }
+
     @Test func sigusr2DrainsClientsWith1012AndTheBrokerExitsCleanly() async throws {
         let hubcli = try HubCLIExecutable.locate()
         let server = try RunningProcess(hubcli, ["serve", "--port", "0"])

@@ -1,7 +1,7 @@
 import Foundation
 import HubPipeline
 import HubValue
-import HubServer
+@testable import HubServer
 import Testing
 
 @Suite("Broker configuration: parsing")
@@ -127,6 +127,19 @@ struct ConfigurationParsingTests {
         #expect(try BrokerConfiguration.parse(yaml: "listen: {eventLoops: 3}").service.eventLoops == 3)
         // The library's own default is the hub's loop alone.
         #expect(HubService.Configuration().eventLoops == 1)
+    }
+
+    /// `taskset -c 0 hubcli serve` runs one loop: the count is the CPU affinity's mask,
+    /// not the machine's cores (the pinned benchmark ran two loops on one core until it was).
+    @Test func availableCoresCountsTheCPUAffinityMask() throws {
+        #expect(HubService.Configuration.allowedCores(inStatus: "Name:\thubcli\nCpus_allowed:\t1\nCpus_allowed_list:\t0\n") == 1)
+        #expect(HubService.Configuration.allowedCores(inStatus: "Cpus_allowed:\tff\n") == 8)
+        #expect(HubService.Configuration.allowedCores(inStatus: "Cpus_allowed:\t00000000,00000003\n") == 2)
+        #expect(HubService.Configuration.allowedCores(inStatus: "Name:\tx\n") == nil)
+        #expect(HubService.Configuration.allowedCores(inStatus: "Cpus_allowed:\tzz\n") == nil)
+        // This thread's own mask, whatever the machine.
+        let status = try String(contentsOfFile: "/proc/thread-self/status", encoding: .utf8)
+        #expect(HubService.Configuration.availableCores == HubService.Configuration.allowedCores(inStatus: status))
     }
 
     @Test func pendingHandshakes() throws {
