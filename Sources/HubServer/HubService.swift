@@ -79,6 +79,24 @@ public final class HubService: Sendable {
         /// The event loops a service may run (``eventLoops``).
         public static let eventLoopRange = 1...256
 
+        /// The longest a heavy fan-out's writes wait to be batched (configuration
+        /// `listen.maxWriteDelay`). Every loop holds its writes while messages stream in,
+        /// 500 µs at first; while each connection waiting to be written gets at least
+        /// two messages per 500 µs, the hold doubles, up to this, and shrinks again when
+        /// the stream slows (``EventLoop/Configuration/writeCoalescingStreamingDelay``).
+        /// Longer holds cost the broker, and a subscriber busy keeping up, fewer writes
+        /// and reads per message, for a few milliseconds of latency under such a load. A
+        /// value at or below 500 µs keeps the hold at 500 µs.
+        public var maximumWriteDelay: Duration = .milliseconds(3)
+
+        /// The values ``maximumWriteDelay`` may take.
+        public static let maximumWriteDelayRange: ClosedRange<Duration> = .zero ... .seconds(1)
+
+        /// The configuration of the event loop called `name`.
+        func eventLoopConfiguration(name: String) -> EventLoop.Configuration {
+            EventLoop.Configuration(name: name, writeCoalescingStreamingDelay: maximumWriteDelay)
+        }
+
         /// The cores the calling thread may run on (its CPU affinity, as `taskset` sets it
         /// for a process): the event loops `hubcli serve` runs by default.
         /// `ProcessInfo.activeProcessorCount` counts every online core, affinity or not,
@@ -161,12 +179,13 @@ public final class HubService: Sendable {
     /// A service on a new event loop; nothing listens until ``start(setUp:)``.
     /// `logger` is the service's, its loop's and its sessions' (each with its session id).
     public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "hub.service")) throws {
-        let loop = try EventLoop(configuration: .init(name: "hub-loop"), logger: logger)
+        let loop = try EventLoop(configuration: configuration.eventLoopConfiguration(name: "hub-loop"), logger: logger)
         eventLoop = loop
         var connectionLoops: [EventLoop] = []
         do {
             for index in 1..<max(1, configuration.eventLoops) {
-                connectionLoops.append(try EventLoop(configuration: .init(name: "hub-loop-\(index)"), logger: logger))
+                connectionLoops.append(
+                    try EventLoop(configuration: configuration.eventLoopConfiguration(name: "hub-loop-\(index)"), logger: logger))
             }
         } catch {
             for started in connectionLoops { started.shutdown() }
@@ -743,6 +762,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         if new.tls != configuration.tls { restartNeeded.append("listen.tls") }
         if new.admin != configuration.admin { restartNeeded.append("admin") }
         if new.eventLoops != configuration.eventLoops { restartNeeded.append("listen.eventLoops") }
+        if new.maximumWriteDelay != configuration.maximumWriteDelay { restartNeeded.append("listen.maxWriteDelay") }
         if !restartNeeded.isEmpty {
             logger.warning("reload: these settings need a restart", metadata: ["keys": "\(restartNeeded.joined(separator: ", "))"])
         }

@@ -72,6 +72,10 @@ public final class EventLoop: @unchecked Sendable {
     @exclusivity(unchecked) private var coalescing: WriteCoalescing
     /// Flushes so far (each writes every connection queued since the last), for tests.
     @exclusivity(unchecked) private(set) var flushes = 0
+    /// Messages queued since the last write (``noteMessageQueued()``).
+    @exclusivity(unchecked) private var queuedMessages = 0
+    /// Whether the pending writes go out at the end of this pass (``flushAtEndOfPass()``).
+    @exclusivity(unchecked) private var flushPromptly = false
 
     /// Starts the loop thread and creates its libwebsockets context.
     ///
@@ -83,7 +87,9 @@ public final class EventLoop: @unchecked Sendable {
     public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "hub.transport")) throws {
         _ = LibWebSocketsLogging.installDefault
         self.configuration = configuration
-        coalescing = WriteCoalescing(maximumDelay: Int64(configuration.writeCoalescingDelay.nanoseconds))
+        coalescing = WriteCoalescing(
+            maximumDelay: configuration.writeCoalescingDelay.nanoseconds,
+            streamingDelay: configuration.writeCoalescingStreamingDelay.nanoseconds)
         var logger = logger
         logger[metadataKey: "loop"] = "\(configuration.name)"
         self.logger = logger
@@ -182,10 +188,33 @@ public final class EventLoop: @unchecked Sendable {
         flushQueue.append(connection)
     }
 
+    /// Notes that a connection queued a message (or an element of a coalescing one):
+    /// how heavy a stream is decides how long its writes wait (``WriteCoalescing``).
+    @inline(__always)
+    func noteMessageQueued() {
+        queuedMessages &+= 1
+    }
+
+    /// Writes at the end of this pass, whatever the coalescing: a connection has queued
+    /// a full batch, and holding more back would only grow its queue.
+    @inline(__always)
+    func flushAtEndOfPass() {
+        flushPromptly = true
+    }
+
+    /// Decides after a pass that left writes pending whether to write now.
+    private func decideAfterPass(handledInput: Bool, now: Int64) -> WriteCoalescing.Decision {
+        if flushPromptly { return .write }
+        return coalescing.afterPass(
+            handledInput: handledInput, now: now, pendingConnections: flushQueue.count, queuedMessages: queuedMessages)
+    }
+
     /// Writes the queues of the connections scheduled so far. Connections scheduled while
     /// it runs (a handler that queues more when its queue drained) wait for the next pass.
     private func flushConnections() {
         flushes &+= 1
+        queuedMessages = 0
+        flushPromptly = false
         swap(&flushQueue, &flushing)
         for connection in flushing { connection.flush() }
         flushing.removeAll(keepingCapacity: true)
@@ -318,8 +347,7 @@ public final class EventLoop: @unchecked Sendable {
             eventLibrary = .libev
             waitsWithEpoll = cws_ev_backend_is_epoll(loop) != 0
             // Passes are cheap on epoll: while messages stream in, wait for more before writing.
-            coalescing = WriteCoalescing(
-                maximumDelay: coalescing.maximumDelay, maximumPasses: coalescing.maximumPasses, waitsForInput: true)
+            coalescing = coalescing.waiting(forInput: true)
             let wakeup = arena.allocate(cws_ev_wakeup_t.self)
             cws_ev_wakeup_init(wakeup)
             self.wakeup = wakeup
@@ -364,10 +392,7 @@ public final class EventLoop: @unchecked Sendable {
             if lws_service(context, writesPending ? -1 : 0) < 0 { break }
             lastPassWasBusy = activity != before
             if !flushQueue.isEmpty,
-                coalescing.afterPass(
-                    handledInput: inputs != inputsBefore, now: EventLoop.monotonicNanoseconds(),
-                    pendingConnections: flushQueue.count)
-                    == .write
+                decideAfterPass(handledInput: inputs != inputsBefore, now: EventLoop.monotonicNanoseconds()) == .write
             {
                 flushConnections()
             }
@@ -429,7 +454,7 @@ public final class EventLoop: @unchecked Sendable {
         }
         writesWaitUntil = nil
         guard !flushQueue.isEmpty else { return }
-        switch coalescing.afterPass(handledInput: inputs != inputsBefore, now: now, pendingConnections: flushQueue.count) {
+        switch decideAfterPass(handledInput: inputs != inputsBefore, now: now) {
         case .write: flushConnections()
         case .holdBack: break
         case .waitUntil(let deadline): writesWaitUntil = deadline

@@ -17,6 +17,12 @@ extension EventLoop {
         /// brings no input, so a lone message is written at the end of its pass.
         /// `.zero` writes after every pass.
         public var writeCoalescingDelay: Duration
+        /// How long a heavy stream's writes may be held back: while every connection
+        /// waiting to be written has queued several messages by the end of each hold, the
+        /// hold doubles, up to this (see ``WriteCoalescing``). A subscriber busy keeping up
+        /// with a fan-out then reads many messages per wake-up. Not below
+        /// ``writeCoalescingDelay``; equal to it keeps the delay fixed.
+        public var writeCoalescingStreamingDelay: Duration
         /// How the loop waits for its sockets.
         public var eventLibrary: EventLibrary
 
@@ -34,12 +40,14 @@ extension EventLoop {
         /// Creates a configuration.
         public init(
             name: String = "hub-event-loop", maximumFileDescriptors: Int = 0, validatesUTF8: Bool = true,
-            writeCoalescingDelay: Duration = .microseconds(500), eventLibrary: EventLibrary = .libev
+            writeCoalescingDelay: Duration = .microseconds(500),
+            writeCoalescingStreamingDelay: Duration = .milliseconds(3), eventLibrary: EventLibrary = .libev
         ) {
             self.name = name
             self.maximumFileDescriptors = maximumFileDescriptors
             self.validatesUTF8 = validatesUTF8
             self.writeCoalescingDelay = writeCoalescingDelay
+            self.writeCoalescingStreamingDelay = writeCoalescingStreamingDelay
             self.eventLibrary = eventLibrary
         }
 

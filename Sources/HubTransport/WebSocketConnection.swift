@@ -155,7 +155,7 @@ public final class WebSocketConnection {
         outbound.append(
             kind: kind, prefix: prefix, body: body, suffix: suffix,
             maskingKey: { masking.nextKey() }, newBuffer: { eventLoop.buffers.take() })
-        scheduleFlush()
+        didQueueMessage()
         return true
     }
 
@@ -168,7 +168,7 @@ public final class WebSocketConnection {
         var frame = OutboundFrame(buffer: eventLoop.buffers.take(), kind: kind)
         build(&frame.storage)
         outbound.append(frame)
-        scheduleFlush()
+        didQueueMessage()
         return true
     }
 
@@ -190,7 +190,7 @@ public final class WebSocketConnection {
         guard handshake.acceptsOutbound else { return false }
         let queuedNew = outbound.appendCoalescing(
             key: key, kind: kind, closing: closing, newBuffer: { eventLoop.buffers.take() }, append)
-        if queuedNew { scheduleFlush() }
+        didQueueMessage(schedulesFlush: queuedNew)
         return true
     }
 
@@ -255,6 +255,15 @@ public final class WebSocketConnection {
         guard !writableRequested, handshake.isEstablished, let wsi else { return }
         writableRequested = true
         lws_callback_on_writable(wsi)
+    }
+
+    /// Counts a queued message for the loop's write coalescing and schedules the write;
+    /// a queue that waits for it and holds a full batch is written at the end of the pass.
+    @inline(__always)
+    private func didQueueMessage(schedulesFlush: Bool = true) {
+        eventLoop.noteMessageQueued()
+        if schedulesFlush { scheduleFlush() }
+        if flushScheduled, outbound.queuedBytes >= limits.maximumBatchSize { eventLoop.flushAtEndOfPass() }
     }
 
     /// Asks the loop to write the queue at the end of its service pass (see ``flush()``),

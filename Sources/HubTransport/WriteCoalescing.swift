@@ -19,10 +19,29 @@
 /// connections (an `ack` to the client that asked, whatever its rate) writes at once, or
 /// every request of a request/answer client would wait the delay (rounded up to the
 /// poller's millisecond: 1.2 ms a round trip instead of 0.1 ms).
+///
+/// The delay adapts to the stream (between ``maximumDelay`` and ``streamingDelay``): when
+/// a hold ran its whole delay and each waiting connection had queued at least
+/// ``messagesPerConnectionToGrow`` messages, the next hold may last twice as long; when
+/// a hold that ran its delay found less than half that, half as long; a pause in the
+/// stream (a write at the end of a quiet pass) starts over from ``maximumDelay``. A
+/// heavy fan-out then leaves in a write per connection every few milliseconds rather
+/// than every half millisecond: fewer writes for the broker and far fewer wake-ups and
+/// reads for a subscriber that is busy keeping up (what nats-server gains by letting
+/// tens of milliseconds pile up), while a lone message, a request's answer, or a stream
+/// of a few messages per half millisecond keeps its latency.
 struct WriteCoalescing {
-    /// The longest writes are held back while input keeps arriving (ns); 0 never holds back.
+    /// How long writes are held back while input keeps arriving (ns), when a stream
+    /// starts; 0 never holds back.
     let maximumDelay: Int64
-    /// The most passes writes are held back for.
+    /// The longest a heavy stream's writes are held back (ns; at least ``maximumDelay``).
+    let streamingDelay: Int64
+    /// The rate, in messages per connection per ``maximumDelay``, at which writes for
+    /// several connections make the next hold twice as long (below half of it, half as
+    /// long).
+    let messagesPerDelayToGrow: Int
+    /// The most passes writes are held back for, at ``maximumDelay`` (a longer hold
+    /// allows proportionally more).
     let maximumPasses: Int
     /// Whether a pass without input may wait for more while messages stream in (the loop
     /// can wait for input or a deadline, whichever comes first).
@@ -36,13 +55,33 @@ struct WriteCoalescing {
     private(set) var heldPasses = 0
     /// When the loop last wrote.
     private(set) var lastWrite: Int64?
+    /// How long the current (or next) hold may last (ns).
+    private(set) var delay: Int64
+    /// Messages per connection per ``maximumDelay`` queued between recent writes for
+    /// several connections (a moving average over about four writes).
+    private(set) var streamRate: Double = 0
 
-    /// Holds back for at most `maximumDelay` ns and `maximumPasses` passes.
-    init(maximumDelay: Int64, maximumPasses: Int = 64, waitsForInput: Bool = false, minimumConnectionsToWait: Int = 3) {
-        self.maximumDelay = maximumDelay
+    /// Holds back for at most `maximumDelay` ns and `maximumPasses` passes, growing up
+    /// to `streamingDelay` ns (by default no growth) while a heavy stream lasts.
+    init(
+        maximumDelay: Int64, streamingDelay: Int64? = nil, messagesPerDelayToGrow: Int = 2,
+        maximumPasses: Int = 64, waitsForInput: Bool = false, minimumConnectionsToWait: Int = 3
+    ) {
+        self.maximumDelay = max(0, maximumDelay)
+        self.streamingDelay = max(self.maximumDelay, streamingDelay ?? maximumDelay)
+        self.messagesPerDelayToGrow = max(1, messagesPerDelayToGrow)
         self.maximumPasses = maximumPasses
         self.waitsForInput = waitsForInput
         self.minimumConnectionsToWait = minimumConnectionsToWait
+        delay = self.maximumDelay
+    }
+
+    /// The same policy on a loop that can (or cannot) wait for input.
+    func waiting(forInput: Bool) -> WriteCoalescing {
+        WriteCoalescing(
+            maximumDelay: maximumDelay, streamingDelay: streamingDelay,
+            messagesPerDelayToGrow: messagesPerDelayToGrow, maximumPasses: maximumPasses,
+            waitsForInput: forInput, minimumConnectionsToWait: minimumConnectionsToWait)
     }
 
     /// What to do after a pass that left writes pending.
@@ -56,18 +95,60 @@ struct WriteCoalescing {
     }
 
     /// Decides after a pass that left writes pending on `pendingConnections` connections,
-    /// given whether the pass handled input, at `now` (monotonic ns).
-    mutating func afterPass(handledInput: Bool, now: Int64, pendingConnections: Int = .max) -> Decision {
+    /// which queued `queuedMessages` messages since the last write, given whether the pass
+    /// handled input, at `now` (monotonic ns).
+    mutating func afterPass(
+        handledInput: Bool, now: Int64, pendingConnections: Int = .max, queuedMessages: Int = 0
+    ) -> Decision {
         guard maximumDelay > 0 else { return written(at: now) }
         let since = heldSince ?? now
-        guard heldPasses < maximumPasses, now - since < maximumDelay else { return written(at: now) }
+        guard heldPasses < passLimit, now - since < delay else {
+            return written(at: now, pendingConnections: pendingConnections, queuedMessages: queuedMessages)
+        }
         if handledInput {
             return held(since: since, .holdBack)
         }
-        if waitsForInput, pendingConnections >= minimumConnectionsToWait, let lastWrite, now - lastWrite < maximumDelay {
-            return held(since: since, .waitUntil(since + maximumDelay))
+        if waitsForInput, pendingConnections >= minimumConnectionsToWait, let lastWrite,
+            now - lastWrite < delay || isStreamHeavy
+        {
+            return held(since: since, .waitUntil(since + delay))
         }
-        return written(at: now)
+        return written(at: now, pendingConnections: pendingConnections, queuedMessages: queuedMessages)
+    }
+
+    /// Whether the recent writes for several connections carried at least
+    /// ``messagesPerDelayToGrow`` messages per connection per ``maximumDelay``: a lull
+    /// in such a stream (its subscribers busy reading what the last write brought, or
+    /// its publisher waiting for them) is waited out rather than ended by a write of a
+    /// message or two, which would slow those subscribers further.
+    private var isStreamHeavy: Bool {
+        streamingDelay > maximumDelay && streamRate >= Double(messagesPerDelayToGrow)
+    }
+
+    /// The passes the current hold may last.
+    private var passLimit: Int {
+        guard maximumDelay > 0 else { return maximumPasses }
+        let (scaled, overflow) = maximumPasses.multipliedReportingOverflow(by: Int(delay / maximumDelay))
+        return overflow ? .max : scaled
+    }
+
+    /// Sets the next hold's length from the rate at which each waiting connection
+    /// queued messages since the last write: twice as long at ``messagesPerDelayToGrow``
+    /// or more per ``maximumDelay``, half as long below half of that. Writes for
+    /// fewer than ``minimumConnectionsToWait`` connections (answers) leave it alone.
+    private mutating func adapt(now: Int64, pendingConnections: Int, queuedMessages: Int) {
+        guard streamingDelay > maximumDelay, pendingConnections >= minimumConnectionsToWait,
+            pendingConnections != .max, let lastWrite, now > lastWrite
+        else { return }
+        // The rate since the last write, queued / (connections × interval), in messages
+        // per maximumDelay, averaged over the last few writes.
+        let rate = Double(queuedMessages) * Double(maximumDelay) / (Double(pendingConnections) * Double(now - lastWrite))
+        streamRate += (rate - streamRate) / 4
+        if streamRate >= Double(messagesPerDelayToGrow) {
+            delay = delay > streamingDelay / 2 ? streamingDelay : delay * 2
+        } else if streamRate * 2 < Double(messagesPerDelayToGrow) {
+            delay = max(maximumDelay, delay / 2)
+        }
     }
 
     private mutating func held(since: Int64, _ decision: Decision) -> Decision {
@@ -76,7 +157,8 @@ struct WriteCoalescing {
         return decision
     }
 
-    private mutating func written(at now: Int64) -> Decision {
+    private mutating func written(at now: Int64, pendingConnections: Int = 0, queuedMessages: Int = 0) -> Decision {
+        adapt(now: now, pendingConnections: pendingConnections, queuedMessages: queuedMessages)
         heldSince = nil
         heldPasses = 0
         lastWrite = now

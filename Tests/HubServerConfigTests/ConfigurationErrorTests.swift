@@ -14,7 +14,7 @@ struct ConfigurationErrorTests {
         ("listn: {}\n", "hub.yml:1:1: listn: unknown key 'listn'; valid keys: listen, autoCreate, limits, auth, allowAdHocPipelines, storage, defaults, subjects, triggers, pipelines, admin, metrics, drainGrace, cluster"),
         ("limits:\n  maxConection: 3\n", "hub.yml:2:3: limits.maxConection: unknown key 'maxConection'; valid keys: maxMessageBytes, maxConnections, maxSubscriptionsPerConnection, maxQueuedBytesPerConnection, pipelines, defaultBuffer, maxBuffer, perConnection, perIdentity, maxUnauthenticated, maxPendingHandshakes, idleNameTimeout"),
         ("limits:\n  pipelines:\n    maxStage: 3\n", "hub.yml:3:5: limits.pipelines.maxStage: unknown key 'maxStage'; valid keys: maxSourceLength, maxStages, maxExpressionDepth, minimumInterval, maxValueDepth, maxValueBytes, maxCallDepth"),
-        ("listen: {hots: x}\n", "hub.yml:1:10: listen.hots: unknown key 'hots'; valid keys: host, port, tls, eventLoops"),
+        ("listen: {hots: x}\n", "hub.yml:1:10: listen.hots: unknown key 'hots'; valid keys: host, port, tls, eventLoops, maxWriteDelay"),
         ("auth: {token: [a]}\n", "hub.yml:1:8: auth.token: unknown key 'token'; valid keys: tokens, timeout, identities, jwt"),
         ("subjects:\n  prices:\n    bufer: 3\n", "hub.yml:3:5: subjects.prices.bufer: unknown key 'bufer'; valid keys: kind, initial, buffer, overflow, schema, history, durable"),
         // JSON Schemas: unknown keywords and wrong values at their place in the file
@@ -38,6 +38,8 @@ struct ConfigurationErrorTests {
         ("listen: {port: 70000}\n", "hub.yml:1:16: listen.port: expected an integer between 0 and 65535 (got 70000)"),
         ("listen: {eventLoops: 0}\n", "hub.yml:1:22: listen.eventLoops: expected \"auto\" or an integer between 1 and 256 (got 0)"),
         ("listen: {eventLoops: all}\n", "hub.yml:1:22: listen.eventLoops: expected \"auto\" or an integer between 1 and 256 (got \"all\")"),
+        ("listen: {maxWriteDelay: 2s}\n", "hub.yml:1:25: listen.maxWriteDelay: expected a duration of at most 1s (got \"2s\")"),
+        ("listen: {maxWriteDelay: soon}\n", "hub.yml:1:25: listen.maxWriteDelay: expected a duration such as \"10ms\", \"5s\" or \"1m\" (units ns, us, ms, s, m, h) (got \"soon\")"),
         ("listen: {port: -1}\n", "hub.yml:1:16: listen.port: expected an integer between 0 and 65535 (got -1)"),
         ("listen: {port: \"80\"}\n", "hub.yml:1:16: listen.port: expected an integer between 0 and 65535 (got \"80\")"),
         ("listen: {port: 80.5}\n", "hub.yml:1:16: listen.port: expected an integer between 0 and 65535 (got 80.5)"),

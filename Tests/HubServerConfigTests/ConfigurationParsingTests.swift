@@ -129,6 +129,19 @@ struct ConfigurationParsingTests {
         #expect(HubService.Configuration().eventLoops == 1)
     }
 
+    /// How long a heavy fan-out's writes may wait: 3 ms unless configured; every event
+    /// loop of the service gets it.
+    @Test func theMaximumWriteDelayReachesEveryEventLoop() async throws {
+        #expect(try BrokerConfiguration.parse(yaml: "").service.maximumWriteDelay == .milliseconds(3))
+        var service = try BrokerConfiguration.parse(yaml: "listen: {maxWriteDelay: 10ms, eventLoops: 2}").service
+        #expect(service.maximumWriteDelay == .milliseconds(10))
+        service.port = 0
+        let hub = try HubService(configuration: service)
+        #expect(hub.eventLoop.configuration.writeCoalescingStreamingDelay == .milliseconds(10))
+        #expect(hub.connectionLoops.map(\.configuration.writeCoalescingStreamingDelay) == [.milliseconds(10)])
+        await hub.shutdown()
+    }
+
     /// `taskset -c 0 hubcli serve` runs one loop: the count is the CPU affinity's mask,
     /// not the machine's cores (the pinned benchmark ran two loops on one core until it was).
     @Test func availableCoresCountsTheCPUAffinityMask() throws {

@@ -78,6 +78,77 @@ struct WriteCoalescingTests {
         #expect(coalescing.afterPass(handledInput: false, now: 2_000_000, pendingConnections: 100) == .write)
     }
 
+    // MARK: - A hold that adapts to the stream
+
+    /// A heavy fan-out (10 messages per connection per 500 µs) holds its writes longer and
+    /// longer, up to the streaming delay: a write per connection every 4 ms, 40 messages
+    /// each, and no message waits longer than that.
+    @Test func aHeavyStreamHoldsUpToTheStreamingDelay() {
+        var stream = StreamSimulation(connections: 100, interval: 50_000)
+        stream.run(messages: 2_000)
+        #expect(stream.coalescing.delay == 4_000_000)
+        #expect(stream.writes.suffix(10).allSatisfy { $0.messages >= 70 })
+        #expect(stream.writes.map(\.waited).max()! <= 4_000_000)
+        #expect(stream.writes.count < 40)
+    }
+
+    /// 1,000 messages a second fanned out to 100 (the rate scenario): every message is
+    /// written at the end of its pass, and the hold never grows.
+    @Test func aLightStreamIsWrittenAtOnce() {
+        var stream = StreamSimulation(connections: 100, interval: 1_000_000)
+        stream.run(messages: 200)
+        #expect(stream.writes.count == 200)
+        #expect(stream.writes.allSatisfy { $0.waited == 0 && $0.messages == 1 })
+        #expect(stream.coalescing.delay == 500_000)
+    }
+
+    /// Three messages a millisecond (below the growth rate): held no longer than the
+    /// first delay.
+    @Test func aModerateStreamKeepsTheFirstDelay() {
+        var stream = StreamSimulation(connections: 100, interval: 333_000)
+        stream.run(messages: 300)
+        #expect(stream.coalescing.delay == 500_000)
+        #expect(stream.writes.map(\.waited).max()! <= 500_000)
+    }
+
+    /// When a heavy stream slows to 1,000 a second, the hold shrinks back within tens of
+    /// milliseconds (about a dozen writes), and messages leave at once again.
+    @Test func aStreamThatSlowsDownGetsItsLatencyBack() {
+        var stream = StreamSimulation(connections: 100, interval: 50_000)
+        stream.run(messages: 2_000)
+        #expect(stream.coalescing.delay == 4_000_000)
+        stream.interval = 1_000_000
+        stream.writes.removeAll()
+        let slowedDown = stream.now
+        stream.run(messages: 100)
+        #expect(stream.coalescing.delay == 500_000)
+        let later = stream.writes.filter { $0.at > slowedDown + 60_000_000 }
+        #expect(later.count >= 39)
+        #expect(later.allSatisfy { $0.waited == 0 && $0.messages == 1 })
+    }
+
+    /// A lull in a heavy stream (its subscribers busy with the last write) is waited
+    /// out: the next message joins those after it instead of leaving alone at once.
+    @Test func aLullInAHeavyStreamIsWaitedOut() {
+        var stream = StreamSimulation(connections: 100, interval: 50_000)
+        stream.run(messages: 2_000)
+        stream.finish()
+        stream.pause(for: 6_000_000)
+        stream.writes.removeAll()
+        stream.run(messages: 200)
+        #expect(stream.writes.first.map { $0.messages > 1 } == true)
+    }
+
+    /// Writes for one or two connections (answers) never wait, however fast they come,
+    /// and do not change the hold.
+    @Test func answersNeitherWaitNorChangeTheHold() {
+        var stream = StreamSimulation(connections: 1, interval: 50_000)
+        stream.run(messages: 500)
+        #expect(stream.writes.count == 500)
+        #expect(stream.writes.allSatisfy { $0.waited == 0 })
+        #expect(stream.coalescing.delay == 500_000)
+    }
+
     @Test func aZeroDelayNeverHoldsBack() {
         var coalescing = WriteCoalescing(maximumDelay: 0)
         #expect(coalescing.afterPass(handledInput: true, now: 0) == .write)
@@ -87,5 +158,81 @@ struct WriteCoalescingTests {
         #expect(Duration.microseconds(500).nanoseconds == 500_000)
         #expect(Duration.seconds(2).nanoseconds == 2_000_000_000)
         #expect(Duration.seconds(Int64.max).nanoseconds == .max)
+    }
+}
+
+/// A loop's passes in virtual time as a stream arrives: a message for each of
+/// `connections` connections every `interval` ns. A pass that handles a message is
+/// followed at once by a quiet pass; a wait ends at its deadline or the next message.
+private struct StreamSimulation {
+    /// One write: when, how many messages per connection, how long the oldest waited.
+    struct Write {
+        let at: Int64
+        let messages: Int
+        let waited: Int64
+    }
+
+    var coalescing = WriteCoalescing(maximumDelay: 500_000, streamingDelay: 4_000_000, waitsForInput: true)
+    let connections: Int
+    var interval: Int64
+    var now: Int64 = 1_000_000_000
+    var writes: [Write] = []
+    private var pending = 0
+    private var oldest: Int64?
+    private var deadline: Int64?
+
+    init(connections: Int, interval: Int64) {
+        self.connections = connections
+        self.interval = interval
+    }
+
+    /// `messages` more messages, `interval` apart (the first one `interval` from now).
+    mutating func run(messages: Int) {
+        for _ in 0..<messages {
+            let arrival = now + interval
+            wakeForDeadlines(before: arrival)
+            now = arrival
+            pending += 1
+            if oldest == nil { oldest = now }
+            decide(handledInput: true)
+            decide(handledInput: false)
+        }
+    }
+
+    /// Lets the held writes go at their deadline.
+    mutating func finish() {
+        wakeForDeadlines(before: .max)
+    }
+
+    /// Nothing arrives for `nanoseconds`.
+    mutating func pause(for nanoseconds: Int64) {
+        wakeForDeadlines(before: now + nanoseconds)
+        now += nanoseconds
+    }
+
+    private mutating func wakeForDeadlines(before time: Int64) {
+        while let due = deadline, due <= time {
+            now = due
+            deadline = nil
+            decide(handledInput: false)
+        }
+    }
+
+    private mutating func decide(handledInput: Bool) {
+        guard pending > 0 else { return }
+        switch coalescing.afterPass(
+            handledInput: handledInput, now: now, pendingConnections: connections,
+            queuedMessages: pending * connections)
+        {
+        case .write:
+            writes.append(Write(at: now, messages: pending, waited: now - (oldest ?? now)))
+            pending = 0
+            oldest = nil
+            deadline = nil
+        case .waitUntil(let due):
+            deadline = due
+        case .holdBack:
+            break
+        }
     }
 }

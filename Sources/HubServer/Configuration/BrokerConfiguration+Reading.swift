@@ -39,6 +39,14 @@ extension BrokerConfiguration {
                     }
                 }
             }
+            if let delay = fields["maxWriteDelay"] {
+                let value = try reader.duration(delay.value, delay.path)
+                let range = HubService.Configuration.maximumWriteDelayRange
+                guard range.contains(value) else {
+                    throw reader.error(delay.value, delay.path, "expected a duration of at most 1s (got \(reader.describe(delay.value)))")
+                }
+                service.maximumWriteDelay = value
+            }
         }
         if let admin = top["admin"] {
             let fields = try reader.fields(admin.value, admin.path, allowed: BrokerConfiguration.adminKeys)

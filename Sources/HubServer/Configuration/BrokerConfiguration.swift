@@ -157,7 +157,7 @@ public struct BrokerConfiguration: Sendable {
     /// The keys of a `history` (a subject's, or `defaults.history`).
     public static let historyKeys = ["size", "ttl"]
     /// The keys of `listen`.
-    public static let listenKeys = ["host", "port", "tls", "eventLoops"]
+    public static let listenKeys = ["host", "port", "tls", "eventLoops", "maxWriteDelay"]
     /// The keys of `listen.tls`.
     public static let tlsKeys = ["certificate", "privateKey"]
     /// The keys of `limits`.
