@@ -457,6 +457,15 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     }
 
     /// The admission's bounds in `configuration`.
+    /// A connection's transport limits: the largest message, and writes that stop
+    /// waiting for coalescing at a quarter of the slow-consumer bound (64 KiB at most),
+    /// so that a hold never brings a client that reads near that bound.
+    static func connectionLimits(_ configuration: HubService.Configuration) -> WebSocketConnection.Limits {
+        WebSocketConnection.Limits(
+            maximumMessageSize: configuration.maxMessageSize,
+            promptWriteSize: min(64 << 10, max(1, configuration.session.maxQueuedBytes / 4)))
+    }
+
     static func admissionLimits(_ configuration: HubService.Configuration) -> Admission.Limits {
         Admission.Limits(
             maxConnections: configuration.maxConnections, maxUnauthenticated: configuration.maxUnauthenticated,
@@ -561,7 +570,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     func serverConfiguration(port: Int, listening: Bool = true) -> WebSocketServer.Configuration {
         var server = WebSocketServer.Configuration(
             host: configuration.host, port: port, subprotocol: HubProtocol.subprotocol,
-            limits: .init(maximumMessageSize: configuration.maxMessageSize),
+            limits: ServiceCore.connectionLimits(configuration),
             maximumConnections: transportConnectionLimit,
             connectionLimitCloseCode: WebSocketCloseCode(HubCloseCode.tooManyConnections.rawValue),
             pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout,
@@ -609,7 +618,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
                 eventLoop: eventLoop,
                 configuration: .init(
                     host: admin.host, port: admin.port, subprotocol: HubProtocol.subprotocol,
-                    limits: .init(maximumMessageSize: configuration.maxMessageSize),
+                    limits: ServiceCore.connectionLimits(configuration),
                     maximumConnections: transportConnectionLimit,
                     connectionLimitCloseCode: WebSocketCloseCode(HubCloseCode.tooManyConnections.rawValue),
                     pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout,
@@ -778,9 +787,10 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         hub.reconfigure(new.hub)
         if server != nil, !stopped { scheduleIdleSweep() }
         let (connectionLimit, handshakeLimit, perLoop) = (transportConnectionLimit, pendingHandshakeLimit, pendingHandshakesPerLoop)
+        let limits = ServiceCore.connectionLimits(configuration)
         let update = { (server: WebSocketServer, handshakes: Int) in
             server.updateLimits(
-                maximumConnections: connectionLimit, limits: .init(maximumMessageSize: new.maxMessageSize),
+                maximumConnections: connectionLimit, limits: limits,
                 maximumPendingHandshakes: handshakes)
         }
         if let server { update(server, perLoop) }

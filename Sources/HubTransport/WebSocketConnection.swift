@@ -258,12 +258,13 @@ public final class WebSocketConnection {
     }
 
     /// Counts a queued message for the loop's write coalescing and schedules the write;
-    /// a queue that waits for it and holds a full batch is written at the end of the pass.
+    /// a queue that waits for it and holds ``Limits/promptWriteSize`` bytes is written at
+    /// the end of the pass.
     @inline(__always)
     private func didQueueMessage(schedulesFlush: Bool = true) {
         eventLoop.noteMessageQueued()
         if schedulesFlush { scheduleFlush() }
-        if flushScheduled, outbound.queuedBytes >= limits.maximumBatchSize { eventLoop.flushAtEndOfPass() }
+        if flushScheduled, outbound.queuedBytes >= limits.promptWriteSize { eventLoop.flushAtEndOfPass() }
     }
 
     /// Asks the loop to write the queue at the end of its service pass (see ``flush()``),

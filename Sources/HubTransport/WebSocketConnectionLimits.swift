@@ -10,17 +10,24 @@ extension WebSocketConnection {
         /// Small messages are framed by the transport and handed to the socket in writes
         /// of at most this many bytes (0 disables).
         public var maximumBatchSize: Int
+        /// The queued bytes at which a connection's writes stop waiting for the loop's
+        /// write coalescing (``EventLoop/Configuration/writeCoalescingDelay``) and go out
+        /// at the end of the pass: a bound on what a hold adds to a connection's queue,
+        /// to keep below a slow-consumer limit on that queue.
+        public var promptWriteSize: Int
 
         /// Creates limits; the defaults are 1 MiB messages, 64 KiB fragments, 64 KiB
-        /// coalesced frames and 64 KiB write batches.
+        /// coalesced frames, 64 KiB write batches and writes that stop waiting at 64 KiB.
         public init(
             maximumMessageSize: Int = 1 << 20, fragmentSize: Int = 64 << 10,
-            maximumCoalescedFrameSize: Int = 64 << 10, maximumBatchSize: Int = 64 << 10
+            maximumCoalescedFrameSize: Int = 64 << 10, maximumBatchSize: Int = 64 << 10,
+            promptWriteSize: Int = 64 << 10
         ) {
             self.maximumMessageSize = maximumMessageSize
             self.fragmentSize = min(max(fragmentSize, 1), 1 << 30)
             self.maximumCoalescedFrameSize = maximumCoalescedFrameSize
             self.maximumBatchSize = maximumBatchSize
+            self.promptWriteSize = max(1, promptWriteSize)
         }
     }
 }

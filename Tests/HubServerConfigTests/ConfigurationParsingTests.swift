@@ -142,6 +142,20 @@ struct ConfigurationParsingTests {
         await hub.shutdown()
     }
 
+    /// Writes stop waiting for coalescing at a quarter of the slow-consumer bound, 64 KiB
+    /// at most: a hold never brings a client that reads near its bound.
+    @Test func writesStopWaitingWellBelowTheSlowConsumerBound() {
+        var configuration = HubService.Configuration()
+        #expect(ServiceCore.connectionLimits(configuration).promptWriteSize == 64 << 10)
+        configuration.session.maxQueuedBytes = 16 << 10
+        configuration.maxMessageSize = 1000
+        let limits = ServiceCore.connectionLimits(configuration)
+        #expect(limits.promptWriteSize == 4 << 10)
+        #expect(limits.maximumMessageSize == 1000)
+        configuration.session.maxQueuedBytes = 1
+        #expect(ServiceCore.connectionLimits(configuration).promptWriteSize == 1)
+    }
+
     /// `taskset -c 0 hubcli serve` runs one loop: the count is the CPU affinity's mask,
     /// not the machine's cores (the pinned benchmark ran two loops on one core until it was).
     @Test func availableCoresCountsTheCPUAffinityMask() throws {

@@ -412,6 +412,69 @@ struct WebSocketTests {
         #expect(try await events.next() == .text("resume marker"))
         #expect(try await events.next() == .text("held"))
     }
+
+    /// A loop that holds a fan-out's writes (here for up to a minute) still writes them
+    /// at the end of the pass in which a connection's queue reaches
+    /// `Limits.promptWriteSize`: a hold never grows a queue towards a slow-consumer bound.
+    @Test func aQueueAtThePromptWriteSizeIsNotHeldBack() async throws {
+        final class Collecting: WebSocketServerDelegate {
+            let opened: EventQueue<Int>
+            var connections: [WebSocketConnection] = []
+            init(opened: EventQueue<Int>) { self.opened = opened }
+            func server(_ server: WebSocketServer, didAccept connection: WebSocketConnection) {
+                connections.append(connection)
+                opened.push(connections.count)
+            }
+        }
+        let serverLoop = try EventLoop(
+            configuration: .init(writeCoalescingDelay: .seconds(60), writeCoalescingStreamingDelay: .seconds(60)))
+        let clientLoop = try EventLoop()
+        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        let opened = EventQueue<Int>()
+        let (collecting, server, port) = try await onLoop(serverLoop) {
+            let delegate = Collecting(opened: opened)
+            let server = WebSocketServer(
+                eventLoop: serverLoop, configuration: .init(limits: .init(promptWriteSize: 4096)), delegate: delegate)
+            try server.start()
+            return (LoopBound(delegate, eventLoop: serverLoop), LoopBound(server, eventLoop: serverLoop), server.port)
+        }
+        let events = EventQueue<(Int, ConnectionEvent)>()
+        var clients: [LoopBound<WebSocketConnection>] = []
+        for tag in 0..<3 {
+            clients.append(try await onLoop(clientLoop) {
+                let client = WebSocketClient(eventLoop: clientLoop)
+                let connection = client.connect(
+                    host: "127.0.0.1", port: port, path: "/", subprotocol: "hub.v1", authorization: nil,
+                    handler: RecordingHandler(tagged: events, tag: tag))
+                return LoopBound(connection, eventLoop: clientLoop)
+            })
+        }
+        _ = try await opened.next(3)
+        #expect(try await events.next(3).allSatisfy { $0.1 == .open })
+        func fanOut(_ text: String) async throws {
+            try await onLoop(serverLoop) {
+                for connection in collecting.value.connections { connection.send(text: text) }
+            }
+        }
+        // The first write goes at once (nothing was written before: no stream yet).
+        try await fanOut("first")
+        #expect(try await events.next(3).map(\.1) == Array(repeating: .text("first"), count: 3))
+        // The next is held: messages are streaming (the last write is recent). The hold
+        // lasts until the delay or 64 of the loop's passes (lws wakes it every 100 ms).
+        try await fanOut("held")
+        await #expect(throws: (any Error).self) { try await events.next(timeout: .milliseconds(300)) }
+        // 5 KB for each: past the prompt write size, so everything goes at the end of the
+        // pass, well before the 64th.
+        let large = String(repeating: "x", count: 5000)
+        let sent = ContinuousClock.now
+        try await fanOut(large)
+        let received = try await events.next(6, timeout: .seconds(30))
+        #expect(ContinuousClock.now - sent < .seconds(1))
+        for tag in 0..<3 {
+            #expect(received.filter { $0.0 == tag }.map(\.1) == [.text("held"), .text(large)])
+        }
+        _ = (clients, server)
+    }
 }
 
 /// Sizes around the WebSocket length encodings (7-bit, 16-bit, 64-bit) and the fragment
