@@ -12,8 +12,13 @@ import HubTransport
 final class ConnectionLoop {
     /// The connection loop.
     let eventLoop: EventLoop
-    /// Work for the connection loop, handed over at the end of each pass of the hub's.
+    /// Sessions' messages for the loop's connections, and closes and server changes after
+    /// them, handed over when the hub's loop writes (at the end of a pass, or after a hold
+    /// while a stream's writes wait).
     let toConnections: LoopHandOff
+    /// Everything else for the loop, handed over at the end of each pass of the hub's:
+    /// accepted sockets, flow control, HTTP answers.
+    let control: LoopHandOff
     /// The service; it outlives its loops.
     private unowned let core: ServiceCore
     /// The loop's server, once started.
@@ -26,9 +31,12 @@ final class ConnectionLoop {
     init(eventLoop: EventLoop, core: ServiceCore) {
         self.eventLoop = eventLoop
         self.core = core
-        // Messages for the loop's clients: written at the end of its pass, not held back
-        // as input would be.
-        toConnections = LoopHandOff(from: core.eventLoop, to: eventLoop, carriesInput: false)
+        // Messages for the loop's clients: they go when the hub's loop writes its own
+        // connections (held back with them while a stream's writes wait, each session's
+        // batch counting as a connection), and the connection loop writes them at the end
+        // of its pass, not held back again.
+        toConnections = LoopHandOff(from: core.eventLoop, to: eventLoop, carriesInput: false, handsOverWithWrites: true)
+        control = LoopHandOff(from: core.eventLoop, to: eventLoop, carriesInput: false)
     }
 
     /// Keeps the loop's started server, for the changes the service hands it.
@@ -36,19 +44,26 @@ final class ConnectionLoop {
         self.server = server
     }
 
-    /// Runs `change` on the loop's server, after what was handed over before.
+    /// The bytes at which a relayed session's messages stop waiting for the hub loop's
+    /// held writes (``ServiceCore/connectionLimits(_:)``), as for its own connections.
+    var promptWriteSize: Int { max(1, core.configuration.session.maxQueuedBytes / 4) }
+
+    /// Runs `change` on the loop's server, after the messages handed over before (a
+    /// drain or a shutdown closes connections after what their sessions sent last): the
+    /// hub's loop writes at the end of this pass.
     func onServer(_ change: @escaping (WebSocketServer) -> Void) {
         guard let server else { return }
         toConnections.post {
             if let running = server.value.server { change(running) }
         }
+        toConnections.source.writeAtEndOfPass()
     }
 
     /// What hands an accepted socket to the loop's server; `nil` before the server has started.
     var socketTaker: ((AcceptedSocket) -> Void)? {
         guard let server else { return nil }
-        return { [toConnections] socket in
-            toConnections.post {
+        return { [control] socket in
+            control.post {
                 if let running = server.value.server { running.adopt(socket) } else { socket.close() }
             }
         }
@@ -70,8 +85,8 @@ final class ConnectionLoop {
     /// Answers a plain HTTP request that arrived on the loop: `respond` runs on the
     /// connection loop.
     func serve(_ request: HTTPRequest, respond: @escaping (HTTPResponse) -> Void) {
-        core.serve(request, on: .main) { [toConnections] response in
-            toConnections.post { respond(response) }
+        core.serve(request, on: .main) { [control] response in
+            control.post { respond(response) }
         }
     }
 }

@@ -117,7 +117,8 @@ final class ConnectionRelay: WebSocketConnectionHandler {
 
     // MARK: Work from the hub's loop
 
-    /// Queues the messages of `batch` (one pass of the session's output).
+    /// Queues the messages of `batch` (what the session sent until the hub's loop wrote),
+    /// to be written at the end of this pass: the hub's loop held them back already.
     func write(_ batch: RelayedSession.Batch) {
         batch.bytes.withUnsafeBytes { bytes in
             var start = 0
@@ -126,6 +127,7 @@ final class ConnectionRelay: WebSocketConnectionHandler {
                 start = end
             }
         }
+        connection.eventLoop.writeAtEndOfPass()
         // Queued first, then out of transit: the hub's loop may count the batch twice
         // for a moment, never not at all.
         refreshFigures()

@@ -6,10 +6,11 @@ import Logging
 /// The hub's side of a connection served by one of the broker's connection loops: the
 /// session's connection (``SessionConnection``) and the service's record of it
 /// (``SessionLink``). Its ``ConnectionRelay`` hands it the connection's events; what the
-/// session sends during a pass of the hub's loop is gathered into one ``Batch`` and
-/// handed to the connection loop at the end of the pass, with the other connections' of
-/// that loop (``LoopHandOff``): a value fanned out to many subscribers crosses to each
-/// loop once per pass, not once per subscriber.
+/// session sends until the hub's loop writes (at the end of a pass, or after a hold while
+/// a stream's writes wait, ``WriteCoalescing``) is gathered into one ``Batch`` and handed
+/// to the connection loop then, with the other connections' of that loop
+/// (``LoopHandOff``): a value fanned out to many subscribers crosses to each loop once
+/// per write, not once per subscriber.
 ///
 /// Made on the connection loop when the connection is accepted (it only stores what it
 /// is given), and used on the hub's loop from then on.
@@ -40,8 +41,8 @@ final class RelayedSession: SessionLink, SessionConnection {
     @exclusivity(unchecked) private var lastBatchBytes = 0
     /// The batch `next` open at the end of ``pending``: its key and its closing.
     @exclusivity(unchecked) private var open: (key: UInt64, closing: [UInt8])?
-    /// Whether ``pending`` has a place in the loop's hand-off, and which one (a close or
-    /// a flow-control change hands the messages over before it, and a later message
+    /// Whether ``pending`` has a place in the loop's hand-off, and which one (a close
+    /// hands the messages over before it, and a later message
     /// takes a new place after it).
     @exclusivity(unchecked) private var gathering = false
     @exclusivity(unchecked) private var generation = 0
@@ -87,7 +88,7 @@ final class RelayedSession: SessionLink, SessionConnection {
     private func handled(bytes: Int) {
         guard figures.handled(bytes: bytes) else { return }
         let relay = self.relay
-        loop.toConnections.post { relay.readAheadDrained() }
+        loop.control.post { relay.readAheadDrained() }
     }
 
     /// The connection's queue has drained.
@@ -128,6 +129,7 @@ final class RelayedSession: SessionLink, SessionConnection {
         reserve()
         build(&pending.bytes)
         pending.ends.append(pending.bytes.count)
+        loop.toConnections.source.noteMessageQueued()
         gatherPending()
         return true
     }
@@ -140,6 +142,7 @@ final class RelayedSession: SessionLink, SessionConnection {
         pending.bytes.append(contentsOf: body)
         pending.bytes.append(contentsOf: suffix)
         pending.ends.append(pending.bytes.count)
+        loop.toConnections.source.noteMessageQueued()
         gatherPending()
         return true
     }
@@ -154,6 +157,7 @@ final class RelayedSession: SessionLink, SessionConnection {
             open = (key, closing)
             append(&pending.bytes, true)
         }
+        loop.toConnections.source.noteMessageQueued()
         gatherPending()
         return true
     }
@@ -170,11 +174,13 @@ final class RelayedSession: SessionLink, SessionConnection {
     }
 
     func pauseReading() {
-        hand { $0.pauseReading() }
+        let relay = self.relay
+        loop.control.post { relay.pauseReading() }
     }
 
     func resumeReading() {
-        hand { $0.resumeReading() }
+        let relay = self.relay
+        loop.control.post { relay.resumeReading() }
     }
 
     // MARK: Handing over
@@ -194,12 +200,12 @@ final class RelayedSession: SessionLink, SessionConnection {
     }
 
     /// How large ``pending`` grows before it goes to the connection loop at once, not at
-    /// the end of the pass: a pass that handles many large values (a batch of a
+    /// the hub loop's next write: a pass that handles many large values (a batch of a
     /// publisher's messages) would otherwise hold them all back. It also bounds a batch
     /// `next` (as the connection's own coalescing does).
     static let eagerHandOverBytes = 64 << 10
 
-    /// Makes sure ``pending`` goes to the connection loop at the end of this pass, or now
+    /// Makes sure ``pending`` goes to the connection loop at the hub loop's next write, or now
     /// when it has grown large.
     private func gatherPending() {
         if pending.bytes.count >= RelayedSession.eagerHandOverBytes {
@@ -207,6 +213,8 @@ final class RelayedSession: SessionLink, SessionConnection {
             loop.toConnections.handOverNow()
             return
         }
+        // Near the slow-consumer bound, the hub's loop stops holding its writes.
+        if pending.bytes.count >= loop.promptWriteSize { loop.toConnections.source.writeAtEndOfPass() }
         guard !gathering else { return }
         gathering = true
         let generation = self.generation
@@ -214,7 +222,7 @@ final class RelayedSession: SessionLink, SessionConnection {
     }
 
     /// The work that writes ``pending`` on the connection loop, unless the place
-    /// `generation` was given up (the messages went before a close or a flow change).
+    /// `generation` was given up (the messages went before a close).
     private func takePending(_ generation: Int) -> (() -> Void)? {
         guard generation == self.generation else { return nil }
         self.generation += 1

@@ -69,12 +69,15 @@ public final class EventLoop: @unchecked Sendable {
     /// Connections with messages queued since their last write, written at the end of the pass.
     @exclusivity(unchecked) private var flushQueue: [WebSocketConnection] = []
     @exclusivity(unchecked) private var flushing: [WebSocketConnection] = []
+    /// Writers besides the connections that write when the loop writes (``writeWithConnections(_:)``).
+    @exclusivity(unchecked) private var writers: [any LoopWriter] = []
+    @exclusivity(unchecked) private var writing: [any LoopWriter] = []
     @exclusivity(unchecked) private var coalescing: WriteCoalescing
     /// Flushes so far (each writes every connection queued since the last), for tests.
     @exclusivity(unchecked) private(set) var flushes = 0
     /// Messages queued since the last write (``noteMessageQueued()``).
     @exclusivity(unchecked) private var queuedMessages = 0
-    /// Whether the pending writes go out at the end of this pass (``flushAtEndOfPass()``).
+    /// Whether the pending writes go out at the end of this pass (``writeAtEndOfPass()``).
     @exclusivity(unchecked) private var flushPromptly = false
 
     /// Starts the loop thread and creates its libwebsockets context.
@@ -188,36 +191,62 @@ public final class EventLoop: @unchecked Sendable {
         flushQueue.append(connection)
     }
 
-    /// Notes that a connection queued a message (or an element of a coalescing one):
-    /// how heavy a stream is decides how long its writes wait (``WriteCoalescing``).
+    /// Notes that a message was queued for a connection (or an element of a coalescing
+    /// one), here or through a ``LoopWriter``: how heavy a stream is decides how long its
+    /// writes wait (``WriteCoalescing``). Must be called on the loop thread.
     @inline(__always)
-    func noteMessageQueued() {
+    public func noteMessageQueued() {
         queuedMessages &+= 1
     }
 
     /// Writes at the end of this pass, whatever the coalescing: a connection has queued
-    /// a full batch, and holding more back would only grow its queue.
+    /// a full batch, and holding more back would only grow its queue; or what is queued
+    /// was held back already (on another loop). Must be called on the loop thread.
     @inline(__always)
-    func flushAtEndOfPass() {
+    public func writeAtEndOfPass() {
         flushPromptly = true
+    }
+
+    /// Makes `writer` write when this loop next writes what its connections queued: at
+    /// the end of this pass, or later while a stream's writes are held back
+    /// (``WriteCoalescing``), its ``LoopWriter/pendingConnections`` counting as
+    /// connections waiting to be written. Once per write: a writer with more to write
+    /// afterwards registers again. Must be called on the loop thread.
+    public func writeWithConnections(_ writer: any LoopWriter) {
+        preconditionInEventLoop()
+        writers.append(writer)
+    }
+
+    /// Whether connections or writers wait for the loop's next write.
+    private var hasPendingWrites: Bool { !flushQueue.isEmpty || !writers.isEmpty }
+
+    /// Connections waiting for the next write, the writers' included.
+    var pendingConnections: Int {
+        var count = flushQueue.count
+        for writer in writers { count += writer.pendingConnections }
+        return count
     }
 
     /// Decides after a pass that left writes pending whether to write now.
     private func decideAfterPass(handledInput: Bool, now: Int64) -> WriteCoalescing.Decision {
         if flushPromptly { return .write }
         return coalescing.afterPass(
-            handledInput: handledInput, now: now, pendingConnections: flushQueue.count, queuedMessages: queuedMessages)
+            handledInput: handledInput, now: now, pendingConnections: pendingConnections, queuedMessages: queuedMessages)
     }
 
-    /// Writes the queues of the connections scheduled so far. Connections scheduled while
-    /// it runs (a handler that queues more when its queue drained) wait for the next pass.
+    /// Writes the queues of the connections scheduled so far, then lets the writers write.
+    /// Connections and writers scheduled while it runs (a handler that queues more when its
+    /// queue drained) wait for the next pass.
     private func flushConnections() {
         flushes &+= 1
         queuedMessages = 0
         flushPromptly = false
         swap(&flushQueue, &flushing)
+        swap(&writers, &writing)
         for connection in flushing { connection.flush() }
         flushing.removeAll(keepingCapacity: true)
+        for writer in writing { writer.write() }
+        writing.removeAll(keepingCapacity: true)
     }
 
     /// Runs the queued work; called on `LWS_CALLBACK_EVENT_WAIT_CANCELLED`.
@@ -376,7 +405,7 @@ public final class EventLoop: @unchecked Sendable {
                 continue
             }
             // With writes pending the pass must not wait: they are written after it.
-            let writesPending = !flushQueue.isEmpty
+            let writesPending = hasPendingWrites
             // lws polls in whole milliseconds: when idle, sleep through a timer's last
             // fraction of one rather than polling with a zero timeout until it is due
             // (while busy, keep servicing: more I/O may be ready).
@@ -391,7 +420,7 @@ public final class EventLoop: @unchecked Sendable {
             // A negative timeout makes lws poll without waiting.
             if lws_service(context, writesPending ? -1 : 0) < 0 { break }
             lastPassWasBusy = activity != before
-            if !flushQueue.isEmpty,
+            if hasPendingWrites,
                 decideAfterPass(handledInput: inputs != inputsBefore, now: EventLoop.monotonicNanoseconds()) == .write
             {
                 flushConnections()
@@ -403,6 +432,9 @@ public final class EventLoop: @unchecked Sendable {
         runLocalWork()
         localWork.removeAll()
         flushQueue.removeAll()
+        // What writers hold for other loops goes, as work handed in before the stop did.
+        for writer in writers { writer.write() }
+        writers.removeAll()
         cws_timer_cancel(timerHandle)
         if let eventLibraryLoop, let wakeup { cws_ev_wakeup_stop(eventLibraryLoop, wakeup) }
         remoteWork.detachWaker()
@@ -428,7 +460,7 @@ public final class EventLoop: @unchecked Sendable {
         _ loop: UnsafeMutableRawPointer, _ wakeup: UnsafeMutablePointer<cws_ev_wakeup_t>, _ context: OpaquePointer
     ) {
         // Pending writes make the pass poll without waiting, unless they wait for input.
-        let noWait = !flushQueue.isEmpty && writesWaitUntil == nil
+        let noWait = hasPendingWrites && writesWaitUntil == nil
         if !noWait {
             var wake = lastKick &+ EventLoop.libWebSocketsTimerInterval
             if let deadline = timers.nextDeadline { wake = min(wake, deadline) }
@@ -453,7 +485,7 @@ public final class EventLoop: @unchecked Sendable {
             kickLibWebSockets(context, now: now)
         }
         writesWaitUntil = nil
-        guard !flushQueue.isEmpty else { return }
+        guard hasPendingWrites else { return }
         switch decideAfterPass(handledInput: inputs != inputsBefore, now: now) {
         case .write: flushConnections()
         case .holdBack: break

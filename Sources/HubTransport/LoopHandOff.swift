@@ -27,8 +27,12 @@ public final class LoopHandOff {
     }
 
     private var entries: [Entry] = []
-    /// Whether the work is input for the destination (see ``init(from:to:carriesInput:)``).
+    /// Whether the work is input for the destination (see ``init(from:to:carriesInput:handsOverWithWrites:)``).
     private let carriesInput: Bool
+    /// Whether the batch goes when the source loop writes, rather than at the end of its pass.
+    private let handsOverWithWrites: Bool
+    /// Whether the source loop will call ``write()`` at its next write.
+    private var awaitsWrite = false
     /// Hand-overs so far (for tests and statistics).
     public private(set) var handOvers = 0
 
@@ -39,10 +43,15 @@ public final class LoopHandOff {
     ///   may wait for it (``EventLoop/execute(_:)``); `false` for output to write at the
     ///   end of the destination's pass (messages for its connections,
     ///   ``EventLoop/executeAnswer(_:)``).
-    public init(from source: EventLoop, to destination: EventLoop, carriesInput: Bool = true) {
+    /// - Parameter handsOverWithWrites: whether the batch goes when the source loop writes
+    ///   its own connections' queues (``EventLoop/writeWithConnections(_:)``), held back
+    ///   with them while a stream's writes wait, and each gathered entry counting as a
+    ///   connection waiting to be written; `false` hands it over at the end of the pass.
+    public init(from source: EventLoop, to destination: EventLoop, carriesInput: Bool = true, handsOverWithWrites: Bool = false) {
         self.source = source
         self.destination = destination
         self.carriesInput = carriesInput
+        self.handsOverWithWrites = handsOverWithWrites
     }
 
     /// Runs `work` on the destination loop, after what was posted before it.
@@ -58,7 +67,12 @@ public final class LoopHandOff {
 
     private func enqueue(_ entry: Entry) {
         assert(source.inEventLoop, "a loop hand-off was used off its source loop")
-        if entries.isEmpty {
+        if handsOverWithWrites {
+            if !awaitsWrite {
+                awaitsWrite = true
+                source.writeWithConnections(self)
+            }
+        } else if entries.isEmpty {
             source.executeSoon { [self] in handOver() }
         }
         entries.append(entry)
@@ -90,5 +104,16 @@ public final class LoopHandOff {
             for work in carried.work { work() }
         }
         if carriesInput { destination.execute(run) } else { destination.executeAnswer(run) }
+    }
+}
+
+extension LoopHandOff: LoopWriter {
+    /// The entries gathered for the next hand-over (a connection's messages, or a change).
+    public var pendingConnections: Int { entries.count }
+
+    /// Hands the batch over (the source loop writes).
+    public func write() {
+        awaitsWrite = false
+        handOver()
     }
 }

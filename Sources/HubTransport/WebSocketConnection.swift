@@ -264,7 +264,7 @@ public final class WebSocketConnection {
     private func didQueueMessage(schedulesFlush: Bool = true) {
         eventLoop.noteMessageQueued()
         if schedulesFlush { scheduleFlush() }
-        if flushScheduled, outbound.queuedBytes >= limits.promptWriteSize { eventLoop.flushAtEndOfPass() }
+        if flushScheduled, outbound.queuedBytes >= limits.promptWriteSize { eventLoop.writeAtEndOfPass() }
     }
 
     /// Asks the loop to write the queue at the end of its service pass (see ``flush()``),

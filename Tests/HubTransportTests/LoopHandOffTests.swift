@@ -75,6 +75,32 @@ struct LoopHandOffTests {
         #expect(try await onLoop(source) { handOff.value.handOvers } == 2)
     }
 
+    /// A hand-off that goes with the source loop's writes waits for the loop's next write
+    /// (its gathered entries counting as connections waiting to be written: how long the
+    /// loop holds is ``WriteCoalescing``'s, tested in virtual time), and goes with it.
+    @Test func aHandOffWithTheWritesGoesWithTheSourceLoopsWrite() async throws {
+        let (source, destination, _) = try await Self.loops()
+        defer { source.shutdown(); destination.shutdown() }
+        let handOff = try await onLoop(source) {
+            LoopBound(LoopHandOff(from: source, to: destination, handsOverWithWrites: true), eventLoop: source)
+        }
+        let arrivals = Arrivals()
+        let waiting = try await onLoop(source) {
+            for index in 0..<3 {
+                handOff.value.gather { { arrivals.events.push(("\(index)", destination.inEventLoop)) } }
+            }
+            handOff.value.post { arrivals.events.push(("posted", destination.inEventLoop)) }
+            // Not handed over during the pass; the loop counts four connections waiting.
+            return (handOff.value.handOvers, source.pendingConnections)
+        }
+        #expect(waiting.0 == 0 && waiting.1 == 4)
+        // The loop writes at the end of the pass (nothing was written before: no stream).
+        let arrived = try await arrivals.events.next(4)
+        #expect(arrived.map(\.label) == ["0", "1", "2", "posted"])
+        #expect(arrived.allSatisfy { $0.onDestination })
+        #expect(try await onLoop(source) { (handOff.value.handOvers, source.pendingConnections) } == (1, 0))
+    }
+
     @Test func aConnectionTallyBoundsTheConnectionsOfEveryServerThatSharesIt() {
         let tally = ConnectionTally()
         #expect(tally.reserve(limit: 2))

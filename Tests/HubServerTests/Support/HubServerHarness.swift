@@ -53,16 +53,21 @@ final class HubServerHarness: Sendable {
 
     /// Starts a service with `configuration` (its port is forced to 0), logging to
     /// `logger` (a ``LogRecorder``'s, for tests of the logs).
+    /// `onTheHubLoopOnly` keeps every connection on the hub's loop even under
+    /// `HUB_TEST_EVENT_LOOPS`, for a test whose premise is one pass of that loop.
     init(
         _ configuration: HubService.Configuration = HubService.Configuration(),
         logger: Logger = Logger(label: "hub.service"),
+        onTheHubLoopOnly: Bool = false,
         setUp: @Sendable @escaping (Hub) throws -> Void = { _ in }
     ) async throws {
         var configuration = configuration
         configuration.host = "127.0.0.1"
         configuration.port = 0
         // HUB_TEST_EVENT_LOOPS=N runs the tests that do not choose their loops on N.
-        if configuration.eventLoops == 1, let loops = ProcessInfo.processInfo.environment["HUB_TEST_EVENT_LOOPS"].flatMap(Int.init) {
+        if configuration.eventLoops == 1, !onTheHubLoopOnly,
+            let loops = ProcessInfo.processInfo.environment["HUB_TEST_EVENT_LOOPS"].flatMap(Int.init)
+        {
             configuration.eventLoops = loops
         }
         service = try HubService(configuration: configuration, logger: logger)
@@ -299,10 +304,11 @@ func json(_ value: Value) -> String { value.jsonString() }
 func withServer(
     _ configuration: HubService.Configuration = HubService.Configuration(),
     logger: Logger = Logger(label: "hub.service"),
+    onTheHubLoopOnly: Bool = false,
     setUp: @Sendable @escaping (Hub) throws -> Void = { _ in },
     _ body: (HubServerHarness) async throws -> Void
 ) async throws {
-    let harness = try await HubServerHarness(configuration, logger: logger, setUp: setUp)
+    let harness = try await HubServerHarness(configuration, logger: logger, onTheHubLoopOnly: onTheHubLoopOnly, setUp: setUp)
     do {
         try await body(harness)
     } catch {
