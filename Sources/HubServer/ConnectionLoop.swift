@@ -31,6 +31,7 @@ final class ConnectionLoop {
     init(eventLoop: EventLoop, core: ServiceCore) {
         self.eventLoop = eventLoop
         self.core = core
+        promptWriteSize = ServiceCore.connectionLimits(core.configuration).promptWriteSize
         // Messages for the loop's clients: they go when the hub's loop writes its own
         // connections (held back with them while a stream's writes wait, each session's
         // batch counting as a connection), and the connection loop writes them at the end
@@ -45,8 +46,9 @@ final class ConnectionLoop {
     }
 
     /// The bytes at which a relayed session's messages stop waiting for the hub loop's
-    /// held writes (``ServiceCore/connectionLimits(_:)``), as for its own connections.
-    var promptWriteSize: Int { max(1, core.configuration.session.maxQueuedBytes / 4) }
+    /// held writes: the connections' own (``ServiceCore/connectionLimits(_:)``), kept
+    /// here for the delivery path and updated on reload.
+    var promptWriteSize: Int
 
     /// Runs `change` on the loop's server, after the messages handed over before (a
     /// drain or a shutdown closes connections after what their sessions sent last): the

@@ -795,7 +795,10 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         }
         if let server { update(server, perLoop) }
         if let adminServer { update(adminServer, handshakeLimit) }
-        for loop in connectionLoops { loop.onServer { update($0, perLoop) } }
+        for loop in connectionLoops {
+            loop.promptWriteSize = limits.promptWriteSize
+            loop.onServer { update($0, perLoop) }
+        }
         var added = 0, replaced = 0, removed = 0, kept: [String] = []
         for subject in broker.subjects {
             if case .subject(let existing)? = hub.entry(named: subject.name) {

@@ -229,9 +229,9 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Decides after a pass that left writes pending whether to write now.
     private func decideAfterPass(handledInput: Bool, now: Int64) -> WriteCoalescing.Decision {
-        if flushPromptly { return .write }
-        return coalescing.afterPass(
-            handledInput: handledInput, now: now, pendingConnections: pendingConnections, queuedMessages: queuedMessages)
+        coalescing.afterPass(
+            handledInput: handledInput, now: now, pendingConnections: pendingConnections, queuedMessages: queuedMessages,
+            mustWrite: flushPromptly)
     }
 
     /// Writes the queues of the connections scheduled so far, then lets the writers write.

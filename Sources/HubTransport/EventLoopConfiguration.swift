@@ -17,9 +17,10 @@ extension EventLoop {
         /// brings no input, so a lone message is written at the end of its pass.
         /// `.zero` writes after every pass.
         public var writeCoalescingDelay: Duration
-        /// How long a heavy stream's writes may be held back: while every connection
-        /// waiting to be written has queued several messages by the end of each hold, the
-        /// hold doubles, up to this (see ``WriteCoalescing``). A subscriber busy keeping up
+        /// How long a heavy stream's writes may be held back: while the connections
+        /// waiting to be written get two messages or more each per
+        /// ``writeCoalescingDelay`` (averaged over a few writes), the hold doubles, up to
+        /// this (see ``WriteCoalescing``). A subscriber busy keeping up
         /// with a fan-out then reads many messages per wake-up. Not below
         /// ``writeCoalescingDelay``; equal to it keeps the delay fixed.
         public var writeCoalescingStreamingDelay: Duration

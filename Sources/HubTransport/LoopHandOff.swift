@@ -1,6 +1,7 @@
-/// Work one event loop hands to another, gathered during the source loop's pass and
-/// handed over in one batch: one lock and at most one wake-up of the destination per
-/// pass, however many connections or messages the batch carries. This is how a broker
+/// Work one event loop hands to another, gathered during the source loop's pass (or
+/// until it writes, ``init(from:to:carriesInput:handsOverWithWrites:)``) and handed over
+/// in one batch: one lock and at most one wake-up of the destination per batch, however
+/// many connections or messages it carries. This is how a broker
 /// with several loops fans a value out across them, and how a connection on one loop
 /// reaches its session on another.
 ///
@@ -60,7 +61,7 @@ public final class LoopHandOff {
     }
 
     /// Keeps a place in the order for work that `make` returns when the batch is handed
-    /// over (on the source loop, at the end of the pass); `nil` hands nothing over.
+    /// over (on the source loop); `nil` hands nothing over.
     public func gather(_ make: @escaping () -> (() -> Void)?) {
         enqueue(.gather(make))
     }
@@ -78,8 +79,8 @@ public final class LoopHandOff {
         entries.append(entry)
     }
 
-    /// Hands over what was posted so far now, without waiting for the end of the pass
-    /// (a connection's batch has grown large).
+    /// Hands over what was posted so far now, without waiting for the end of the pass or
+    /// the source loop's write (a connection's batch has grown large).
     public func handOverNow() {
         handOver()
     }

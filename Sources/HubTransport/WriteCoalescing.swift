@@ -20,11 +20,12 @@
 /// every request of a request/answer client would wait the delay (rounded up to the
 /// poller's millisecond: 1.2 ms a round trip instead of 0.1 ms).
 ///
-/// The delay adapts to the stream (between ``maximumDelay`` and ``streamingDelay``): when
-/// a hold ran its whole delay and each waiting connection had queued at least
-/// ``messagesPerConnectionToGrow`` messages, the next hold may last twice as long; when
-/// a hold that ran its delay found less than half that, half as long; a pause in the
-/// stream (a write at the end of a quiet pass) starts over from ``maximumDelay``. A
+/// The delay adapts to the stream (between ``maximumDelay`` and ``streamingDelay``): after
+/// each write for at least ``minimumConnectionsToWait`` connections, the rate at which
+/// each of them queued messages since the last write is averaged over about four writes
+/// (``streamRate``); at ``messagesPerDelayToGrow`` or more per ``maximumDelay`` the next
+/// hold may last twice as long, below half of that half as long. While the stream is
+/// that heavy, a lull (a quiet pass after an old write) is waited out too. A
 /// heavy fan-out then leaves in a write per connection every few milliseconds rather
 /// than every half millisecond: fewer writes for the broker and far fewer wake-ups and
 /// reads for a subscriber that is busy keeping up (what nats-server gains by letting
@@ -96,11 +97,14 @@ struct WriteCoalescing {
 
     /// Decides after a pass that left writes pending on `pendingConnections` connections,
     /// which queued `queuedMessages` messages since the last write, given whether the pass
-    /// handled input, at `now` (monotonic ns).
+    /// handled input, at `now` (monotonic ns). `mustWrite` (a queue near its bound, or
+    /// messages held back elsewhere already) writes now, and the write counts as any other.
     mutating func afterPass(
-        handledInput: Bool, now: Int64, pendingConnections: Int = .max, queuedMessages: Int = 0
+        handledInput: Bool, now: Int64, pendingConnections: Int = .max, queuedMessages: Int = 0, mustWrite: Bool = false
     ) -> Decision {
-        guard maximumDelay > 0 else { return written(at: now) }
+        guard maximumDelay > 0, !mustWrite else {
+            return written(at: now, pendingConnections: pendingConnections, queuedMessages: queuedMessages)
+        }
         let since = heldSince ?? now
         guard heldPasses < passLimit, now - since < delay else {
             return written(at: now, pendingConnections: pendingConnections, queuedMessages: queuedMessages)

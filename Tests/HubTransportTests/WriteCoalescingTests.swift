@@ -149,6 +149,18 @@ struct WriteCoalescingTests {
         #expect(stream.coalescing.delay == 500_000)
     }
 
+    /// A write that must go now (a queue near its bound) ends the hold like any other:
+    /// the next message starts a new hold, and the write counts as the last one.
+    @Test func aWriteThatMustGoNowEndsTheHold() {
+        var coalescing = WriteCoalescing(maximumDelay: 500_000, waitsForInput: true)
+        #expect(coalescing.afterPass(handledInput: true, now: 1_000) == .holdBack)
+        #expect(coalescing.afterPass(handledInput: true, now: 2_000, mustWrite: true) == .write)
+        #expect(coalescing.heldSince == nil && coalescing.heldPasses == 0)
+        #expect(coalescing.lastWrite == 2_000)
+        #expect(coalescing.afterPass(handledInput: true, now: 400_000) == .holdBack)
+        #expect(coalescing.heldSince == 400_000)
+    }
+
     @Test func aZeroDelayNeverHoldsBack() {
         var coalescing = WriteCoalescing(maximumDelay: 0)
         #expect(coalescing.afterPass(handledInput: true, now: 0) == .write)
