@@ -116,6 +116,7 @@ let package = Package(
             dependencies: [
                 "CWebsockets",
                 "HubEngine",
+                "HubValue",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "OrderedCollections", package: "swift-collections"),

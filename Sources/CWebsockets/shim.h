@@ -47,7 +47,6 @@ static const int cws_write_http_final = LWS_WRITE_HTTP_FINAL;
 /* Vhost options (64-bit composite values). */
 static const uint64_t cws_option_disable_ipv6 = LWS_SERVER_OPTION_DISABLE_IPV6;
 static const uint64_t cws_option_explicit_vhosts = LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
-static const uint64_t cws_option_validate_utf8 = LWS_SERVER_OPTION_VALIDATE_UTF8;
 static const uint64_t cws_option_fail_upon_unable_to_bind = LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND;
 /* TLS: needed on the context (OpenSSL init, SSL_CTX cleanup) and on every vhost using TLS. */
 static const uint64_t cws_option_do_ssl_global_init = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;

@@ -352,9 +352,6 @@ public final class EventLoop: @unchecked Sendable {
         info.protocols = UnsafePointer(arena.protocolTable(name: "hub-event-loop", callback: cwsLoopCallback))
         info.user = Unmanaged.passUnretained(self).toOpaque()
         info.fd_limit_per_thread = UInt32(configuration.descriptorLimit)
-        if configuration.validatesUTF8 {
-            info.options |= cws_option_validate_utf8
-        }
         if configuration.eventLibrary == .libev, let loop = cws_ev_loop_new() {
             // lws runs on our libev loop (a "foreign" one): each pass is one ev_run.
             let loops = arena.allocate(UnsafeMutableRawPointer?.self)

@@ -1,4 +1,5 @@
 import CWebsockets
+import HubValue
 import Logging
 import Synchronization
 
@@ -89,6 +90,8 @@ public final class WebSocketConnection {
     @exclusivity(unchecked) private var handshake = CloseHandshake()
     @exclusivity(unchecked) private var outbound: OutboundQueue
     @exclusivity(unchecked) private var inbound: InboundAssembler
+    /// Whether complete text messages are checked for UTF-8 before delivery.
+    private let validatesText: Bool
     @exclusivity(unchecked) private var masking = WebSocketMasking()
     @exclusivity(unchecked) private var writableRequested = false
     /// Whether the rest of the queue waits for a writable callback (the socket did not
@@ -111,6 +114,7 @@ public final class WebSocketConnection {
         self.logger = logger
         self.outbound = OutboundQueue(limits: limits, role: role)
         self.inbound = InboundAssembler(maximumMessageSize: limits.maximumMessageSize)
+        self.validatesText = eventLoop.configuration.validatesUTF8
     }
 
     // MARK: - Sending
@@ -309,11 +313,17 @@ public final class WebSocketConnection {
             break
         case .deliverChunk:
             // The whole message is in this chunk: hand lws's buffer over without a copy.
+            guard isWellFormed(chunk) else { return refuseMalformedText(wsi) }
             deliver(chunk)
         case .deliverAssembled:
             var message = inbound.takeMessage()
-            message.withUnsafeBytes { deliver($0) }
+            let wellFormed = message.withUnsafeBytes { bytes in
+                guard isWellFormed(bytes) else { return false }
+                deliver(bytes)
+                return true
+            }
             inbound.recycle(&message)
+            guard wellFormed else { return refuseMalformedText(wsi) }
         case .tooLarge:
             sendCloseFrame(wsi, handshake.closeNow(code: .messageTooBig, reason: "message too big"))
             return -1
@@ -343,6 +353,21 @@ public final class WebSocketConnection {
             ])
             abort()
         }
+    }
+
+    /// Whether a complete inbound message may be delivered: binary, or text that is
+    /// well-formed UTF-8 (when the loop checks it: ``EventLoop/Configuration/validatesUTF8``).
+    private func isWellFormed(_ message: UnsafeRawBufferPointer) -> Bool {
+        inbound.kind != .text || !validatesText || UTF8Validation.isValid(message)
+    }
+
+    /// Closes with 1007 (RFC 6455 §8.1) after a text message that is not UTF-8.
+    private func refuseMalformedText(_ wsi: OpaquePointer) -> Int32 {
+        logger.debug("a text message that is not UTF-8: closing with 1007", metadata: [
+            "connection": "\(id)", "peer": "\(peer ?? "-")",
+        ])
+        sendCloseFrame(wsi, handshake.closeNow(code: .invalidPayload, reason: "text message is not UTF-8"))
+        return -1
     }
 
     private func deliver(_ payload: UnsafeRawBufferPointer) {

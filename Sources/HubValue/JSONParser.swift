@@ -423,34 +423,12 @@ struct JSONParser {
         }
     }
 
-    /// Validates one multi-byte UTF-8 scalar at `index` (Unicode Table 3-7:
-    /// no overlongs, no encoded surrogates, nothing above U+10FFFF, no
-    /// truncation) and steps over it.
+    /// Validates one multi-byte UTF-8 scalar at `index` (``UTF8Validation``) and steps
+    /// over it.
     @inline(__always)
     private mutating func skipMultiByteScalar() throws(JSONError) {
-        let lead = bytes[index]
-        let length: Int
-        var low: UInt8 = 0x80
-        var high: UInt8 = 0xBF
-        switch lead {
-        case 0xC2...0xDF: length = 2
-        case 0xE0: length = 3; low = 0xA0
-        case 0xE1...0xEC, 0xEE...0xEF: length = 3
-        case 0xED: length = 3; high = 0x9F
-        case 0xF0: length = 4; low = 0x90
-        case 0xF1...0xF3: length = 4
-        case 0xF4: length = 4; high = 0x8F
-        default:
+        guard let length = UTF8Validation.multiByteScalarLength(bytes, at: index, end: end) else {
             throw invalidUTF8(at: index)
-        }
-        guard index + length <= end else { throw invalidUTF8(at: index) }
-        let second = bytes[index + 1]
-        guard second >= low && second <= high else { throw invalidUTF8(at: index) }
-        var k = 2
-        while k < length {
-            let next = bytes[index + k]
-            guard next & 0xC0 == 0x80 else { throw invalidUTF8(at: index) }
-            k += 1
         }
         index += length
     }
