@@ -63,26 +63,31 @@ final class SQLiteReader: @unchecked Sendable {
     private func read(_ request: Request) -> Result<[HistoryEntry], SQLiteError> {
         guard let statement = readPage else { return .success([]) }
         let cutoff = request.ttl.map { clock() - $0.nanosecondsClamped } ?? .min
+        let limit = max(1, request.limit)
         statement.bind(1, request.subject)
         statement.bind(2, Int64(clamping: request.after))
-        statement.bind(3, Int64(clamping: request.through))
+        // A row is keyed by its last value: one that ends this far past `through` may
+        // still begin within it.
+        statement.bind(3, Int64(clamping: min(request.through, SQLiteSchema.maxOffset) + UInt64(SQLiteSchema.maxValuesPerRow)))
         statement.bind(4, cutoff)
-        statement.bind(5, Int64(max(1, request.limit)))
+        statement.bind(5, Int64(limit))
         defer { statement.reset() }
         var page: [HistoryEntry] = []
         var bytes = 0
         do throws(SQLiteError) {
-            while bytes < request.maxBytes, try statement.step() {
-                let offset = UInt64(statement.int64(0))
-                let parsed: Result<Value, JSONError> = statement.withBlob(1) { raw in
+            while page.count < limit, bytes < request.maxBytes, try statement.step() {
+                let last = UInt64(statement.int64(0))
+                let count = max(1, statement.int64(2))
+                let values = try statement.withBlob(1) { raw throws(SQLiteError) in
                     bytes += raw.count
-                    do throws(JSONError) { return .success(try Value.parse(raw)) } catch { return .failure(error) }
+                    return try SQLiteSchema.values(ofRow: raw, count: count, offset: last)
                 }
-                switch parsed {
-                case let .success(value):
+                var offset = last &- UInt64(values.count) &+ 1
+                for value in values {
+                    defer { offset += 1 }
+                    guard offset > request.after else { continue }
+                    guard offset <= request.through, page.count < limit else { return .success(page) }
                     page.append(HistoryEntry(offset: offset, value: value))
-                case let .failure(error):
-                    return .failure(SQLiteError(code: -1, message: "value at offset \(offset) is not JSON: \(error)"))
                 }
             }
         } catch {

@@ -1,3 +1,5 @@
+import HubValue
+
 /// The tables of a hub's SQLite database, and the statements the store runs on them.
 ///
 /// One database (`hub.sqlite3` under `storage.path`) holds every durable subject:
@@ -13,6 +15,22 @@
 /// balance), and its interior pages hold integers only. Version 3 ranges: subject ids
 /// below 2^19, offsets below 2^44.
 ///
+/// Version 4 stores a run of a subject's consecutive values in one row: the values a
+/// group commit appends to one subject, up to ``maxValuesPerRow`` values or
+/// ``maxRowBytes`` of JSON. The row's key holds the offset of its last value, `count`
+/// how many it holds (the first is at `key - count + 1`), `value` the JSON of the value
+/// when it holds one and a JSON array of the values when it holds several, and `time`
+/// the time of the commit, which its values share. A row of one value is a version 3
+/// row, so a version 3 database gets the column (default 1) and is read as it is. One
+/// insert of a run instead of one per value: SQLite's cost per value, for 1-KiB values
+/// committed fifteen at a time (a C loop with the store's settings), fell from 5.3 to
+/// 3.5 µs, the leaf pages filled with one run's overflow pages instead of three rows each.
+///
+/// The size bound deletes the rows whose last value is past it, and a row that straddles
+/// the bound stays until its last value is: reads start after the bound
+/// (``SQLiteStore``), so the history holds what the bound says. The ttl deletes the rows
+/// whose time is past it: every value of a row is as old as the others.
+///
 /// A subject's last offset, time and value are those of its last entry. The `subjects`
 /// row keeps a copy that is brought up to date only before an expiry may remove every
 /// entry (the size bound always leaves one), so that a commit writes the pages of
@@ -22,8 +40,8 @@ enum SQLiteSchema {
     /// The version `meta.schema` records, and the versions this broker reads (a
     /// database of another version is refused; an older one is marked as this one, so
     /// that a broker that still updates the row at every commit refuses it).
-    static let version = "3"
-    static let readableVersions: Set<String> = ["1", "2", "3"]
+    static let version = "4"
+    static let readableVersions: Set<String> = ["1", "2", "3", "4"]
     /// The readable versions as a reader would list them: "1, 2 and 3".
     static var readableVersionList: String {
         let sorted = readableVersions.sorted()
@@ -36,6 +54,10 @@ enum SQLiteSchema {
     static let maxOffset: UInt64 = (1 << offsetBits) - 1
     /// The largest subject id (the key's 63 bits less the offset's).
     static let maxSubjectID: Int64 = (1 << (63 - offsetBits)) - 1
+    /// The most values one row holds.
+    static let maxValuesPerRow = 256
+    /// A row takes no more values once its JSON reaches this many bytes.
+    static let maxRowBytes = 64 << 10
 
     static let create = """
         CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -50,8 +72,14 @@ enum SQLiteSchema {
         CREATE TABLE IF NOT EXISTS entries(
             key INTEGER PRIMARY KEY,
             time INTEGER NOT NULL,
-            value BLOB NOT NULL);
+            value BLOB NOT NULL,
+            count INTEGER NOT NULL DEFAULT 1);
         """
+
+    /// Whether `entries` has version 4's `count` column.
+    static let hasCountColumn = "SELECT count(*) FROM pragma_table_info('entries') WHERE name = 'count'"
+    /// Makes a version 3 `entries` table a version 4 one: every row holds one value.
+    static let addCountColumn = "ALTER TABLE entries ADD COLUMN count INTEGER NOT NULL DEFAULT 1"
 
     /// Whether the database's `entries` table is the composite-key one of versions 1 and 2.
     static let hasCompositeEntries = "SELECT count(*) FROM pragma_table_info('entries') WHERE name = 'subject'"
@@ -60,10 +88,12 @@ enum SQLiteSchema {
         SELECT (SELECT count(*) FROM subjects WHERE id < 0 OR id > \(maxSubjectID))
              + (SELECT count(*) FROM entries WHERE offset < 0 OR offset > \(maxOffset))
         """
-    /// Moves a version 1 or 2 `entries` table to version 3's keys, in one transaction.
+    /// Moves a version 1 or 2 `entries` table to version 3's keys (a value a row), in one
+    /// transaction.
     static let migrateEntries = """
         BEGIN IMMEDIATE;
-        CREATE TABLE entries_v3(key INTEGER PRIMARY KEY, time INTEGER NOT NULL, value BLOB NOT NULL);
+        CREATE TABLE entries_v3(
+            key INTEGER PRIMARY KEY, time INTEGER NOT NULL, value BLOB NOT NULL, count INTEGER NOT NULL DEFAULT 1);
         INSERT INTO entries_v3(key, time, value)
             SELECT (subject << \(offsetBits)) | offset, time, value FROM entries ORDER BY subject, offset;
         DROP TABLE entries;
@@ -86,19 +116,15 @@ enum SQLiteSchema {
 
     static let insertSubject =
         "INSERT INTO subjects(id, name, epoch, last_offset, last_time, last_value) VALUES (?1, ?2, ?3, 0, 0, NULL)"
-    /// Copies a subject's last entry into its row (before an expiry that may remove it).
-    static let saveLast = """
-        UPDATE subjects SET (last_offset, last_time, last_value) =
-            (SELECT \(offset), time, value FROM entries WHERE \(subjectKeys) ORDER BY key DESC LIMIT 1)
-        WHERE id = ?1 AND EXISTS (SELECT 1 FROM entries WHERE \(subjectKeys))
-        """
-    /// A subject's last entry (at start-up, when it is later than the row's copy).
+    /// Sets a subject's row's copy of its last entry (before an expiry that may remove it).
+    static let saveLast = "UPDATE subjects SET last_offset = ?2, last_time = ?3, last_value = ?4 WHERE id = ?1"
+    /// A subject's last row: the offset of its last value, its time, value and count.
     static let lastEntry =
-        "SELECT \(offset), time, value FROM entries WHERE \(subjectKeys) ORDER BY key DESC LIMIT 1"
+        "SELECT \(offset), time, value, count FROM entries WHERE \(subjectKeys) ORDER BY key DESC LIMIT 1"
     static let removeSubject = "DELETE FROM subjects WHERE id = ?1"
     static let removeEntries = "DELETE FROM entries WHERE \(subjectKeys)"
-    static let insertEntry = "INSERT INTO entries(key, time, value) VALUES (\(base) | ?2, ?3, ?4)"
-    /// Drops the values at or before an offset (the size bound).
+    static let insertEntry = "INSERT INTO entries(key, time, value, count) VALUES (\(base) | ?2, ?3, ?4, ?5)"
+    /// Drops the rows whose last value is at or before an offset (the size bound).
     static let trimThrough = "DELETE FROM entries WHERE key > \(base) AND key <= \(base) | min(?2, \(maxOffset))"
     /// The time of the oldest kept value (to see whether the ttl has anything to drop).
     static let firstTime = "SELECT time FROM entries WHERE \(subjectKeys) ORDER BY key LIMIT 1"
@@ -108,9 +134,29 @@ enum SQLiteSchema {
         DELETE FROM entries WHERE key IN
             (SELECT key FROM entries WHERE \(subjectKeys) ORDER BY key LIMIT 4096) AND time < ?2
         """
+    /// The rows that may hold values after `?2` through `?3`, in order: a row's key is its
+    /// last offset, so the caller passes `?3` plus ``maxValuesPerRow`` and keeps the
+    /// values in range.
     static let readPage = """
-        SELECT \(offset), value FROM entries
+        SELECT \(offset), value, count FROM entries
         WHERE key > \(base) | min(?2, \(maxOffset)) AND key <= \(base) | min(?3, \(maxOffset)) AND time >= ?4
         ORDER BY key LIMIT ?5
         """
+
+    /// The values of a row whose last value is at `offset`, in offset order: its value, or
+    /// the elements of its array when it holds several (`count`).
+    static func values(ofRow raw: UnsafeRawBufferPointer, count: Int64, offset: UInt64) throws(SQLiteError) -> [Value] {
+        let value: Value
+        do throws(JSONError) {
+            value = try Value.parse(raw)
+        } catch {
+            throw SQLiteError(code: -1, message: "the row of the value at offset \(offset) is not JSON: \(error)")
+        }
+        guard count > 1 else { return [value] }
+        guard case let .array(values) = value, values.count == count else {
+            throw SQLiteError(
+                code: -1, message: "the row ending at offset \(offset) should hold an array of \(count) values")
+        }
+        return values
+    }
 }

@@ -30,6 +30,11 @@ final class SQLiteStatement {
 
     /// Binds `bytes` as a blob (copied by SQLite).
     func bind(_ index: Int32, blob bytes: [UInt8]) {
+        bind(index, blob: bytes[...])
+    }
+
+    /// Binds `bytes` as a blob (copied by SQLite).
+    func bind(_ index: Int32, blob bytes: ArraySlice<UInt8>) {
         bytes.withUnsafeBytes { raw in
             _ = sqlite3_bind_blob(handle, index, raw.baseAddress, Int32(raw.count), hub_sqlite_transient())
         }
@@ -69,7 +74,7 @@ final class SQLiteStatement {
     }
 
     /// The bytes of a blob (or text) column, valid until the next step or reset.
-    func withBlob<T>(_ column: Int32, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+    func withBlob<T, E: Error>(_ column: Int32, _ body: (UnsafeRawBufferPointer) throws(E) -> T) throws(E) -> T {
         let pointer = sqlite3_column_blob(handle, column)
         let count = Int(sqlite3_column_bytes(handle, column))
         return try body(UnsafeRawBufferPointer(start: pointer, count: count))

@@ -163,6 +163,10 @@ public final class SQLiteStore: SubjectStore {
         let isComposite = try composite.step() && composite.int64(0) > 0
         composite.reset()
         if isComposite { try SQLiteStore.migrateEntries(connection, path: path) }
+        let countColumn = try connection.prepare(SQLiteSchema.hasCountColumn)
+        let hasCount = try countColumn.step() && countColumn.int64(0) > 0
+        countColumn.reset()
+        if !hasCount { try connection.execute(SQLiteSchema.addCountColumn) }
         try connection.execute(SQLiteSchema.markVersion)
 
         var known: [String: SQLiteLog.Restored] = [:]
@@ -185,7 +189,10 @@ public final class SQLiteStore: SubjectStore {
             if try lastEntry.step(), UInt64(max(0, lastEntry.int64(0))) > rowOffset {
                 lastOffset = UInt64(lastEntry.int64(0))
                 lastTime = lastEntry.int64(1)
-                lastValue = lastEntry.withBlob(2) { raw in try? Value.parse(raw) }
+                let count = max(1, lastEntry.int64(3))
+                lastValue = lastEntry.withBlob(2) { raw in
+                    try? SQLiteSchema.values(ofRow: raw, count: count, offset: lastOffset).last
+                }
             }
             lastEntry.reset()
             known[name] = SQLiteLog.Restored(id: id, epoch: epoch, lastOffset: lastOffset, lastValue: lastValue)
@@ -400,8 +407,11 @@ public final class SQLiteStore: SubjectStore {
         }
         nextRead += 1
         reads[nextRead] = completion
+        // A row that straddles the size bound keeps values behind it (see SQLiteSchema).
+        let size = UInt64(log.retention.size)
+        let bound = log.lastOffset > size ? log.lastOffset - size : 0
         reader.submit(SQLiteReader.Request(
-            id: nextRead, subject: log.id, after: after, through: through, limit: limit, maxBytes: maxBytes,
+            id: nextRead, subject: log.id, after: max(after, bound), through: through, limit: limit, maxBytes: maxBytes,
             ttl: log.retention.ttl))
     }
 

@@ -11,7 +11,9 @@ import HubValue
 /// the number of appends in flight while each one still waits for at most two commits.
 ///
 /// A commit writes the entries it appends and leaves the subjects' rows alone (see
-/// ``SQLiteSchema``): one value on its own costs one page of the WAL, not two.
+/// ``SQLiteSchema``): one value on its own costs one page of the WAL, not two. The
+/// values a group appends to one subject go into one row (a run), up to
+/// ``SQLiteSchema/maxValuesPerRow`` values or ``SQLiteSchema/maxRowBytes``.
 ///
 /// The loop hands operations in with ``submit(_:)`` (a lock and a signal); the thread
 /// hands each group's outcomes back with `deliver`, once the group has committed.
@@ -92,6 +94,7 @@ final class SQLiteWriter: @unchecked Sendable {
         let commit: SQLiteStatement
         let insertSubject: SQLiteStatement
         let saveLast: SQLiteStatement
+        let lastEntry: SQLiteStatement
         let insertEntry: SQLiteStatement
         let trimThrough: SQLiteStatement
         let firstTime: SQLiteStatement
@@ -119,6 +122,7 @@ final class SQLiteWriter: @unchecked Sendable {
             commit: try connection.prepare("COMMIT"),
             insertSubject: try connection.prepare(SQLiteSchema.insertSubject),
             saveLast: try connection.prepare(SQLiteSchema.saveLast),
+            lastEntry: try connection.prepare(SQLiteSchema.lastEntry),
             insertEntry: try connection.prepare(SQLiteSchema.insertEntry),
             trimThrough: try connection.prepare(SQLiteSchema.trimThrough),
             firstTime: try connection.prepare(SQLiteSchema.firstTime),
@@ -186,6 +190,15 @@ final class SQLiteWriter: @unchecked Sendable {
         statements = nil
     }
 
+    /// The values of one subject that one commit gathers into one row, as JSON: `[` and
+    /// the values, separated by commas.
+    private struct Run {
+        var lastOffset: UInt64 = 0
+        var time: Int64 = 0
+        var count = 0
+        var json: [UInt8] = [UInt8(ascii: "[")]
+    }
+
     /// Runs `group` as one transaction and returns the appends' outcomes; `nil` when
     /// `waitForLock` is false and another connection holds the database's write lock
     /// (nothing was done).
@@ -196,7 +209,9 @@ final class SQLiteWriter: @unchecked Sendable {
         outcomes.reserveCapacity(group.count)
         var touched: Set<Int64> = []
         var retained: Set<Int64> = []
-        var json: [UInt8] = []
+        var runs: [Int64: Run] = [:]
+        // The values of a commit share its time.
+        let time = clock()
         do throws(SQLiteError) {
             do throws(SQLiteError) {
                 try statements.begin.run()
@@ -217,6 +232,7 @@ final class SQLiteWriter: @unchecked Sendable {
                     subjects[subject]?.retention = retention
                     retained.insert(subject)
                 case let .remove(subject):
+                    runs[subject] = nil
                     for statement in [statements.removeEntries, statements.removeSubject] {
                         statement.bind(1, subject)
                         try statement.run()
@@ -235,21 +251,25 @@ final class SQLiteWriter: @unchecked Sendable {
                         continue
                     }
                     state.lastOffset += 1
-                    state.lastTime = max(clock(), state.lastTime)
+                    state.lastTime = max(time, state.lastTime)
                     if state.firstTime == nil, state.lastOffset == 1 { state.firstTime = state.lastTime }
-                    json.removeAll(keepingCapacity: true)
-                    value.writeJSON(into: &json)
-                    let insert = statements.insertEntry
-                    insert.bind(1, subject)
-                    insert.bind(2, Int64(state.lastOffset))
-                    insert.bind(3, state.lastTime)
-                    insert.bind(4, blob: json)
-                    try insert.run()
+                    var run = runs.removeValue(forKey: subject) ?? Run()
+                    if run.count > 0 { run.json.append(UInt8(ascii: ",")) }
+                    value.writeJSON(into: &run.json)
+                    run.count += 1
+                    run.lastOffset = state.lastOffset
+                    run.time = state.lastTime
+                    if run.count >= SQLiteSchema.maxValuesPerRow || run.json.count >= SQLiteSchema.maxRowBytes {
+                        try insert(run, of: subject, statements)
+                    } else {
+                        runs[subject] = run
+                    }
                     subjects[subject] = state
                     touched.insert(subject)
                     outcomes.append(.appended(subject: subject, offset: state.lastOffset))
                 }
             }
+            for (subject, run) in runs { try insert(run, of: subject, statements) }
             for subject in retained.union(touched) { try trim(subject, statements) }
             try statements.commit.run()
         } catch {
@@ -270,6 +290,23 @@ final class SQLiteWriter: @unchecked Sendable {
             }
         }
         return outcomes
+    }
+
+    /// Inserts `run`'s row: the value alone when it holds one, else the array of them.
+    private func insert(_ run: Run, of subject: Int64, _ statements: Statements) throws(SQLiteError) {
+        let insert = statements.insertEntry
+        insert.bind(1, subject)
+        insert.bind(2, Int64(run.lastOffset))
+        insert.bind(3, run.time)
+        if run.count == 1 {
+            insert.bind(4, blob: run.json[1...])
+        } else {
+            var json = run.json
+            json.append(UInt8(ascii: "]"))
+            insert.bind(4, blob: json[...])
+        }
+        insert.bind(5, Int64(run.count))
+        try insert.run()
     }
 
     /// Applies the subject's retention: the size bound (which keeps at least the last
@@ -294,9 +331,7 @@ final class SQLiteWriter: @unchecked Sendable {
             }
             if let firstTime = state.firstTime, firstTime < cutoff {
                 if state.rowOffset < state.lastOffset {
-                    let save = statements.saveLast
-                    save.bind(1, subject)
-                    try save.run()
+                    try saveLast(subject, statements)
                     state.rowOffset = state.lastOffset
                 }
                 let expire = statements.expireFront
@@ -307,5 +342,25 @@ final class SQLiteWriter: @unchecked Sendable {
             }
         }
         subjects[subject] = state
+    }
+
+    /// Copies the subject's last value, offset and time into its row.
+    private func saveLast(_ subject: Int64, _ statements: Statements) throws(SQLiteError) {
+        let last = statements.lastEntry
+        last.bind(1, subject)
+        defer { last.reset() }
+        guard try last.step() else { return }
+        let offset = UInt64(max(0, last.int64(0)))
+        let values = try last.withBlob(2) { raw throws(SQLiteError) in
+            try SQLiteSchema.values(ofRow: raw, count: max(1, last.int64(3)), offset: offset)
+        }
+        var json: [UInt8] = []
+        values.last?.writeJSON(into: &json)
+        let save = statements.saveLast
+        save.bind(1, subject)
+        save.bind(2, Int64(offset))
+        save.bind(3, last.int64(1))
+        save.bind(4, blob: json[...])
+        try save.run()
     }
 }

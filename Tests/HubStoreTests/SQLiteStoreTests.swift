@@ -420,7 +420,7 @@ struct SQLiteStoreTests {
         }
     }
 
-    @Test("a database of schema version 1 is read and marked version 2; an unknown version is refused")
+    @Test("a database of an older schema version is read and marked the current one; an unknown version is refused")
     func schemaVersions() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -448,20 +448,20 @@ struct SQLiteStoreTests {
         let log = try await loop.run { Confined(try first.value.openLog(subject: "s", retention: HistoryRetention())) }
         _ = try await log.append("kept", on: loop).get()
         try await loop.run { first.value.close() }
-        #expect(try version() == "3")
+        #expect(try version() == "4")
 
         try setVersion("2")
         let second = Confined(try SQLiteStore(directory: directory, executor: loop))
         let again = try await loop.run { Confined(try second.value.openLog(subject: "s", retention: HistoryRetention())) }
         #expect(try await again.position(on: loop).lastValue == "kept")
         try await loop.run { second.value.close() }
-        #expect(try version() == "3")
+        #expect(try version() == "4")
 
         try setVersion("9")
         #expect {
             _ = try SQLiteStore(directory: directory, executor: loop)
         } throws: { error in
-            "\(error)".contains("schema version 9") && "\(error)".contains("reads versions 1, 2 and 3")
+            "\(error)".contains("schema version 9") && "\(error)".contains("reads versions 1, 2, 3 and 4")
         }
     }
 
@@ -522,6 +522,160 @@ struct SQLiteStoreTests {
         try await loop.run { store.value.close() }
 
         #expect(try await valuesAfterReopening(directory, "a", on: loop) == ["a1", "a2", "a3", "a4"])
+    }
+
+    /// Appends `values` in one pass of the loop, so that one group commit takes them all,
+    /// and returns their offsets.
+    private func appendInOnePass(
+        _ values: [Value], to log: Confined<any SubjectLog>, on loop: TestLoop
+    ) async throws -> [UInt64] {
+        let results = Confined(ResultBox())
+        try await loop.run { for value in values { log.value.append(value) { results.value.add($0) } } }
+        let outcomes = await loop.callback { (done: @escaping ([Result<UInt64, HubError>]) -> Void) in
+            results.value.whenCount(values.count) { done($0) }
+        }
+        return try outcomes.map { try $0.get() }
+    }
+
+    /// The rows of `entries`, in key order: the offset of each one's last value and how
+    /// many it holds.
+    private func rows(at path: String) throws -> [(last: Int64, count: Int64)] {
+        var handle: OpaquePointer?
+        guard sqlite3_open(path, &handle) == SQLITE_OK else { throw SQLiteError(code: -1, message: "open \(path)") }
+        defer { sqlite3_close(handle) }
+        var statement: OpaquePointer?
+        sqlite3_prepare_v2(handle, "SELECT key & ((1 << 44) - 1), count FROM entries ORDER BY key", -1, &statement, nil)
+        defer { sqlite3_finalize(statement) }
+        var rows: [(last: Int64, count: Int64)] = []
+        while sqlite3_step(statement) == SQLITE_ROW {
+            rows.append((sqlite3_column_int64(statement, 0), sqlite3_column_int64(statement, 1)))
+        }
+        return rows
+    }
+
+    @Test("the values a group commit appends to a subject share a row, up to 256; every read sees them one by one")
+    func groupsShareARow() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/" + SQLiteStore.fileName
+        let loop = TestLoop()
+        let store = Confined(try SQLiteStore(directory: directory, sync: .normal, executor: loop))
+        let log = try await loop.run { Confined(try store.value.openLog(subject: "runs", retention: HistoryRetention(size: 10_000))) }
+        #expect(try await log.append(["lone": 1], on: loop).get() == 1)
+        // Values of every kind, arrays included (a row of one array is not a run).
+        let values: [Value] = (2...301).map { n in
+            switch n % 4 {
+            case 0: return .int(Int64(n))
+            case 1: return .string("v\(n)")
+            case 2: return .array([.int(Int64(n)), "a"])
+            default: return ["n": .int(Int64(n))]
+            }
+        }
+        #expect(try await appendInOnePass(values, to: log, on: loop) == Array(2...301))
+        #expect(try await log.append(.array([1, 2]), on: loop).get() == 302)
+        let stored = try rows(at: path)
+        #expect(stored.map(\.last) == [1, 257, 301, 302])
+        #expect(stored.map(\.count) == [1, 256, 44, 1])
+
+        let all = try await log.read(after: 0, on: loop)
+        #expect(all.map(\.offset) == Array(1...302))
+        #expect(all.map(\.value) == [["lone": 1]] + values + [.array([1, 2])])
+        // From the middle of a run, through the middle of the next, by pages.
+        #expect(try await log.read(after: 100, through: 260, limit: 1000, on: loop).map(\.offset) == Array(101...260))
+        #expect(try await log.read(after: 100, limit: 5, on: loop).map(\.offset) == Array(101...105))
+        #expect(try await log.read(after: 256, through: 258, on: loop).map(\.value) == Array(values[255...256]))
+        #expect(try await log.read(after: 301, on: loop).map(\.value) == [.array([1, 2])])
+        try await loop.run { store.value.close() }
+
+        // A restart finds the last value at the end of its row, and goes on from there.
+        let again = Confined(try SQLiteStore(directory: directory, sync: .normal, executor: loop))
+        let reopened = try await loop.run { Confined(try again.value.openLog(subject: "runs", retention: HistoryRetention(size: 10_000))) }
+        _ = try await reopened.read(after: 300, on: loop)
+        let position = try await reopened.position(on: loop)
+        #expect(position.lastOffset == 302 && position.lastValue == .array([1, 2]))
+        #expect(try await appendInOnePass(["x", "y"], to: reopened, on: loop) == [303, 304])
+        #expect(try await reopened.read(after: 299, on: loop).map(\.offset) == Array(300...304))
+        try await loop.run { again.value.close() }
+    }
+
+    @Test("a run that straddles the size bound keeps no value behind it for readers")
+    func sizeBoundInsideARun() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let loop = TestLoop()
+        let store = Confined(try SQLiteStore(directory: directory, sync: .normal, executor: loop))
+        let log = try await loop.run { Confined(try store.value.openLog(subject: "small", retention: HistoryRetention(size: 3))) }
+        _ = try await appendInOnePass((1...10).map { .int($0) }, to: log, on: loop)
+        #expect(try await log.read(after: 0, on: loop).map(\.value) == [8, 9, 10])
+        _ = try await appendInOnePass([11, 12], to: log, on: loop)
+        #expect(try await log.read(after: 0, on: loop).map(\.value) == [10, 11, 12])
+        #expect(try await log.read(after: 10, on: loop).map(\.value) == [11, 12])
+        try await loop.run { store.value.close() }
+        // The bound holds after a restart too: the store opens with the subject's retention.
+        let again = Confined(try SQLiteStore(directory: directory, sync: .normal, executor: loop))
+        let reopened = try await loop.run { Confined(try again.value.openLog(subject: "small", retention: HistoryRetention(size: 3))) }
+        #expect(try await reopened.read(after: 0, on: loop).map(\.value) == [10, 11, 12])
+        try await loop.run { again.value.close() }
+    }
+
+    @Test("the ttl drops whole runs, and the subject keeps the last value of the last one")
+    func ttlDropsRuns() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let loop = TestLoop()
+        let clock = ManualClock()
+        let retention = HistoryRetention(size: 1000, ttl: .seconds(60))
+        let store = Confined(try SQLiteStore(directory: directory, sync: .normal, executor: loop, clock: clock.clock))
+        let log = try await loop.run { Confined(try store.value.openLog(subject: "ttl", retention: retention)) }
+        _ = try await appendInOnePass(["a", "b", "c"], to: log, on: loop)
+        clock.advance(by: .seconds(30))
+        _ = try await appendInOnePass(["d", "e"], to: log, on: loop)
+        clock.advance(by: .seconds(40))
+        // The first run is 70 s old, the second 40 s.
+        #expect(try await log.read(after: 0, on: loop).map(\.value) == ["d", "e"])
+        clock.advance(by: .seconds(30))
+        // Both expired; a commit (of another subject) applies the ttl and keeps "e" in the row.
+        let other = try await loop.run { Confined(try store.value.openLog(subject: "other", retention: HistoryRetention())) }
+        _ = try await other.append("tick", on: loop).get()
+        try await loop.run { _ = try store.value.openLog(subject: "ttl", retention: retention) }
+        _ = try await other.append("tock", on: loop).get()
+        #expect(try await log.read(after: 0, on: loop).isEmpty)
+        try await loop.run { store.value.close() }
+        let again = Confined(try SQLiteStore(directory: directory, sync: .normal, executor: loop, clock: clock.clock))
+        let reopened = try await loop.run { Confined(try again.value.openLog(subject: "ttl", retention: retention)) }
+        let position = try await reopened.position(on: loop)
+        #expect(position.lastOffset == 5 && position.lastValue == "e")
+        #expect(try await reopened.append("f", on: loop).get() == 6)
+        try await loop.run { again.value.close() }
+    }
+
+    @Test("a version 3 database gets the count column and is read as it is; new groups share rows")
+    func readsVersion3() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = directory + "/" + SQLiteStore.fileName
+        try execute(
+            """
+            PRAGMA journal_mode = WAL;
+            CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+            INSERT INTO meta(key, value) VALUES ('schema', '3');
+            CREATE TABLE subjects(
+                id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, epoch TEXT NOT NULL,
+                last_offset INTEGER NOT NULL, last_time INTEGER NOT NULL, last_value BLOB);
+            CREATE TABLE entries(key INTEGER PRIMARY KEY, time INTEGER NOT NULL, value BLOB NOT NULL);
+            INSERT INTO subjects VALUES (1, 'a', 'epoch-a', 0, 0, NULL);
+            INSERT INTO entries VALUES ((1 << 44) | 1, 10, '"a1"'), ((1 << 44) | 2, 11, '[1,2]'), ((1 << 44) | 3, 12, '"a3"');
+            """, on: path)
+        let loop = TestLoop()
+        let store = Confined(try SQLiteStore(directory: directory, sync: .normal, executor: loop))
+        let log = try await loop.run { Confined(try store.value.openLog(subject: "a", retention: HistoryRetention())) }
+        #expect(try await log.read(after: 0, on: loop).map(\.value) == ["a1", [1, 2], "a3"])
+        #expect(try await log.position(on: loop).epoch == "epoch-a")
+        #expect(try await appendInOnePass(["a4", "a5"], to: log, on: loop) == [4, 5])
+        try await loop.run { store.value.close() }
+        #expect(try rows(at: path).map(\.count) == [1, 1, 1, 2])
+        #expect(try await valuesAfterReopening(directory, "a", on: loop) == ["a1", [1, 2], "a3", "a4", "a5"])
     }
 
     @Test("once subject ids reach the largest a key holds, a new subject takes the smallest free one")
