@@ -524,6 +524,17 @@ struct SQLiteStoreTests {
         #expect(try await valuesAfterReopening(directory, "a", on: loop) == ["a1", "a2", "a3", "a4"])
     }
 
+    /// A `sync: normal` store on `directory` and its log of `subject`.
+    private func openNormal(
+        _ directory: String, _ subject: String, _ retention: HistoryRetention, clock: ManualClock? = nil,
+        on loop: TestLoop
+    ) async throws -> (store: Confined<SQLiteStore>, log: Confined<any SubjectLog>) {
+        let store = Confined(try SQLiteStore(
+            directory: directory, sync: .normal, executor: loop, clock: clock?.clock ?? systemHistoryClock))
+        let log = try await loop.run { Confined(try store.value.openLog(subject: subject, retention: retention)) }
+        return (store, log)
+    }
+
     /// Appends `values` in one pass of the loop, so that one group commit takes them all,
     /// and returns their offsets.
     private func appendInOnePass(
@@ -559,8 +570,7 @@ struct SQLiteStoreTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/" + SQLiteStore.fileName
         let loop = TestLoop()
-        let store = Confined(try SQLiteStore(directory: directory, sync: .normal, executor: loop))
-        let log = try await loop.run { Confined(try store.value.openLog(subject: "runs", retention: HistoryRetention(size: 10_000))) }
+        let (store, log) = try await openNormal(directory, "runs", HistoryRetention(size: 10_000), on: loop)
         #expect(try await log.append(["lone": 1], on: loop).get() == 1)
         // Values of every kind, arrays included (a row of one array is not a run).
         let values: [Value] = (2...301).map { n in
@@ -588,8 +598,7 @@ struct SQLiteStoreTests {
         try await loop.run { store.value.close() }
 
         // A restart finds the last value at the end of its row, and goes on from there.
-        let again = Confined(try SQLiteStore(directory: directory, sync: .normal, executor: loop))
-        let reopened = try await loop.run { Confined(try again.value.openLog(subject: "runs", retention: HistoryRetention(size: 10_000))) }
+        let (again, reopened) = try await openNormal(directory, "runs", HistoryRetention(size: 10_000), on: loop)
         _ = try await reopened.read(after: 300, on: loop)
         let position = try await reopened.position(on: loop)
         #expect(position.lastOffset == 302 && position.lastValue == .array([1, 2]))
@@ -603,8 +612,7 @@ struct SQLiteStoreTests {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let loop = TestLoop()
-        let store = Confined(try SQLiteStore(directory: directory, sync: .normal, executor: loop))
-        let log = try await loop.run { Confined(try store.value.openLog(subject: "small", retention: HistoryRetention(size: 3))) }
+        let (store, log) = try await openNormal(directory, "small", HistoryRetention(size: 3), on: loop)
         _ = try await appendInOnePass((1...10).map { .int($0) }, to: log, on: loop)
         #expect(try await log.read(after: 0, on: loop).map(\.value) == [8, 9, 10])
         _ = try await appendInOnePass([11, 12], to: log, on: loop)
@@ -612,8 +620,7 @@ struct SQLiteStoreTests {
         #expect(try await log.read(after: 10, on: loop).map(\.value) == [11, 12])
         try await loop.run { store.value.close() }
         // The bound holds after a restart too: the store opens with the subject's retention.
-        let again = Confined(try SQLiteStore(directory: directory, sync: .normal, executor: loop))
-        let reopened = try await loop.run { Confined(try again.value.openLog(subject: "small", retention: HistoryRetention(size: 3))) }
+        let (again, reopened) = try await openNormal(directory, "small", HistoryRetention(size: 3), on: loop)
         #expect(try await reopened.read(after: 0, on: loop).map(\.value) == [10, 11, 12])
         try await loop.run { again.value.close() }
     }
@@ -625,8 +632,7 @@ struct SQLiteStoreTests {
         let loop = TestLoop()
         let clock = ManualClock()
         let retention = HistoryRetention(size: 1000, ttl: .seconds(60))
-        let store = Confined(try SQLiteStore(directory: directory, sync: .normal, executor: loop, clock: clock.clock))
-        let log = try await loop.run { Confined(try store.value.openLog(subject: "ttl", retention: retention)) }
+        let (store, log) = try await openNormal(directory, "ttl", retention, clock: clock, on: loop)
         _ = try await appendInOnePass(["a", "b", "c"], to: log, on: loop)
         clock.advance(by: .seconds(30))
         _ = try await appendInOnePass(["d", "e"], to: log, on: loop)
@@ -641,8 +647,7 @@ struct SQLiteStoreTests {
         _ = try await other.append("tock", on: loop).get()
         #expect(try await log.read(after: 0, on: loop).isEmpty)
         try await loop.run { store.value.close() }
-        let again = Confined(try SQLiteStore(directory: directory, sync: .normal, executor: loop, clock: clock.clock))
-        let reopened = try await loop.run { Confined(try again.value.openLog(subject: "ttl", retention: retention)) }
+        let (again, reopened) = try await openNormal(directory, "ttl", retention, clock: clock, on: loop)
         let position = try await reopened.position(on: loop)
         #expect(position.lastOffset == 5 && position.lastValue == "e")
         #expect(try await reopened.append("f", on: loop).get() == 6)
@@ -668,8 +673,7 @@ struct SQLiteStoreTests {
             INSERT INTO entries VALUES ((1 << 44) | 1, 10, '"a1"'), ((1 << 44) | 2, 11, '[1,2]'), ((1 << 44) | 3, 12, '"a3"');
             """, on: path)
         let loop = TestLoop()
-        let store = Confined(try SQLiteStore(directory: directory, sync: .normal, executor: loop))
-        let log = try await loop.run { Confined(try store.value.openLog(subject: "a", retention: HistoryRetention())) }
+        let (store, log) = try await openNormal(directory, "a", HistoryRetention(), on: loop)
         #expect(try await log.read(after: 0, on: loop).map(\.value) == ["a1", [1, 2], "a3"])
         #expect(try await log.position(on: loop).epoch == "epoch-a")
         #expect(try await appendInOnePass(["a4", "a5"], to: log, on: loop) == [4, 5])

@@ -124,53 +124,53 @@ struct WebSocketTests {
         #expect(try await small.next() == .closed(1009))
     }
 
-    @Test func invalidUTF8TextClosesWith1007() async throws {
+    /// An echo server and one open client connection to it, each on a loop of its own,
+    /// for `body` (given the client's loop, the connection and its events).
+    private func withEchoConnection(
+        client configuration: WebSocketClient.Configuration = .init(),
+        _ body: (EventLoop, LoopBound<WebSocketConnection>, EventQueue<ConnectionEvent>) async throws -> Void
+    ) async throws {
         let serverLoop = try EventLoop()
         let clientLoop = try EventLoop()
         defer { clientLoop.shutdown(); serverLoop.shutdown() }
         let (_, port) = try await startEchoServer(on: serverLoop)
         let events = EventQueue<ConnectionEvent>()
-        let connection = try await connectClient(on: clientLoop, port: port, events: events)
+        let connection = try await connectClient(on: clientLoop, port: port, configuration: configuration, events: events)
         #expect(try await events.next() == .open)
-        try await onLoop(clientLoop) { connection.value.send(Array("héllo".utf8), kind: .text) }
-        #expect(try await events.next() == .text("héllo"))
-        try await onLoop(clientLoop) { connection.value.send([0x68, 0xFF, 0x69], kind: .text) }
-        let closeEvent = try await events.next()
-        #expect(closeEvent == .closed(1007), "\(closeEvent)")
+        try await body(clientLoop, connection, events)
+    }
+
+    @Test func invalidUTF8TextClosesWith1007() async throws {
+        try await withEchoConnection { clientLoop, connection, events in
+            try await onLoop(clientLoop) { connection.value.send(Array("héllo".utf8), kind: .text) }
+            #expect(try await events.next() == .text("héllo"))
+            try await onLoop(clientLoop) { connection.value.send([0x68, 0xFF, 0x69], kind: .text) }
+            let closeEvent = try await events.next()
+            #expect(closeEvent == .closed(1007), "\(closeEvent)")
+        }
     }
 
     /// The check runs on the whole message: a scalar split between fragments is fine,
     /// and a malformed one deep in a fragmented message still closes with 1007.
     @Test func utf8IsCheckedOnTheWholeFragmentedMessage() async throws {
-        let serverLoop = try EventLoop()
-        let clientLoop = try EventLoop()
-        defer { clientLoop.shutdown(); serverLoop.shutdown() }
-        let (_, port) = try await startEchoServer(on: serverLoop)
-        let events = EventQueue<ConnectionEvent>()
-        let connection = try await connectClient(
-            on: clientLoop, port: port, configuration: .init(limits: .init(fragmentSize: 3)), events: events)
-        #expect(try await events.next() == .open)
-        let text = "héllo wörld: 3 € and 𝄞, " + String(repeating: "ascii ", count: 40) + "ü"
-        try await onLoop(clientLoop) { connection.value.send(Array(text.utf8), kind: .text) }
-        #expect(try await events.next() == .text(text))
-        // A truncated three-byte scalar after 1,000 ASCII bytes, then more ASCII.
-        let malformed = Array(repeating: UInt8(ascii: "a"), count: 1000) + [0xE2, 0x82] + Array("bcd".utf8)
-        try await onLoop(clientLoop) { connection.value.send(malformed, kind: .text) }
-        let closeEvent = try await events.next()
-        #expect(closeEvent == .closed(1007), "\(closeEvent)")
+        try await withEchoConnection(client: .init(limits: .init(fragmentSize: 3))) { clientLoop, connection, events in
+            let text = "héllo wörld: 3 € and 𝄞, " + String(repeating: "ascii ", count: 40) + "ü"
+            try await onLoop(clientLoop) { connection.value.send(Array(text.utf8), kind: .text) }
+            #expect(try await events.next() == .text(text))
+            // A truncated three-byte scalar after 1,000 ASCII bytes, then more ASCII.
+            let malformed = Array(repeating: UInt8(ascii: "a"), count: 1000) + [0xE2, 0x82] + Array("bcd".utf8)
+            try await onLoop(clientLoop) { connection.value.send(malformed, kind: .text) }
+            let closeEvent = try await events.next()
+            #expect(closeEvent == .closed(1007), "\(closeEvent)")
+        }
     }
 
     /// Binary messages are bytes: they are not checked.
     @Test func binaryMessagesAreNotCheckedForUTF8() async throws {
-        let serverLoop = try EventLoop()
-        let clientLoop = try EventLoop()
-        defer { clientLoop.shutdown(); serverLoop.shutdown() }
-        let (_, port) = try await startEchoServer(on: serverLoop)
-        let events = EventQueue<ConnectionEvent>()
-        let connection = try await connectClient(on: clientLoop, port: port, events: events)
-        #expect(try await events.next() == .open)
-        try await onLoop(clientLoop) { connection.value.send([0x68, 0xFF, 0x69], kind: .binary) }
-        #expect(try await events.next() == .message(.binary, [0x68, 0xFF, 0x69]))
+        try await withEchoConnection { clientLoop, connection, events in
+            try await onLoop(clientLoop) { connection.value.send([0x68, 0xFF, 0x69], kind: .binary) }
+            #expect(try await events.next() == .message(.binary, [0x68, 0xFF, 0x69]))
+        }
     }
 
     @Test func twoHundredConcurrentClientsEachGetTheirEcho() async throws {
