@@ -162,6 +162,8 @@ final class RunningProcess: @unchecked Sendable {
                 lock.withLock { err.append(data) }
                 stderrChunks.push(String(decoding: data, as: UTF8.self))
             }
+            // An empty chunk: the end (the waits below stop at once instead of timing out).
+            stderrChunks.push("")
             pipesEnded.push(true)
         }
     }
@@ -180,7 +182,9 @@ final class RunningProcess: @unchecked Sendable {
             }
             let left = clock.now.duration(to: deadline)
             guard left > .zero else { throw TimedOut(what: "the broker's listening line, got: \(seen)") }
-            seen += try await stderrChunks.next(timeout: left, "the broker's output")
+            let chunk = try await stderrChunks.next(timeout: left, "the broker's output")
+            guard !chunk.isEmpty else { throw StandardErrorEnded(seen: seen) }
+            seen += chunk
         }
     }
 
@@ -193,7 +197,9 @@ final class RunningProcess: @unchecked Sendable {
         while !seen.contains(text) {
             let left = clock.now.duration(to: deadline)
             guard left > .zero else { throw TimedOut(what: "'\(text)' on standard error, got: \(seen)") }
-            seen += try await stderrChunks.next(timeout: left, "standard error")
+            let chunk = try await stderrChunks.next(timeout: left, "standard error")
+            guard !chunk.isEmpty else { throw StandardErrorEnded(seen: seen) }
+            seen += chunk
         }
         return seen
     }
@@ -216,6 +222,13 @@ final class RunningProcess: @unchecked Sendable {
                 status: status, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
         }
     }
+}
+
+/// A process's standard error ended (it exited) before what a test waited for.
+struct StandardErrorEnded: Error, CustomStringConvertible {
+    /// Everything it wrote there.
+    let seen: String
+    var description: String { "standard error ended before the expected output; it held: \(seen)" }
 }
 
 /// Runs `hubcli` with `arguments` to completion.

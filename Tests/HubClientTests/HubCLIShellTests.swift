@@ -16,11 +16,25 @@ struct HubCLIShellTests {
     static let clean: [String: String?] = ["HUB_URL": nil, "HUB_TOKEN": nil, "HUBCLI": nil]
 
     /// A broker on 127.0.0.1 (`port` 0: a free one) and its port.
+    ///
+    /// A given port was freed by an earlier broker, and another test's socket may hold it
+    /// for a moment (the kernel hands out ephemeral ports from the same range): a broker
+    /// that cannot listen there is started again, every 100 ms for up to 10 s.
     static func broker(_ hubcli: URL, port: Int = 0, config: String? = nil) async throws -> (RunningProcess, Int) {
         var arguments = ["serve", "--port", String(port), "--log-level", "warning"]
         if let config { arguments += ["--config", config] }
-        let server = try RunningProcess(hubcli, arguments, environment: clean)
-        return (server, try await server.port())
+        for attempt in 1... {
+            let server = try RunningProcess(hubcli, arguments, environment: clean)
+            do {
+                return (server, try await server.port())
+            } catch let ended as StandardErrorEnded
+                where port != 0 && attempt < 100 && ended.seen.contains("address already in use")
+            {
+                _ = try await server.finish()
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        fatalError("unreachable")
     }
 
     /// A folder of its own for a test's files.
