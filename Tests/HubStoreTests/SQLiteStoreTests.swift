@@ -654,6 +654,35 @@ struct SQLiteStoreTests {
         try await loop.run { again.value.close() }
     }
 
+    @Test("a row that does not hold what its count says is a clear read error, not a crash or a wrong value")
+    func malformedRows() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/" + SQLiteStore.fileName
+        let loop = TestLoop()
+        let (store, log) = try await openNormal(directory, "bad", HistoryRetention(), on: loop)
+        _ = try await appendInOnePass(["a", "b", "c"], to: log, on: loop)
+        try await loop.run { store.value.close() }
+        // The run of three now holds two; another row says two but holds no JSON.
+        try execute(
+            """
+            UPDATE entries SET value = '["a","b"]' WHERE count = 3;
+            INSERT INTO entries(key, time, value, count) VALUES ((1 << 44) | 5, 1, 'not json', 2);
+            """, on: path)
+        let (again, reopened) = try await openNormal(directory, "bad", HistoryRetention(), on: loop)
+        await #expect {
+            _ = try await reopened.read(after: 0, on: loop)
+        } throws: { error in
+            "\(error)".contains("the row ending at offset 3 should hold an array of 3 values")
+        }
+        await #expect {
+            _ = try await reopened.read(after: 3, on: loop)
+        } throws: { error in
+            "\(error)".contains("the row of the value at offset 5 is not JSON")
+        }
+        try await loop.run { again.value.close() }
+    }
+
     @Test("a version 3 database gets the count column and is read as it is; new groups share rows")
     func readsVersion3() async throws {
         let directory = temporaryDirectory()
