@@ -37,6 +37,31 @@ struct HubCLIShellTests {
         fatalError("unreachable")
     }
 
+    /// Writes an executable script through a descriptor closed on exec, so that no child
+    /// another test starts meanwhile keeps it open for writing (the kernel then refuses to
+    /// run it: "Text file busy").
+    static func writeExecutable(_ text: String, to url: URL) throws {
+        let fd = open(url.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
+        guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+        defer { close(fd) }
+        let bytes = Array(text.utf8)
+        guard write(fd, bytes, bytes.count) == bytes.count, fchmod(fd, 0o755) == 0 else {
+            throw POSIXError(.init(rawValue: errno) ?? .EIO)
+        }
+    }
+
+    /// Runs `script` with bash; again, up to five times, when running a script just written
+    /// failed with "Text file busy" (a child forked by another thread between our open and
+    /// its exec held the file for writing for that moment).
+    static func runScript(_ script: URL, environment: [String: String?]) async throws -> ProcessResult {
+        var result = try await run(bash, [script.path], environment: environment)
+        for _ in 1..<5 where result.stderr.contains("Text file busy") {
+            try await Task.sleep(for: .milliseconds(200))
+            result = try await run(bash, [script.path], environment: environment)
+        }
+        return result
+    }
+
     /// A folder of its own for a test's files.
     static func scratch() throws -> URL {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hubcli-shell-\(UUID().uuidString)")
@@ -227,12 +252,11 @@ struct HubCLIShellTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let log = folder.appendingPathComponent("calls.log")
         let wrapper = folder.appendingPathComponent("hubcli")
-        try Data("#!/bin/sh\necho \"$1\" >> '\(log.path)'\nexec '\(hubcli.path)' \"$@\"\n".utf8).write(to: wrapper)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: wrapper.path)
+        try Self.writeExecutable("#!/bin/sh\necho \"$1\" >> '\(log.path)'\nexec '\(hubcli.path)' \"$@\"\n", to: wrapper)
         let path = folder.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
         let script = HubCLIExecutable.packageRoot.appendingPathComponent("examples/todo/run.sh")
 
-        let ran = try await run(Self.bash, [script.path], environment: Self.clean.merging(["PATH": path]) { $1 })
+        let ran = try await Self.runScript(script, environment: Self.clean.merging(["PATH": path]) { $1 })
         #expect(ran.status == 0, "\(ran.stderr)")
         #expect(ran.stdout.contains(#"late         {"state":"content","todos":[{"id":"2","title":"Walk the dog"},{"id":"3","title":"Call mum"}]}"#), "\(ran.stdout)")
         #expect(ran.stdout.contains("refused      hubcli: invalid_value: subject 'input' refuses the value: .: expected object, got integer"),
@@ -244,16 +268,14 @@ struct HubCLIShellTests {
         // hub's error and the broker's log instead of deleting them.
         let sabotage = folder.appendingPathComponent("sabotage")
         try FileManager.default.createDirectory(at: sabotage, withIntermediateDirectories: true)
-        try Data("""
+        try Self.writeExecutable("""
             #!/bin/sh
             if [ "$1" = send ]; then shift; name=$1; shift; exec '\(hubcli.path)' send "${name}_typo" "$@"; fi
             exec '\(hubcli.path)' "$@"
 
-            """.utf8).write(to: sabotage.appendingPathComponent("hubcli"))
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: sabotage.appendingPathComponent("hubcli").path)
-        let failed = try await run(
-            Self.bash, [script.path],
-            environment: Self.clean.merging(["PATH": sabotage.path + ":" + path]) { $1 })
+            """, to: sabotage.appendingPathComponent("hubcli"))
+        let failed = try await Self.runScript(
+            script, environment: Self.clean.merging(["PATH": sabotage.path + ":" + path]) { $1 })
         #expect(failed.status != 0)
         #expect(failed.stderr.contains("not_found: no subject named 'input_typo'"), "\(failed.stderr)")
         #expect(failed.stderr.contains("run.sh: hubcli send input"), "\(failed.stderr)")
