@@ -456,7 +456,6 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         authenticator = ServiceCore.authenticator(configuration.session, jwt: nil)
     }
 
-    /// The admission's bounds in `configuration`.
     /// A connection's transport limits: the largest message, and writes that stop
     /// waiting for coalescing at a quarter of the slow-consumer bound (64 KiB at most),
     /// so that a hold never brings a client that reads near that bound.
@@ -466,6 +465,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
             promptWriteSize: min(64 << 10, max(1, configuration.session.maxQueuedBytes / 4)))
     }
 
+    /// The admission's bounds in `configuration`.
     static func admissionLimits(_ configuration: HubService.Configuration) -> Admission.Limits {
         Admission.Limits(
             maxConnections: configuration.maxConnections, maxUnauthenticated: configuration.maxUnauthenticated,

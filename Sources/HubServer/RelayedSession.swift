@@ -129,8 +129,7 @@ final class RelayedSession: SessionLink, SessionConnection {
         reserve()
         build(&pending.bytes)
         pending.ends.append(pending.bytes.count)
-        loop.toConnections.source.noteMessageQueued()
-        gatherPending()
+        didQueueMessage()
         return true
     }
 
@@ -142,8 +141,7 @@ final class RelayedSession: SessionLink, SessionConnection {
         pending.bytes.append(contentsOf: body)
         pending.bytes.append(contentsOf: suffix)
         pending.ends.append(pending.bytes.count)
-        loop.toConnections.source.noteMessageQueued()
-        gatherPending()
+        didQueueMessage()
         return true
     }
 
@@ -157,8 +155,7 @@ final class RelayedSession: SessionLink, SessionConnection {
             open = (key, closing)
             append(&pending.bytes, true)
         }
-        loop.toConnections.source.noteMessageQueued()
-        gatherPending()
+        didQueueMessage()
         return true
     }
 
@@ -205,9 +202,11 @@ final class RelayedSession: SessionLink, SessionConnection {
     /// `next` (as the connection's own coalescing does).
     static let eagerHandOverBytes = 64 << 10
 
-    /// Makes sure ``pending`` goes to the connection loop at the hub loop's next write, or now
+    /// Counts a message queued in ``pending`` for the hub loop's write coalescing, and
+    /// makes sure ``pending`` goes to the connection loop at that loop's next write, or now
     /// when it has grown large.
-    private func gatherPending() {
+    private func didQueueMessage() {
+        loop.toConnections.source.noteMessageQueued()
         if pending.bytes.count >= RelayedSession.eagerHandOverBytes {
             if let messages = takePending(generation) { loop.toConnections.post(messages) }
             loop.toConnections.handOverNow()

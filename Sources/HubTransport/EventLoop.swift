@@ -373,7 +373,7 @@ public final class EventLoop: @unchecked Sendable {
             eventLibrary = .libev
             waitsWithEpoll = cws_ev_backend_is_epoll(loop) != 0
             // Passes are cheap on epoll: while messages stream in, wait for more before writing.
-            coalescing = coalescing.waiting(forInput: true)
+            coalescing.waitsForInput = true
             let wakeup = arena.allocate(cws_ev_wakeup_t.self)
             cws_ev_wakeup_init(wakeup)
             self.wakeup = wakeup

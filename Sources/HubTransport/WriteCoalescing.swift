@@ -46,7 +46,7 @@ struct WriteCoalescing {
     let maximumPasses: Int
     /// Whether a pass without input may wait for more while messages stream in (the loop
     /// can wait for input or a deadline, whichever comes first).
-    let waitsForInput: Bool
+    var waitsForInput: Bool
     /// The fewest connections with pending writes for a pass without input to wait.
     let minimumConnectionsToWait: Int
 
@@ -75,14 +75,6 @@ struct WriteCoalescing {
         self.waitsForInput = waitsForInput
         self.minimumConnectionsToWait = minimumConnectionsToWait
         delay = self.maximumDelay
-    }
-
-    /// The same policy on a loop that can (or cannot) wait for input.
-    func waiting(forInput: Bool) -> WriteCoalescing {
-        WriteCoalescing(
-            maximumDelay: maximumDelay, streamingDelay: streamingDelay,
-            messagesPerDelayToGrow: messagesPerDelayToGrow, maximumPasses: maximumPasses,
-            waitsForInput: forInput, minimumConnectionsToWait: minimumConnectionsToWait)
     }
 
     /// What to do after a pass that left writes pending.
@@ -161,7 +153,7 @@ struct WriteCoalescing {
         return decision
     }
 
-    private mutating func written(at now: Int64, pendingConnections: Int = 0, queuedMessages: Int = 0) -> Decision {
+    private mutating func written(at now: Int64, pendingConnections: Int, queuedMessages: Int) -> Decision {
         adapt(now: now, pendingConnections: pendingConnections, queuedMessages: queuedMessages)
         heldSince = nil
         heldPasses = 0

@@ -182,10 +182,16 @@ final class RunningProcess: @unchecked Sendable {
             }
             let left = clock.now.duration(to: deadline)
             guard left > .zero else { throw TimedOut(what: "the broker's listening line, got: \(seen)") }
-            let chunk = try await stderrChunks.next(timeout: left, "the broker's output")
-            guard !chunk.isEmpty else { throw StandardErrorEnded(seen: seen) }
-            seen += chunk
+            seen += try await nextStderrChunk(timeout: left, "the broker's output", after: seen)
         }
+    }
+
+    /// The next chunk of standard error, within `timeout`; throws ``StandardErrorEnded``
+    /// (with `seen`) once the pipe has ended.
+    private func nextStderrChunk(timeout: Duration, _ what: String, after seen: String) async throws -> String {
+        let chunk = try await stderrChunks.next(timeout: timeout, what)
+        guard !chunk.isEmpty else { throw StandardErrorEnded(seen: seen) }
+        return chunk
     }
 
     /// Waits until standard error contains `text`; returns all of it so far.
@@ -197,9 +203,7 @@ final class RunningProcess: @unchecked Sendable {
         while !seen.contains(text) {
             let left = clock.now.duration(to: deadline)
             guard left > .zero else { throw TimedOut(what: "'\(text)' on standard error, got: \(seen)") }
-            let chunk = try await stderrChunks.next(timeout: left, "standard error")
-            guard !chunk.isEmpty else { throw StandardErrorEnded(seen: seen) }
-            seen += chunk
+            seen += try await nextStderrChunk(timeout: left, "standard error", after: seen)
         }
         return seen
     }

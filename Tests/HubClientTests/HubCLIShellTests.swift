@@ -23,7 +23,8 @@ struct HubCLIShellTests {
     static func broker(_ hubcli: URL, port: Int = 0, config: String? = nil) async throws -> (RunningProcess, Int) {
         var arguments = ["serve", "--port", String(port), "--log-level", "warning"]
         if let config { arguments += ["--config", config] }
-        for attempt in 1... {
+        var attempt = 1
+        while true {
             let server = try RunningProcess(hubcli, arguments, environment: clean)
             do {
                 return (server, try await server.port())
@@ -32,9 +33,9 @@ struct HubCLIShellTests {
             {
                 _ = try await server.finish()
                 try await Task.sleep(for: .milliseconds(100))
+                attempt += 1
             }
         }
-        fatalError("unreachable")
     }
 
     /// Writes an executable script through a descriptor closed on exec, so that no child
