@@ -38,6 +38,9 @@ public final class EventLoop: @unchecked Sendable {
     private var wakeup: UnsafeMutablePointer<cws_ev_wakeup_t>?
     @exclusivity(unchecked) private var armedWake: Int64 = .max
     @exclusivity(unchecked) private var lastKick: Int64 = 0
+    /// Whether lws should service its own timers at the end of this pass: a connection
+    /// was set to close through them (``requestLibWebSocketsService()``).
+    @exclusivity(unchecked) private var kickRequested = false
     /// Until when pending writes wait for more input (``WriteCoalescing/Decision/waitUntil(_:)``).
     @exclusivity(unchecked) private var writesWaitUntil: Int64?
     /// How often lws's own timers (pings, timeouts) are serviced at least, on libev.
@@ -155,14 +158,26 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// Queues `work` to run on the loop soon, after what is already queued locally.
-    /// Must be called on the loop thread; `work` need not be `Sendable`.
+    /// Queues `work` to run on the loop soon, after what is already queued locally: at the
+    /// end of the current service pass, before the pass writes what its connections queued
+    /// (so that what `work` queues goes out with it). Work queued while that runs waits for
+    /// the next pass, which then polls without waiting. Must be called on the loop thread;
+    /// `work` need not be `Sendable`.
+    ///
+    /// No wake-up is involved: the loop is not waiting while its own thread runs. (Waking
+    /// it through lws's event pipe cost a write, a read and a pass of lws per call: a
+    /// lone publisher's every acknowledged durable publish.)
     public func executeSoon(_ work: @escaping () -> Void) {
         preconditionInEventLoop()
-        let wasEmpty = localWork.isEmpty
         localWork.append(work)
-        // A non-empty queue already has a wake pending (drainWork re-wakes for leftovers).
-        if wasEmpty { remoteWork.wake() }
+    }
+
+    /// Has lws service its own timers at the end of this pass (on libev it otherwise does
+    /// so only after a socket event, or at the periodic kick): a connection set to close
+    /// through them (`LWS_TO_KILL_ASYNC`) outside a socket's callback closes now. Must be
+    /// called on the loop thread.
+    func requestLibWebSocketsService() {
+        kickRequested = true
     }
 
     private func enqueue(_ work: WorkQueue.Work) {
@@ -258,12 +273,12 @@ public final class EventLoop: @unchecked Sendable {
             work.run()
         }
         drained.removeAll(keepingCapacity: true)
-        runLocalWork()
-        if !localWork.isEmpty { remoteWork.wake() }
     }
 
-    /// Runs the local work queued before this pass (work it queues waits for the next).
+    /// Runs the local work queued so far (work it queues waits for the next pass).
     private func runLocalWork() {
+        guard !localWork.isEmpty else { return }
+        noteActivity()
         var budget = localWork.count
         while budget > 0, let work = localWork.popFirst() {
             budget -= 1
@@ -401,8 +416,8 @@ public final class EventLoop: @unchecked Sendable {
                 serviceOnLibev(eventLibraryLoop, wakeup, context)
                 continue
             }
-            // With writes pending the pass must not wait: they are written after it.
-            let writesPending = hasPendingWrites
+            // With writes or local work pending the pass must not wait: they are done after it.
+            let writesPending = hasPendingWrites || !localWork.isEmpty
             // lws polls in whole milliseconds: when idle, sleep through a timer's last
             // fraction of one rather than polling with a zero timeout until it is due
             // (while busy, keep servicing: more I/O may be ready).
@@ -416,6 +431,8 @@ public final class EventLoop: @unchecked Sendable {
             servicePasses &+= 1
             // A negative timeout makes lws poll without waiting.
             if lws_service(context, writesPending ? -1 : 0) < 0 { break }
+            runLocalWork()
+            kickRequested = false  // lws_service services its timers every pass
             lastPassWasBusy = activity != before
             if hasPendingWrites,
                 decideAfterPass(handledInput: inputs != inputsBefore, now: EventLoop.monotonicNanoseconds()) == .write
@@ -456,8 +473,9 @@ public final class EventLoop: @unchecked Sendable {
     private func serviceOnLibev(
         _ loop: UnsafeMutableRawPointer, _ wakeup: UnsafeMutablePointer<cws_ev_wakeup_t>, _ context: OpaquePointer
     ) {
-        // Pending writes make the pass poll without waiting, unless they wait for input.
-        let noWait = hasPendingWrites && writesWaitUntil == nil
+        // Pending writes make the pass poll without waiting, unless they wait for input;
+        // so does local work left for this pass.
+        let noWait = (hasPendingWrites && writesWaitUntil == nil) || !localWork.isEmpty
         if !noWait {
             var wake = lastKick &+ EventLoop.libWebSocketsTimerInterval
             if let deadline = timers.nextDeadline { wake = min(wake, deadline) }
@@ -473,9 +491,15 @@ public final class EventLoop: @unchecked Sendable {
         _ = cws_ev_run(loop, noWait ? 1 : 0)
         var now = EventLoop.monotonicNanoseconds()
         if now >= armedWake { armedWake = .max }
+        var timersFired = false
         if let deadline = timers.nextDeadline, deadline <= now {
             fireTimers()
-            now = EventLoop.monotonicNanoseconds()
+            timersFired = true
+        }
+        runLocalWork()
+        now = EventLoop.monotonicNanoseconds()
+        if timersFired || kickRequested {
+            kickRequested = false
             // What the timers did may need lws's own service (a kill, a paused read).
             kickLibWebSockets(context, now: now)
         } else if now - lastKick >= EventLoop.libWebSocketsTimerInterval {

@@ -230,7 +230,10 @@ public final class WebSocketConnection {
             outbound.dropQueuedExceptInProgress()
         case .discardQueueAndKill:
             outbound.dropQueuedExceptInProgress()
-            if let wsi { cws_kill_async(wsi) }
+            if let wsi {
+                cws_kill_async(wsi)
+                eventLoop.requestLibWebSocketsService()
+            }
         }
     }
 
@@ -287,6 +290,7 @@ public final class WebSocketConnection {
         switch handshake.established() {
         case .kill:
             cws_kill_async(wsi)
+            eventLoop.requestLibWebSocketsService()
         case .open(let closePending):
             if isReadingPaused { lws_rx_flow_control(wsi, 0) }
             if closePending || !outbound.isEmpty { requestWritable() }
