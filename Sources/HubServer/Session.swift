@@ -65,7 +65,12 @@ public final class Session {
     /// The service, for `list`'s connection count and the admin operations.
     weak var service: (any ServiceControl)?
     /// The client's name from `hello`, if it gave one (for logs and `$sys.connections`).
-    public private(set) var clientName: String?
+    public private(set) var clientName: String? {
+        didSet { sender = Session.sender(id: id, clientName: clientName) }
+    }
+    /// Who sends this session's values, for the logs of what they cause: kept rather than
+    /// built for every value sent.
+    private var sender: String
     /// Whether the client is authenticated (always, on a server without auth).
     public var isAuthenticated: Bool { authenticated }
     /// Who the client is, once authenticated.
@@ -84,6 +89,7 @@ public final class Session {
         counters: ServiceCounters = ServiceCounters(), authenticator: Authenticator? = nil
     ) {
         self.id = id
+        sender = Session.sender(id: id, clientName: nil)
         self.hub = hub
         self.configuration = configuration
         self.logger = logger
@@ -492,9 +498,8 @@ public final class Session {
         }
     }
 
-    /// Who sends this session's values, for the logs of what they cause: the session id,
-    /// and the client's name from `hello` when it gave one.
-    private var sender: String {
+    /// Who a session sends as: its id, and the client's name from `hello` when it gave one.
+    private static func sender(id: String, clientName: String?) -> String {
         guard let clientName else { return "session \(id)" }
         return "session \(id) (client \(Value.string(clientName).jsonString()))"
     }
