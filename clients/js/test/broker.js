@@ -3,7 +3,7 @@
 
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,9 +11,21 @@ import { fileURLToPath } from "node:url";
 export const repository = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 export const hubcli = process.env.HUBCLI ?? path.join(repository, ".build/debug/hubcli");
 
+const folders = [];
+process.on("exit", () => {
+  for (const folder of folders) rmSync(folder, { recursive: true, force: true });
+});
+
+/** A fresh temporary folder named `prefix`…, removed when the test process exits. */
+export function temporaryFolder(prefix = "hub-js-test-") {
+  const folder = mkdtempSync(path.join(tmpdir(), prefix));
+  folders.push(folder);
+  return folder;
+}
+
 /** A YAML file with `text` in a fresh temporary folder. */
 export function configFile(text) {
-  const file = path.join(mkdtempSync(path.join(tmpdir(), "hub-js-test-")), "hub.yml");
+  const file = path.join(temporaryFolder(), "hub.yml");
   writeFileSync(file, text);
   return file;
 }

@@ -7,13 +7,12 @@
 
 import "./websocket.js";
 import { after, test } from "node:test";
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
-import { tmpdir } from "node:os";
 import path from "node:path";
 
 import { ErrorCode, Hub } from "../hub.js";
-import { configFile, repository, startBroker } from "./broker.js";
+import { configFile, repository, startBroker, temporaryFolder } from "./broker.js";
 import { cases, check, failure, same, take, unique } from "./cases.js";
 import { inapplicable, parseVector, runVector } from "./conformance.js";
 
@@ -112,7 +111,7 @@ test("a broker restart: subscriptions fail (shutting_down, then disconnected), t
 });
 
 test("history: a subscription resumes across broker restarts (a durable subject after kill -9), within its demand, with offsets; a subject in memory fails with resume_failed", TIMEOUT, async () => {
-  const folder = mkdtempSync(path.join(tmpdir(), "hub-js-history-"));
+  const folder = temporaryFolder("hub-js-history-");
   const config = configFile(
     `storage: {path: ${JSON.stringify(path.join(folder, "data"))}}\n` +
       "subjects:\n  orders: {durable: true, history: {size: 1000}}\n  scratch: {history: {size: 100}}\n",
