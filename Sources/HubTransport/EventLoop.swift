@@ -164,12 +164,15 @@ public final class EventLoop: @unchecked Sendable {
     /// the next pass, which then polls without waiting. Must be called on the loop thread;
     /// `work` need not be `Sendable`.
     ///
-    /// No wake-up is involved: the loop is not waiting while its own thread runs. (Waking
-    /// it through lws's event pipe cost a write, a read and a pass of lws per call: a
-    /// lone publisher's every acknowledged durable publish.)
+    /// On libev no wake-up is involved: the loop is not waiting while its own thread runs.
+    /// (Waking it through lws's event pipe cost a write, a read and a pass of lws per call:
+    /// a lone publisher's every acknowledged durable publish.) lws's own `poll` runs the
+    /// timers before it waits in the same call, so there the first work queued still wakes it.
     public func executeSoon(_ work: @escaping () -> Void) {
         preconditionInEventLoop()
+        let wasEmpty = localWork.isEmpty
         localWork.append(work)
+        if wasEmpty, eventLibraryLoop == nil { remoteWork.wake() }
     }
 
     /// Has lws service its own timers at the end of this pass (on libev it otherwise does

@@ -214,6 +214,47 @@ struct EventLoopSchedulerTests {
         #expect(try await order.next(3) == [0, 1, 2])
     }
 
+    /// Work queued on the loop's own thread (here by a timer, as by a socket's callback)
+    /// runs at the end of the pass that queued it, without a wake-up through lws; work it
+    /// queues runs in the next pass, which polls without waiting (a chain of a thousand
+    /// takes a thousand passes, where passes that waited for the loop's 100-ms kick of lws
+    /// would take minutes).
+    @Test(arguments: EventLoop.Configuration.EventLibrary.allCases)
+    func workQueuedOnTheLoopRunsAtTheEndOfThePass(library: EventLoop.Configuration.EventLibrary) async throws {
+        let loop = try EventLoop(configuration: .init(eventLibrary: library))
+        defer { loop.shutdown() }
+        final class Chain {
+            var left = 1_000
+            var firstPass = 0
+        }
+        let passes = EventQueue<Int>()
+        try await onLoop(loop) {
+            let scheduler = loop.scheduler
+            scheduler.schedule(after: scheduler.now.advanced(by: .milliseconds(1))) {
+                let first = loop.servicePasses
+                loop.executeSoon { passes.push(loop.servicePasses - first) }
+            }
+        }
+        #expect(try await passes.next(timeout: .seconds(10), "work queued by a timer") == 0)
+        try await onLoop(loop) {
+            let scheduler = loop.scheduler
+            scheduler.schedule(after: scheduler.now.advanced(by: .milliseconds(1))) {
+                let chain = Chain()
+                chain.firstPass = loop.servicePasses
+                func next() {
+                    chain.left -= 1
+                    if chain.left == 0 {
+                        passes.push(loop.servicePasses - chain.firstPass)
+                    } else {
+                        loop.executeSoon(next)
+                    }
+                }
+                loop.executeSoon(next)
+            }
+        }
+        #expect(try await passes.next(timeout: .seconds(60), "a chain of work queued on the loop") == 999)
+    }
+
     @Test func nowIsMonotonic() async throws {
         let loop = try EventLoop()
         defer { loop.shutdown() }
