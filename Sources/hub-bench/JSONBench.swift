@@ -89,7 +89,8 @@ enum JSONBench {
                 text: #"{"op":"subscribe","id":42,"pipeline":"prices | filter(price > 100) | map(price)","demand":"unlimited","batch":true,"buffer":1000,"overflow":"dropOldest"}"#
             ),
             Message(name: "send_1k", text: sendMessage()),
-            // What scripts/bench-durable-vs-jetstream sends: one 1 KiB string.
+            // What scripts/bench-durable-vs-jetstream sends: a 64-B or a 1-KiB string.
+            Message(name: "send_64_text", text: #"{"op":"send","to":"bench","value":"\#(String(repeating: "x", count: 62))","ack":7}"#),
             Message(name: "send_1k_text", text: #"{"op":"send","to":"bench","value":"\#(String(repeating: "x", count: 1022))","ack":7}"#),
             Message(name: "next_16k", text: arrayHeavyMessage()),
         ]
