@@ -607,6 +607,54 @@ struct SQLiteStoreTests {
         try await loop.run { again.value.close() }
     }
 
+    /// A loop whose passes the test ends: the work a store gives itself for the end of
+    /// the pass (``StoreExecutor/executeSoon(_:)``) waits for ``endPass()``.
+    private final class PassingLoop: StoreExecutor, @unchecked Sendable {
+        let loop = TestLoop()
+        private let lock = NSLock()
+        private var soon: [@Sendable () -> Void] = []
+
+        func execute(_ work: @Sendable @escaping () -> Void) { loop.execute(work) }
+        func executeSoon(_ work: @Sendable @escaping () -> Void) { lock.withLock { soon.append(work) } }
+
+        /// Ends the pass: runs the work queued for its end; returns how much it queued in turn.
+        func endPass() async throws -> Int {
+            let works = lock.withLock { () -> [@Sendable () -> Void] in
+                defer { soon = [] }
+                return soon
+            }
+            try await loop.run { for work in works { work() } }
+            return lock.withLock { soon.count }
+        }
+    }
+
+    @Test("values appended in one pass wait one more pass and go to the thread with that pass's values: one group, one row")
+    func severalValuesWaitAPass() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let executor = PassingLoop()
+        let loop = executor.loop
+        let store = Confined(try SQLiteStore(directory: directory, sync: .normal, executor: executor))
+        let log = try await loop.run {
+            Confined(try store.value.openLog(subject: "s", retention: HistoryRetention(size: 100)))
+        }
+        #expect(try await executor.endPass() == 0)
+        let results = Confined(ResultBox())
+        // A lone value: the loop commits it at the end of its pass.
+        try await loop.run { log.value.append(1) { results.value.add($0) } }
+        #expect(try await executor.endPass() == 0)
+        try await loop.run { for value in [2, 3] as [Value] { log.value.append(value) { results.value.add($0) } } }
+        #expect(try await executor.endPass() == 1, "two values wait a pass")
+        try await loop.run { log.value.append(4) { results.value.add($0) } }
+        #expect(try await executor.endPass() == 0)
+        let offsets = await loop.callback { (done: @escaping ([UInt64]) -> Void) in
+            results.value.whenCount(4) { done($0.compactMap { try? $0.get() }) }
+        }
+        #expect(offsets == [1, 2, 3, 4])
+        try await loop.run { store.value.close() }
+        #expect(try rows(at: directory + "/" + SQLiteStore.fileName).map(\.count) == [1, 3])
+    }
+
     @Test("a run that straddles the size bound keeps no value behind it for readers")
     func sizeBoundInsideARun() async throws {
         let directory = temporaryDirectory()
