@@ -22,4 +22,9 @@ public struct LoopStoreExecutor: StoreExecutor {
     public func executeSoon(_ work: @Sendable @escaping () -> Void) {
         eventLoop.executeSoon(work)
     }
+
+    /// On the loop: runs `work` at the end of the current pass, before its writes.
+    public func executeAtEndOfPass(_ work: @Sendable @escaping () -> Void) {
+        eventLoop.executeAtEndOfPass(work)
+    }
 }

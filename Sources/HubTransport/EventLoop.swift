@@ -51,6 +51,7 @@ public final class EventLoop: @unchecked Sendable {
     // one of them is open while work, a timer action or lws runs, so the dynamic check
     // (a runtime call per access) would only cost.
     @exclusivity(unchecked) private var localWork = Deque<() -> Void>()
+    @exclusivity(unchecked) private var endOfPassWork = Deque<() -> Void>()
     @exclusivity(unchecked) private var drained: [WorkQueue.Work] = []
     @exclusivity(unchecked) private var timers = TimerQueue()
     @exclusivity(unchecked) private var timer = LoopTimer()
@@ -158,20 +159,31 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// Queues `work` to run on the loop soon, after what is already queued locally: at the
-    /// end of the current service pass, before the pass writes what its connections queued
-    /// (so that what `work` queues goes out with it). Work queued while that runs waits for
-    /// the next pass, which then polls without waiting. Must be called on the loop thread;
-    /// `work` need not be `Sendable`.
-    ///
-    /// On libev no wake-up is involved: the loop is not waiting while its own thread runs.
-    /// (Waking it through lws's event pipe cost a write, a read and a pass of lws per call:
-    /// a lone publisher's every acknowledged durable publish.) lws's own `poll` runs the
-    /// timers before it waits in the same call, so there the first work queued still wakes it.
+    /// Queues `work` to run on the loop soon, after what is already queued locally.
+    /// Must be called on the loop thread; `work` need not be `Sendable`.
     public func executeSoon(_ work: @escaping () -> Void) {
         preconditionInEventLoop()
         let wasEmpty = localWork.isEmpty
         localWork.append(work)
+        // A non-empty queue already has a wake pending (drainWork re-wakes for leftovers).
+        if wasEmpty { remoteWork.wake() }
+    }
+
+    /// Queues `work` to run at the end of the current service pass, after its events and
+    /// timers and before it writes what its connections queued (so that what `work`
+    /// queues goes out with them): a store's commit of the value a lone publisher waits
+    /// for. Work queued while that runs waits for the end of the next pass, which then
+    /// polls without waiting. Must be called on the loop thread.
+    ///
+    /// Unlike ``executeSoon(_:)`` it wakes nothing on libev (the loop is not waiting while
+    /// its own thread runs), and it runs in this pass rather than the next: a wake-up
+    /// through lws's event pipe costs a write, a read and a pass of lws. lws's own `poll`
+    /// runs the timers before it waits in the same call, so there the first work queued
+    /// still wakes it.
+    public func executeAtEndOfPass(_ work: @escaping () -> Void) {
+        preconditionInEventLoop()
+        let wasEmpty = endOfPassWork.isEmpty
+        endOfPassWork.append(work)
         if wasEmpty, eventLibraryLoop == nil { remoteWork.wake() }
     }
 
@@ -276,14 +288,25 @@ public final class EventLoop: @unchecked Sendable {
             work.run()
         }
         drained.removeAll(keepingCapacity: true)
+        runLocalWork()
+        if !localWork.isEmpty { remoteWork.wake() }
     }
 
-    /// Runs the local work queued so far (work it queues waits for the next pass).
+    /// Runs the local work queued before this pass (work it queues waits for the next).
     private func runLocalWork() {
-        guard !localWork.isEmpty else { return }
-        noteActivity()
         var budget = localWork.count
         while budget > 0, let work = localWork.popFirst() {
+            budget -= 1
+            work()
+        }
+    }
+
+    /// Runs the work queued for the end of this pass (work it queues waits for the next).
+    private func runEndOfPassWork() {
+        guard !endOfPassWork.isEmpty else { return }
+        noteActivity()
+        var budget = endOfPassWork.count
+        while budget > 0, let work = endOfPassWork.popFirst() {
             budget -= 1
             work()
         }
@@ -419,8 +442,8 @@ public final class EventLoop: @unchecked Sendable {
                 serviceOnLibev(eventLibraryLoop, wakeup, context)
                 continue
             }
-            // With writes or local work pending the pass must not wait: they are done after it.
-            let writesPending = hasPendingWrites || !localWork.isEmpty
+            // With writes or end-of-pass work pending the pass must not wait: they are done after it.
+            let writesPending = hasPendingWrites || !endOfPassWork.isEmpty
             // lws polls in whole milliseconds: when idle, sleep through a timer's last
             // fraction of one rather than polling with a zero timeout until it is due
             // (while busy, keep servicing: more I/O may be ready).
@@ -434,7 +457,7 @@ public final class EventLoop: @unchecked Sendable {
             servicePasses &+= 1
             // A negative timeout makes lws poll without waiting.
             if lws_service(context, writesPending ? -1 : 0) < 0 { break }
-            runLocalWork()
+            runEndOfPassWork()
             kickRequested = false  // lws_service services its timers every pass
             lastPassWasBusy = activity != before
             if hasPendingWrites,
@@ -447,7 +470,9 @@ public final class EventLoop: @unchecked Sendable {
         // Run what was handed in before the stop, then refuse more and destroy.
         for work in remoteWork.close() { work.run() }
         runLocalWork()
+        runEndOfPassWork()
         localWork.removeAll()
+        endOfPassWork.removeAll()
         flushQueue.removeAll()
         // What writers hold for other loops goes, as work handed in before the stop did.
         for writer in writers { writer.write() }
@@ -477,8 +502,8 @@ public final class EventLoop: @unchecked Sendable {
         _ loop: UnsafeMutableRawPointer, _ wakeup: UnsafeMutablePointer<cws_ev_wakeup_t>, _ context: OpaquePointer
     ) {
         // Pending writes make the pass poll without waiting, unless they wait for input;
-        // so does local work left for this pass.
-        let noWait = (hasPendingWrites && writesWaitUntil == nil) || !localWork.isEmpty
+        // so does work left for the end of this pass.
+        let noWait = (hasPendingWrites && writesWaitUntil == nil) || !endOfPassWork.isEmpty
         if !noWait {
             var wake = lastKick &+ EventLoop.libWebSocketsTimerInterval
             if let deadline = timers.nextDeadline { wake = min(wake, deadline) }
@@ -499,7 +524,7 @@ public final class EventLoop: @unchecked Sendable {
             fireTimers()
             timersFired = true
         }
-        runLocalWork()
+        runEndOfPassWork()
         now = EventLoop.monotonicNanoseconds()
         if timersFired || kickRequested {
             kickRequested = false

@@ -608,7 +608,8 @@ struct SQLiteStoreTests {
     }
 
     /// A loop whose passes the test ends: the work a store gives itself for the end of
-    /// the pass (``StoreExecutor/executeSoon(_:)``) waits for ``endPass()``.
+    /// the pass or the next one (``StoreExecutor/executeAtEndOfPass(_:)``,
+    /// ``StoreExecutor/executeSoon(_:)``) waits for ``endPass()``.
     private final class PassingLoop: StoreExecutor, @unchecked Sendable {
         let loop = TestLoop()
         private let lock = NSLock()
@@ -616,6 +617,7 @@ struct SQLiteStoreTests {
 
         func execute(_ work: @Sendable @escaping () -> Void) { loop.execute(work) }
         func executeSoon(_ work: @Sendable @escaping () -> Void) { lock.withLock { soon.append(work) } }
+        func executeAtEndOfPass(_ work: @Sendable @escaping () -> Void) { executeSoon(work) }
 
         /// Ends the pass: runs the work queued for its end; returns how much it queued in turn.
         func endPass() async throws -> Int {
@@ -628,7 +630,7 @@ struct SQLiteStoreTests {
         }
     }
 
-    @Test("values appended in one pass wait one more pass and go to the thread with that pass's values: one group, one row")
+    @Test("values appended in one pass go to the thread from the next pass, with what it appended: one group, one row")
     func severalValuesWaitAPass() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -214,13 +214,12 @@ struct EventLoopSchedulerTests {
         #expect(try await order.next(3) == [0, 1, 2])
     }
 
-    /// Work queued on the loop's own thread (here by a timer, as by a socket's callback)
-    /// runs at the end of the pass that queued it, without a wake-up through lws; work it
-    /// queues runs in the next pass, which polls without waiting (a chain of a thousand
-    /// takes a thousand passes, where passes that waited for the loop's 100-ms kick of lws
-    /// would take minutes).
+    /// Work queued for the end of the pass (here by a timer, as by a socket's callback)
+    /// runs in that pass, without a wake-up through lws; work it queues runs at the end of
+    /// the next pass, which polls without waiting (a chain of a thousand takes a thousand
+    /// passes, where passes that waited for the loop's 100-ms kick of lws would take minutes).
     @Test(arguments: EventLoop.Configuration.EventLibrary.allCases)
-    func workQueuedOnTheLoopRunsAtTheEndOfThePass(library: EventLoop.Configuration.EventLibrary) async throws {
+    func workQueuedForTheEndOfThePassRunsInIt(library: EventLoop.Configuration.EventLibrary) async throws {
         let loop = try EventLoop(configuration: .init(eventLibrary: library))
         defer { loop.shutdown() }
         final class Chain {
@@ -232,7 +231,7 @@ struct EventLoopSchedulerTests {
             let scheduler = loop.scheduler
             scheduler.schedule(after: scheduler.now.advanced(by: .milliseconds(1))) {
                 let first = loop.servicePasses
-                loop.executeSoon { passes.push(loop.servicePasses - first) }
+                loop.executeAtEndOfPass { passes.push(loop.servicePasses - first) }
             }
         }
         #expect(try await passes.next(timeout: .seconds(10), "work queued by a timer") == 0)
@@ -246,10 +245,10 @@ struct EventLoopSchedulerTests {
                     if chain.left == 0 {
                         passes.push(loop.servicePasses - chain.firstPass)
                     } else {
-                        loop.executeSoon(next)
+                        loop.executeAtEndOfPass(next)
                     }
                 }
-                loop.executeSoon(next)
+                loop.executeAtEndOfPass(next)
             }
         }
         #expect(try await passes.next(timeout: .seconds(60), "a chain of work queued on the loop") == 999)

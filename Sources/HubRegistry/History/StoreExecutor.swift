@@ -9,11 +9,21 @@ public protocol StoreExecutor: Sendable {
     /// (the event loop's local queue), for work a store gives itself, such as committing
     /// what the loop's pass appended as one group.
     func executeSoon(_ work: @Sendable @escaping () -> Void)
+
+    /// Called on the loop: runs `work` on the loop at the end of the current pass, after
+    /// its events and before it writes (so that the acks `work` queues go out with that
+    /// pass's writes), such as committing the value a lone publisher waits for.
+    func executeAtEndOfPass(_ work: @Sendable @escaping () -> Void)
 }
 
 extension StoreExecutor {
     /// By default, ``execute(_:)``.
     public func executeSoon(_ work: @Sendable @escaping () -> Void) {
         execute(work)
+    }
+
+    /// By default, ``executeSoon(_:)``.
+    public func executeAtEndOfPass(_ work: @Sendable @escaping () -> Void) {
+        executeSoon(work)
     }
 }
