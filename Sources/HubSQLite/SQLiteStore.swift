@@ -372,7 +372,7 @@ public final class SQLiteStore: SubjectStore {
     /// Handed over at the end of its own pass, it made throughput lower at window 64 with
     /// 64-B values (75-80 k/s against 88-91 k/s); waiting for the end of the next pass
     /// made one group of the whole window (the publisher waiting on every commit of 64
-    /// values: 0.72-0.85x JetStream against 0.88-1.00x).
+    /// values: 0.72-0.84x JetStream against 0.88-1.07x).
     private func commitLoopGroup() {
         loopCommitScheduled = false
         guard !closed, !loopGroup.isEmpty else {
