@@ -396,6 +396,9 @@ public final class SQLiteStore: SubjectStore {
         {
             loopCommits += 1
             committed(outcomes)
+            // The acks go out now: the pass read the value, so write coalescing would
+            // hold them for the next pass, which only polls.
+            executor.answered()
         } else {
             submit(group, appends: values)
         }

@@ -27,4 +27,9 @@ public struct LoopStoreExecutor: StoreExecutor {
     public func executeAtEndOfPass(_ work: @Sendable @escaping () -> Void) {
         eventLoop.executeAtEndOfPass(work)
     }
+
+    /// On the loop: what was queued is written at the end of this pass.
+    public func answered() {
+        eventLoop.writeAtEndOfPass()
+    }
 }

@@ -618,6 +618,10 @@ struct SQLiteStoreTests {
         func execute(_ work: @Sendable @escaping () -> Void) { loop.execute(work) }
         func executeSoon(_ work: @Sendable @escaping () -> Void) { lock.withLock { soon.append(work) } }
         func executeAtEndOfPass(_ work: @Sendable @escaping () -> Void) { executeSoon(work) }
+        func answered() { lock.withLock { answers += 1 } }
+        /// How often the store said that a pass's work answered clients.
+        var answeredCount: Int { lock.withLock { answers } }
+        private var answers = 0
 
         /// Ends the pass: runs the work queued for its end; returns how much it queued in turn.
         func endPass() async throws -> Int {
@@ -641,10 +645,12 @@ struct SQLiteStoreTests {
             Confined(try store.value.openLog(subject: "s", retention: HistoryRetention(size: 100)))
         }
         #expect(try await executor.endPass() == 0)
+        let answered = executor.answeredCount
         let results = Confined(ResultBox())
-        // A lone value: the loop commits it at the end of its pass.
+        // A lone value: the loop commits it at the end of its pass, and its ack goes out then.
         try await loop.run { log.value.append(1) { results.value.add($0) } }
         #expect(try await executor.endPass() == 0)
+        #expect(executor.answeredCount == answered + 1)
         try await loop.run { for value in [2, 3] as [Value] { log.value.append(value) { results.value.add($0) } } }
         #expect(try await executor.endPass() == 1, "two values wait a pass")
         try await loop.run { log.value.append(4) { results.value.add($0) } }
@@ -653,6 +659,7 @@ struct SQLiteStoreTests {
             results.value.whenCount(4) { done($0.compactMap { try? $0.get() }) }
         }
         #expect(offsets == [1, 2, 3, 4])
+        #expect(executor.answeredCount == answered + 1, "the thread's outcomes come back as answers of their own")
         try await loop.run { store.value.close() }
         #expect(try rows(at: directory + "/" + SQLiteStore.fileName).map(\.count) == [1, 3])
     }

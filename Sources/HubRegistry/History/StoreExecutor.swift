@@ -14,6 +14,11 @@ public protocol StoreExecutor: Sendable {
     /// its events and before it writes (so that the acks `work` queues go out with that
     /// pass's writes), such as committing the value a lone publisher waits for.
     func executeAtEndOfPass(_ work: @Sendable @escaping () -> Void)
+
+    /// Called on the loop by work that answered clients waiting on the store (a commit's
+    /// acks): what it queued is written at the end of this pass, not held back for the
+    /// loop's write coalescing, as the answers ``execute(_:)`` brings back are.
+    func answered()
 }
 
 extension StoreExecutor {
@@ -26,4 +31,7 @@ extension StoreExecutor {
     public func executeAtEndOfPass(_ work: @Sendable @escaping () -> Void) {
         executeSoon(work)
     }
+
+    /// By default, nothing.
+    public func answered() {}
 }
