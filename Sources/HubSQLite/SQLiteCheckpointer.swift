@@ -54,9 +54,11 @@ final class SQLiteCheckpointer: @unchecked Sendable {
         sqlite3_wal_hook(writer.handle, walHook, Unmanaged.passUnretained(self).toOpaque())
     }
 
-    /// Stops the thread (a checkpoint asked for runs first) and waits for it.
+    /// Stops the thread (a checkpoint asked for runs first), waits for it and closes its
+    /// connection.
     func stop() {
         worker.stop()
+        connection.close()
     }
 
     /// The checkpoints run so far, in the background and inline.

@@ -5,12 +5,14 @@ import CSQLite
 final class SQLiteConnection {
     let handle: OpaquePointer
     let path: String
+    private var isOpen = true
 
-    /// Opens (creating when `create`) the database at `path`.
-    init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+    /// Opens (creating it if needed) the database at `path`, through SQLite's `vfs`
+    /// (its default one when `nil`).
+    init(path: String, vfs: String? = nil) throws(SQLiteError) {
         var handle: OpaquePointer?
-        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
-        let status = sqlite3_open_v2(path, &handle, flags, nil)
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let status = sqlite3_open_v2(path, &handle, flags, vfs)
         guard status == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             if let handle { sqlite3_close_v2(handle) }
@@ -22,6 +24,15 @@ final class SQLiteConnection {
     }
 
     deinit {
+        close()
+    }
+
+    /// Closes the connection, releasing its locks once its statements are gone too (call
+    /// it when nothing uses the connection any more; SQLite closes it for good when the
+    /// last of its statements is finalized).
+    func close() {
+        guard isOpen else { return }
+        isOpen = false
         sqlite3_close_v2(handle)
     }
 

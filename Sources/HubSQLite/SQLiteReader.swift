@@ -48,9 +48,10 @@ final class SQLiteReader: @unchecked Sendable {
         worker.handIn { queue.append(request) }
     }
 
-    /// Answers what is queued, then stops the thread and waits for it.
+    /// Answers what is queued, stops the thread, waits for it and closes the connection.
     func stop() {
         worker.stop()
+        connection.close()
     }
 
     private func run() {

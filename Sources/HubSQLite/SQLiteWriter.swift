@@ -141,9 +141,10 @@ final class SQLiteWriter: @unchecked Sendable {
         worker.handIn { queue.append(contentsOf: operations) }
     }
 
-    /// Commits what is queued, then stops the thread and waits for it.
+    /// Commits what is queued, stops the thread, waits for it and closes the connection.
     func stop() {
         worker.stop()
+        connection.close()
     }
 
     // MARK: The thread

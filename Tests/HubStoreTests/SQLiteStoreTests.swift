@@ -4,6 +4,7 @@ import HubRegistry
 import HubSQLite
 import HubValue
 import HubWire
+import NetworkTestSupport
 import Testing
 
 /// What the SQLite store adds to the conformance suite: it owns its directory, never
@@ -48,6 +49,42 @@ struct SQLiteStoreTests {
         try await loop.run { store.value.close() }
         let again = Confined(try SQLiteStore(directory: directory, executor: loop))
         try await loop.run { again.value.close() }
+    }
+
+    @Test("the open store keeps other processes out of its database, locked once; they read it once it closed")
+    func theDatabaseIsTheProcessesOwn() async throws {
+        let loop = TestLoop()
+        let (directory, store, log) = try await openStore(executor: loop, on: loop, loopCommitBudget: .seconds(60))
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        for index in 1...3 {
+            #expect(try await log.append(.int(Int64(index)), on: loop).get() == UInt64(index))
+        }
+        let database = directory + "/" + SQLiteStore.fileName
+        let whileOpen = try await countOfEntries(fromAnotherProcess: database)
+        #expect(whileOpen.contains("database is locked"), "\(whileOpen)")
+        try await loop.run { store.value.close() }
+        #expect(try await countOfEntries(fromAnotherProcess: database) == "3")
+    }
+
+    /// What another process (Python's `sqlite3`, told to wait for no lock) prints when it
+    /// counts the rows of `database`'s entries: the count, or its error.
+    private func countOfEntries(fromAnotherProcess database: String) async throws -> String {
+        let script = """
+            import sqlite3, sys
+            try:
+                print(sqlite3.connect(sys.argv[1], timeout=0).execute("SELECT count(*) FROM entries").fetchone()[0])
+            except sqlite3.Error as error:
+                print(error)
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script, database]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let printed = await Blocking.run { output.fileHandleForReading.readDataToEndOfFile() }
+        await process.exited()
+        return String(decoding: printed, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     @Test(
