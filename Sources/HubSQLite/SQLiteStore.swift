@@ -64,14 +64,13 @@ public final class SQLiteStore: SubjectStore {
 
     /// The database file's name under the storage directory.
     public static let fileName = "hub.sqlite3"
-    /// The SQLite VFS of the store's connections: `unix-excl`, which takes the database
-    /// file's POSIX lock once, exclusively, and keeps every later lock, the WAL index's
-    /// included, in the process. The broker owns its database while it runs (the
-    /// ``StorageLock`` refuses a second one), so its connections need no `fcntl` to keep
-    /// one another out, where SQLite's default VFS makes six calls a transaction: a lone
-    /// value's commit costs 4 to 6 µs less (`sqlite-floor`, README). Another process can
-    /// open the database only once the broker has closed it.
-    static let vfs = "unix-excl"
+    /// The SQLite VFS of a store that keeps its database to itself: `unix-excl`, which
+    /// takes the database file's POSIX lock once, exclusively, and keeps every later lock,
+    /// the WAL index's included, in the process. The broker owns its database while it
+    /// runs (the ``StorageLock`` refuses a second one), so its connections need no `fcntl`
+    /// to keep one another out, where SQLite's default VFS makes six calls a transaction:
+    /// a lone value's commit costs 4 to 6 µs less (`sqlite-floor`, README).
+    static let exclusiveVFS = "unix-excl"
     /// The most bytes of values waiting for the writer before appends are refused
     /// with `limit_exceeded` (the disk is that far behind).
     public static let defaultMaxPendingBytes = 64 << 20
@@ -123,10 +122,15 @@ public final class SQLiteStore: SubjectStore {
     /// fsync; the writer thread commits everything else, and always with ``Sync/full``.
     /// A commit on the loop that takes longer than `loopCommitBudget` (a disk or a machine
     /// that slows down) leaves the next second's commits to the thread.
+    ///
+    /// `shared` lets other processes open the database while the store is open (the
+    /// `sqlite3` shell, an online `.backup`), at the cost of SQLite's locking through the
+    /// file system at every transaction; otherwise (the default) they get `database is
+    /// locked` until ``close()``.
     public init(
         directory: String, sync: Sync = .full, executor: any StoreExecutor, clock: @escaping HistoryClock = systemHistoryClock,
         maxPendingBytes: Int = SQLiteStore.defaultMaxPendingBytes, checkpoint: Checkpointing = Checkpointing(),
-        commitOnLoop: Bool? = nil, loopCommitBudget: Duration = .milliseconds(2)
+        commitOnLoop: Bool? = nil, loopCommitBudget: Duration = .milliseconds(2), shared: Bool = false
     ) throws(SQLiteError) {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -143,7 +147,8 @@ public final class SQLiteStore: SubjectStore {
         self.executor = executor
         commitsOnLoop = sync == .normal && commitOnLoop ?? true
 
-        let connection = try SQLiteConnection(path: path, vfs: SQLiteStore.vfs)
+        let vfs = shared ? nil : SQLiteStore.exclusiveVFS
+        let connection = try SQLiteConnection(path: path, vfs: vfs)
         // 4 KiB pages for a new database (an existing one keeps its own): a commit rewrites
         // the last leaf of the history, and a lone value costs one page of WAL. 16 KiB pages
         // (versions before 3) wrote four times the bytes for it, and lost at window 1
@@ -218,7 +223,7 @@ public final class SQLiteStore: SubjectStore {
         self.box = box
         // Checkpoints on a connection of their own, with the same synchronous setting
         // (it decides the checkpoints' fsyncs).
-        let checkpointing = try SQLiteConnection(path: path, vfs: SQLiteStore.vfs)
+        let checkpointing = try SQLiteConnection(path: path, vfs: vfs)
         try checkpointing.execute(synchronous)
         let pageSize = Int(try connection.pragma("page_size") ?? "") ?? 4096
         checkpointer = SQLiteCheckpointer(connection: checkpointing, thresholds: checkpoint.pages(ofSize: pageSize))
@@ -228,7 +233,7 @@ public final class SQLiteStore: SubjectStore {
         ) {
             outcomes in executor.execute { box.store?.threadCommitted(outcomes) }
         }
-        reader = try SQLiteReader(connection: try SQLiteConnection(path: path, vfs: SQLiteStore.vfs), clock: clock) { id, result in
+        reader = try SQLiteReader(connection: try SQLiteConnection(path: path, vfs: vfs), clock: clock) { id, result in
             executor.execute { box.store?.answered(read: id, result) }
         }
         box.store = self

@@ -127,11 +127,16 @@ public final class HubService: Sendable {
             public var path: String
             /// When a durable value counts as stored (its `ack`): see ``SQLiteStore/Sync``.
             public var sync: SQLiteStore.Sync
+            /// Whether other processes may open the database while the broker runs: see
+            /// ``SQLiteStore/init(directory:sync:executor:clock:maxPendingBytes:checkpoint:commitOnLoop:loopCommitBudget:shared:)``.
+            public var shared: Bool
 
-            /// Storage in `path` with the sync policy `sync` (default: fsync at each group commit).
-            public init(path: String, sync: SQLiteStore.Sync = .full) {
+            /// Storage in `path` with the sync policy `sync` (default: fsync at each group
+            /// commit), kept to the broker unless `shared`.
+            public init(path: String, sync: SQLiteStore.Sync = .full, shared: Bool = false) {
                 self.path = path
                 self.sync = sync
+                self.shared = shared
             }
         }
 
@@ -520,9 +525,12 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     func openStorage() throws {
         guard let storage = configuration.storage, hub.durableStore == nil else { return }
         let store = try SQLiteStore(
-            directory: storage.path, sync: storage.sync, executor: LoopStoreExecutor(eventLoop: eventLoop))
+            directory: storage.path, sync: storage.sync, executor: LoopStoreExecutor(eventLoop: eventLoop),
+            shared: storage.shared)
         hub.durableStore = store
-        logger.info("durable store open", metadata: ["path": "\(store.path)", "sync": "\(storage.sync.rawValue)"])
+        logger.info(
+            "durable store open",
+            metadata: ["path": "\(store.path)", "sync": "\(storage.sync.rawValue)", "shared": "\(storage.shared)"])
     }
 
     /// Closes the durable store once nothing appends any more.

@@ -26,6 +26,8 @@ struct HistoryConfigTests {
         #expect(subjects["d"]?.durable == true && subjects["d"]?.history == nil)
         #expect(subjects["e"]?.history == nil && subjects["e"]?.durable == false)
         try configuration.check()
+        let shared = try BrokerConfiguration.parse(yaml: "storage: {path: /data, shared: true}\n", file: "/etc/hub/hub.yml")
+        #expect(shared.service.storage == .init(path: "/data", sync: .full, shared: true))
     }
 
     @Test func declaredSubjectsGetTheirHistory() throws {
@@ -52,6 +54,7 @@ struct HistoryConfigTests {
         #expect(parseError("storage: {sync: full}\n")?.contains("storage: missing 'path'") == true)
         #expect(parseError("storage: {path: x, sync: sometimes}\n")?.contains("storage.sync") == true)
         #expect(parseError("storage: {path: x, colour: red}\n")?.contains("storage.colour") == true)
+        #expect(parseError("storage: {path: x, shared: sometimes}\n")?.contains("storage.shared") == true)
         #expect(parseError("subjects:\n  a: {history: {size: 0}}\n")?.contains("subjects.a.history.size") == true)
         #expect(parseError("subjects:\n  a: {history: {ttl: 5}}\n")?.contains("subjects.a.history.ttl") == true)
         #expect(parseError("subjects:\n  a: {history: {depth: 5}}\n")?.contains("subjects.a.history.depth") == true)

@@ -51,19 +51,27 @@ struct SQLiteStoreTests {
         try await loop.run { again.value.close() }
     }
 
-    @Test("the open store keeps other processes out of its database, locked once; they read it once it closed")
-    func theDatabaseIsTheProcessesOwn() async throws {
+    @Test(
+        "the open store keeps other processes out of its database (locked once), unless shared; they read it once it closed",
+        arguments: [false, true])
+    func otherProcesses(shared: Bool) async throws {
         let loop = TestLoop()
-        let (directory, store, log) = try await openStore(executor: loop, on: loop, loopCommitBudget: .seconds(60))
+        let (directory, store, log) = try await openStore(
+            executor: loop, on: loop, loopCommitBudget: .seconds(60), shared: shared)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         for index in 1...3 {
             #expect(try await log.append(.int(Int64(index)), on: loop).get() == UInt64(index))
         }
         let database = directory + "/" + SQLiteStore.fileName
         let whileOpen = try await countOfEntries(fromAnotherProcess: database)
-        #expect(whileOpen.contains("database is locked"), "\(whileOpen)")
+        if shared {
+            #expect(whileOpen == "3")
+        } else {
+            #expect(whileOpen.contains("database is locked"), "\(whileOpen)")
+        }
+        #expect(try await log.append(4, on: loop).get() == 4)
         try await loop.run { store.value.close() }
-        #expect(try await countOfEntries(fromAnotherProcess: database) == "3")
+        #expect(try await countOfEntries(fromAnotherProcess: database) == "4")
     }
 
     /// What another process (Python's `sqlite3`, told to wait for no lock) prints when it
@@ -243,11 +251,12 @@ struct SQLiteStoreTests {
     /// A store on a fresh directory (the caller removes it) with the log of subject "s" open.
     private func openStore(
         sync: SQLiteStore.Sync = .normal, executor: any StoreExecutor, on loop: TestLoop, commitOnLoop: Bool? = nil,
-        loopCommitBudget: Duration
+        loopCommitBudget: Duration, shared: Bool = false
     ) async throws -> (String, Confined<SQLiteStore>, Confined<any SubjectLog>) {
         let directory = temporaryDirectory()
         let store = Confined(try SQLiteStore(
-            directory: directory, sync: sync, executor: executor, commitOnLoop: commitOnLoop, loopCommitBudget: loopCommitBudget))
+            directory: directory, sync: sync, executor: executor, commitOnLoop: commitOnLoop, loopCommitBudget: loopCommitBudget,
+            shared: shared))
         let log = try await loop.run { Confined(try store.value.openLog(subject: "s", retention: HistoryRetention())) }
         return (directory, store, log)
     }

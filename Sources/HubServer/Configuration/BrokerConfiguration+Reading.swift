@@ -278,7 +278,8 @@ extension BrokerConfiguration {
     }
 
     /// `storage`: the directory of the durable store (relative paths are taken from the
-    /// configuration file's directory) and its sync policy.
+    /// configuration file's directory), its sync policy and whether other processes may
+    /// open it.
     private mutating func readStorage(_ storage: ConfigurationReader.Entry, _ reader: ConfigurationReader) throws(ConfigurationError) {
         let fields = try reader.fields(storage.value, storage.path, allowed: BrokerConfiguration.storageKeys)
         guard let pathField = fields["path"] else {
@@ -295,7 +296,9 @@ extension BrokerConfiguration {
         }
         var sync = SQLiteStore.Sync.full
         if let field = fields["sync"] { sync = try reader.choice(field.value, field.path, SQLiteStore.Sync.allCases) }
-        service.storage = HubService.Configuration.Storage(path: path, sync: sync)
+        var shared = false
+        if let field = fields["shared"] { shared = try reader.bool(field.value, field.path) }
+        service.storage = HubService.Configuration.Storage(path: path, sync: sync, shared: shared)
     }
 
     /// A `history`: `{size: N, ttl: "10m"}`, either bound optional (size defaults to
