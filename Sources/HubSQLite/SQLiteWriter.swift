@@ -88,6 +88,9 @@ final class SQLiteWriter: @unchecked Sendable {
     private let checkpointer: SQLiteCheckpointer
     private let deliver: @Sendable ([Outcome]) -> Void
     private var statements: Statements?
+    /// A row's JSON buffer kept from one commit to the next, so that a row does not grow
+    /// its array from nothing, reallocating as it goes, every time.
+    private var rowBuffer: [UInt8] = []
 
     private struct Statements {
         let begin: SQLiteStatement
@@ -197,7 +200,16 @@ final class SQLiteWriter: @unchecked Sendable {
         var lastOffset: UInt64 = 0
         var time: Int64 = 0
         var count = 0
-        var json: [UInt8] = [UInt8(ascii: "[")]
+        var json: [UInt8]
+    }
+
+    /// A new run, on the kept buffer when there is one.
+    private func newRun() -> Run {
+        var json = rowBuffer
+        rowBuffer = []
+        json.removeAll(keepingCapacity: true)
+        json.append(UInt8(ascii: "["))
+        return Run(json: json)
     }
 
     /// Runs `group` as one transaction and returns the appends' outcomes; `nil` when
@@ -254,14 +266,14 @@ final class SQLiteWriter: @unchecked Sendable {
                     state.lastOffset += 1
                     state.lastTime = max(time, state.lastTime)
                     if state.firstTime == nil, state.lastOffset == 1 { state.firstTime = state.lastTime }
-                    var run = runs.removeValue(forKey: subject) ?? Run()
+                    var run = runs.removeValue(forKey: subject) ?? newRun()
                     if run.count > 0 { run.json.append(UInt8(ascii: ",")) }
                     value.writeJSON(into: &run.json)
                     run.count += 1
                     run.lastOffset = state.lastOffset
                     run.time = state.lastTime
                     if run.count >= SQLiteSchema.maxValuesPerRow || run.json.count >= SQLiteSchema.maxRowBytes {
-                        try insert(run, of: subject, statements)
+                        try insert(&run, of: subject, statements)
                     } else {
                         runs[subject] = run
                     }
@@ -270,7 +282,11 @@ final class SQLiteWriter: @unchecked Sendable {
                     outcomes.append(.appended(subject: subject, offset: state.lastOffset))
                 }
             }
-            for (subject, run) in runs { try insert(run, of: subject, statements) }
+            // Taken out of the dictionary, so that closing a row's array copies nothing.
+            while let (subject, taken) = runs.popFirst() {
+                var run = taken
+                try insert(&run, of: subject, statements)
+            }
             for subject in retained.union(touched) { try trim(subject, statements) }
             try statements.commit.run()
         } catch {
@@ -293,8 +309,10 @@ final class SQLiteWriter: @unchecked Sendable {
         return outcomes
     }
 
-    /// Inserts `run`'s row: the value alone when it holds one, else the array of them.
-    private func insert(_ run: Run, of subject: Int64, _ statements: Statements) throws(SQLiteError) {
+    /// Inserts `run`'s row: the value alone when it holds one, else the array of them
+    /// (closed in place); then keeps its buffer for the next run, unless it grew past
+    /// twice a full row's size (one large value).
+    private func insert(_ run: inout Run, of subject: Int64, _ statements: Statements) throws(SQLiteError) {
         let insert = statements.insertEntry
         insert.bind(1, subject)
         insert.bind(2, Int64(run.lastOffset))
@@ -302,12 +320,15 @@ final class SQLiteWriter: @unchecked Sendable {
         if run.count == 1 {
             insert.bind(4, blob: run.json[1...])
         } else {
-            var json = run.json
-            json.append(UInt8(ascii: "]"))
-            insert.bind(4, blob: json[...])
+            run.json.append(UInt8(ascii: "]"))
+            insert.bind(4, blob: run.json[...])
         }
         insert.bind(5, Int64(run.count))
         try insert.run()
+        if run.json.capacity <= 2 * SQLiteSchema.maxRowBytes, run.json.capacity > rowBuffer.capacity {
+            rowBuffer = run.json
+            run.json = []
+        }
     }
 
     /// Applies the subject's retention: the size bound (which keeps at least the last

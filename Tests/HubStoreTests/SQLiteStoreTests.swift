@@ -686,7 +686,10 @@ struct SQLiteStoreTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let executor = PassingLoop()
         let loop = executor.loop
-        let store = Confined(try SQLiteStore(directory: directory, sync: .normal, executor: executor))
+        // A budget no commit reaches on a busy machine: a slow commit would leave the
+        // next second's to the thread.
+        let store = Confined(try SQLiteStore(
+            directory: directory, sync: .normal, executor: executor, loopCommitBudget: .seconds(60)))
         let log = try await loop.run {
             Confined(try store.value.openLog(subject: "s", retention: HistoryRetention(size: 100)))
         }
