@@ -1,3 +1,4 @@
+import CSQLite
 import DequeModule
 import Foundation
 import HubEngine
@@ -149,6 +150,7 @@ public final class SQLiteStore: SubjectStore {
 
         let vfs = shared ? nil : SQLiteStore.exclusiveVFS
         let connection = try SQLiteConnection(path: path, vfs: vfs)
+        try SQLiteStore.checkNotLockedElsewhere(connection, shared: shared)
         // 4 KiB pages for a new database (an existing one keeps its own): a commit rewrites
         // the last leaf of the history, and a lone value costs one page of WAL. 16 KiB pages
         // (versions before 3) wrote four times the bytes for it, and lost at window 1
@@ -240,6 +242,22 @@ public final class SQLiteStore: SubjectStore {
         writer.start(name: "hub-sqlite-writer")
         reader.start(name: "hub-sqlite-reader")
         checkpointer.start(name: "hub-sqlite-checkpointer")
+    }
+
+    /// Takes and drops the write lock once, so that a database another process keeps
+    /// locked is refused at once with what to do, rather than by whichever statement
+    /// meets the lock first. Kept to the store (not `shared`), the database must not be
+    /// open anywhere else; shared, no other process may be writing to it.
+    private static func checkNotLockedElsewhere(_ connection: SQLiteConnection, shared: Bool) throws(SQLiteError) {
+        do throws(SQLiteError) {
+            try connection.execute("BEGIN IMMEDIATE; ROLLBACK")
+        } catch where error.code & 0xFF == SQLITE_BUSY {
+            let reason = shared
+                ? "another process is writing to the database"
+                : "another process has the database open, and the broker keeps it to itself while it runs"
+                    + " (storage.shared: true lets other processes in)"
+            throw SQLiteError(code: error.code, message: "cannot open \(connection.path): \(reason)")
+        }
     }
 
     /// The WAL checkpoints run since the store opened, in the background and inline (any thread).

@@ -74,6 +74,67 @@ struct SQLiteStoreTests {
         #expect(try await countOfEntries(fromAnotherProcess: database) == "4")
     }
 
+    @Test(
+        "a database another process holds is refused at once, naming the path and what to do",
+        arguments: [(false, "read"), (true, "write")])
+    func lockedByAnotherProcess(shared: Bool, holding: String) async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let loop = TestLoop()
+        let created = Confined(try SQLiteStore(directory: directory, executor: loop))
+        try await loop.run { created.value.close() }
+        let database = directory + "/" + SQLiteStore.fileName
+        let holder = try await DatabaseHolder(database, holding: holding)
+        defer { holder.release() }
+        #expect {
+            _ = try SQLiteStore(directory: directory, executor: loop, shared: shared)
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("cannot open \(database)")
+                && text.contains(shared ? "another process is writing" : "storage.shared: true lets other processes in")
+        }
+        if !shared {
+            // A reader elsewhere does not keep a shared store out.
+            let store = Confined(try SQLiteStore(directory: directory, executor: loop, shared: true))
+            try await loop.run { store.value.close() }
+        }
+    }
+
+    /// A Python process that keeps a transaction open on a database (`read`: a snapshot;
+    /// `write`: the write lock) until it is released.
+    private final class DatabaseHolder: Sendable {
+        private let process: Process
+        private let input: Pipe
+
+        init(_ database: String, holding: String) async throws {
+            let script = """
+                import sqlite3, sys
+                connection = sqlite3.connect(sys.argv[1], isolation_level=None)
+                connection.execute("BEGIN IMMEDIATE" if sys.argv[2] == "write" else "BEGIN")
+                connection.execute("SELECT count(*) FROM subjects").fetchone()
+                print("holding", flush=True)
+                sys.stdin.read()
+                """
+            process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["python3", "-c", script, database, holding]
+            input = Pipe()
+            let output = Pipe()
+            process.standardInput = input
+            process.standardOutput = output
+            try process.run()
+            let line = await Blocking.run { output.fileHandleForReading.availableData }
+            guard String(decoding: line, as: UTF8.self).hasPrefix("holding") else {
+                throw SQLiteError(code: -1, message: "the Python holder did not start")
+            }
+        }
+
+        /// Ends the transaction and the process.
+        func release() {
+            try? input.fileHandleForWriting.close()
+        }
+    }
+
     /// What another process (Python's `sqlite3`, told to wait for no lock) prints when it
     /// counts the rows of `database`'s entries: the count, or its error.
     private func countOfEntries(fromAnotherProcess database: String) async throws -> String {
