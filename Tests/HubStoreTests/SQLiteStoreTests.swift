@@ -95,8 +95,29 @@ struct SQLiteStoreTests {
         }
         if !shared {
             // A reader elsewhere does not keep a shared store out.
-            let store = Confined(try SQLiteStore(directory: directory, executor: loop, shared: true))
+            let store = Confined(try await openSharedOnceUnlocked(directory, executor: loop))
             try await loop.run { store.value.close() }
+        }
+    }
+
+    /// A shared store on `directory`, tried again for up to five seconds while the
+    /// directory's lock is held: the store refused just before released it, but a
+    /// process that a parallel test spawns at that moment holds a copy of the lock's
+    /// descriptor until it executes its program.
+    private func openSharedOnceUnlocked(_ directory: String, executor: TestLoop) async throws -> SQLiteStore {
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(5)
+        while true {
+            let refusal: SQLiteError
+            do {
+                return try SQLiteStore(directory: directory, executor: executor, shared: true)
+            } catch {
+                refusal = error
+            }
+            guard refusal.message.contains("another broker uses this storage directory"), clock.now < deadline else {
+                throw refusal
+            }
+            try await Task.sleep(for: .milliseconds(20))
         }
     }
 
