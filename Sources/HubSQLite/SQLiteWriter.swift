@@ -283,10 +283,7 @@ final class SQLiteWriter: @unchecked Sendable {
                 }
             }
             // Taken out of the dictionary, so that closing a row's array copies nothing.
-            while let (subject, taken) = runs.popFirst() {
-                var run = taken
-                try insert(&run, of: subject, statements)
-            }
+            while var entry = runs.popFirst() { try insert(&entry.value, of: entry.key, statements) }
             for subject in retained.union(touched) { try trim(subject, statements) }
             try statements.commit.run()
         } catch {
