@@ -136,14 +136,9 @@ struct SQLiteStoreTests {
                 print("holding", flush=True)
                 sys.stdin.read()
                 """
-            process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["python3", "-c", script, database, holding]
             input = Pipe()
-            let output = Pipe()
-            process.standardInput = input
-            process.standardOutput = output
-            try process.run()
+            let output: Pipe
+            (process, output) = try SQLiteStoreTests.python(script, [database, holding], input: input)
             let line = await Blocking.run { output.fileHandleForReading.availableData }
             guard String(decoding: line, as: UTF8.self).hasPrefix("holding") else {
                 throw SQLiteError(code: -1, message: "the Python holder did not start")
@@ -156,6 +151,19 @@ struct SQLiteStoreTests {
         }
     }
 
+    /// Starts `python3 -c script arguments…`, its standard input from `input` when given;
+    /// returns it and the pipe of its standard output.
+    private static func python(_ script: String, _ arguments: [String], input: Pipe? = nil) throws -> (Process, Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        if let input { process.standardInput = input }
+        try process.run()
+        return (process, output)
+    }
+
     /// What another process (Python's `sqlite3`, told to wait for no lock) prints when it
     /// counts the rows of `database`'s entries: the count, or its error.
     private func countOfEntries(fromAnotherProcess database: String) async throws -> String {
@@ -166,12 +174,7 @@ struct SQLiteStoreTests {
             except sqlite3.Error as error:
                 print(error)
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script, database]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
+        let (process, output) = try SQLiteStoreTests.python(script, [database])
         let printed = await Blocking.run { output.fileHandleForReading.readDataToEndOfFile() }
         await process.exited()
         return String(decoding: printed, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
