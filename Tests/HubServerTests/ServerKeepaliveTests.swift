@@ -72,13 +72,15 @@ struct ServerKeepaliveTests {
     }
 
     @Test func messagesCountAsBeingHeard() async throws {
-        try await withServer(Self.configuration(pingInterval: 1, idleTimeout: 3)) { server in
+        // Five seconds of idle timeout against a request every 250 ms: with three, a full
+        // parallel run on a busy two-core host was hung up on.
+        try await withServer(Self.configuration(pingInterval: 1, idleTimeout: 5)) { server in
             let client = try await WebSocketConformanceTests.upgraded(server, timeoutSeconds: 15)
             let answers = try await Blocking.run { () throws -> Int in
                 let start = ContinuousClock.now
                 var answers = 0
                 // Requests every 250 ms for longer than the idle timeout; pings go unanswered.
-                while Self.seconds(since: start) < 5 {
+                while Self.seconds(since: start) < 7 {
                     try client.write(Self.list)
                     while let frame = client.readFrame() {
                         if frame.opcode == 0x1, String(decoding: frame.payload, as: UTF8.self).contains("catalog") {
