@@ -40,6 +40,18 @@ final class ConnectionLoop {
         control = LoopHandOff(from: core.eventLoop, to: eventLoop, carriesInput: false)
     }
 
+    /// Whether the loop's server was started (or is being started): claimed once.
+    private var serverClaimed = false
+
+    /// Claims the start of the loop's server: `true` once, for the one caller that starts
+    /// it. A second server on the loop would share the first's handed-over sockets with it
+    /// (lws binds a connection to the first vhost of its context on the same port).
+    func claimServerStart() -> Bool {
+        guard !serverClaimed else { return false }
+        serverClaimed = true
+        return true
+    }
+
     /// Keeps the loop's started server, for the changes the service hands it.
     func attach(_ server: LoopBound<ConnectionLoopServer>) {
         self.server = server

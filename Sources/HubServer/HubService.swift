@@ -206,12 +206,17 @@ public final class HubService: Sendable {
 
     /// Sets up the hub with `setUp` (declare subjects, triggers…), starts the named
     /// pipelines that run without subscribers, and starts listening. Returns the bound port.
+    ///
+    /// Only the first call starts anything: a later one (``run()`` after this, as a
+    /// `ServiceGroup` calls it) returns the bound port and runs neither `setUp` nor a
+    /// second server on any loop.
     @discardableResult
     public func start(setUp: @Sendable @escaping (Hub) throws -> Void = { _ in }) async throws -> Int {
         let core = self.core
         // jwt-kit builds its keys asynchronously: before the loop needs them.
         let verifier = try await JWTVerifier.make(configuration.session.auth?.jwt)
         let port = try await eventLoop.submit {
+            if let port = core.value.startedPort { return port }
             try core.value.openStorage()
             try setUp(core.value.hub)
             core.value.installJWT(verifier)
@@ -224,13 +229,16 @@ public final class HubService: Sendable {
         return port
     }
 
-    /// Starts `loop`'s server on the hub's `port`, beside the hub loop's, unless it runs already.
+    /// Starts `loop`'s server on the hub's `port`, beside the hub loop's, unless it was
+    /// started already: a loop serves the hub's handed-over sockets with one server.
     private func startServing(on loop: EventLoop, port: Int) async throws {
         let core = self.core
         let hubLoop = eventLoop
         let known = try await eventLoop.submit {
-            core.value.connectionLoop(for: loop).map {
-                (LoopBound($0, eventLoop: hubLoop), core.value.serverConfiguration(port: port, listening: false), $0.lag)
+            core.value.connectionLoop(for: loop).flatMap { connectionLoop in
+                connectionLoop.claimServerStart()
+                    ? (LoopBound(connectionLoop, eventLoop: hubLoop), core.value.serverConfiguration(port: port, listening: false), connectionLoop.lag)
+                    : nil
             }
         }
         guard let (hubSide, configuration, lag) = known else { return }
@@ -597,6 +605,9 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         connectionLoops.append(made)
         return made
     }
+
+    /// The port the main server listens on, once ``start()`` has started it.
+    var startedPort: Int? { server?.port }
 
     func start() throws -> Int {
         if let server { return server.port }

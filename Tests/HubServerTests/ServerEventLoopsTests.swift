@@ -177,4 +177,39 @@ struct ServerEventLoopsTests {
             #expect(try await HTTPTestClient.request(port: server.port, path: "/ready").status == 503)
         }
     }
+    /// What `hubcli serve` does: `start(setUp:)`, then a `ServiceGroup` runs the service,
+    /// whose `run()` starts it again. The second start changes nothing: one server a loop,
+    /// and the handed-over connections stay the connection loop's, one after the other.
+    @Test func aSecondStartRunsNothingAgain() async throws {
+        var configuration = Self.configuration(loops: 2)
+        // Two sockets may wait per loop: a forgotten one would soon displace the rest.
+        configuration.maxPendingHandshakes = 4
+        let setUps = Counter()
+        try await withServer(configuration, setUp: { _ in setUps.increment() }) { server in
+            let again = try await server.service.start { _ in setUps.increment() }
+            #expect(again == server.port)
+            #expect(setUps.value == 1)
+            for round in 0..<40 {
+                let client = try await server.connect()
+                try await client.send(json(["op": "send", "to": "s", "value": .int(Int64(round)), "ack": 1]))
+                #expect(try await client.next()["op"] == "ack")
+                try await client.close()
+            }
+            let statistics = try await server.eventuallyStatistics { $0.sessions == 0 }
+            #expect(statistics.connections == 0)
+            // Both loops still accept: a new pair lands one on each.
+            _ = try await Self.connect(2, to: server)
+            #expect(try await server.eventuallyStatistics { $0.sessions == 2 }.loopSessions == [1, 1])
+        }
+    }
+}
+
+/// A count shared with a service's set-up closure.
+private final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+
+    func increment() { lock.withLock { count += 1 } }
+
+    var value: Int { lock.withLock { count } }
 }
