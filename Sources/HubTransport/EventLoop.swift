@@ -62,6 +62,9 @@ public final class EventLoop: @unchecked Sendable {
     @exclusivity(unchecked) var buffers = BufferPool()
     /// The ports the loop's servers listen on.
     var ports = PortRegistry()
+    /// The endpoint that accepted each server connection of the loop, from lws's creation
+    /// of its wsi to its destruction (``WebSocketCallbackDispatcher``).
+    var acceptors: [OpaquePointer: EndpointReference] = [:]
     /// Service passes (`lws_service` calls) so far, for tests of how the loop waits.
     @exclusivity(unchecked) private(set) var servicePasses = 0
     /// Events handled so far (connection and endpoint callbacks, handed-in work, timers):
@@ -119,6 +122,20 @@ public final class EventLoop: @unchecked Sendable {
     /// Traps unless called on the loop thread.
     public func preconditionInEventLoop(file: StaticString = #fileID, line: UInt = #line) {
         precondition(inEventLoop, "must be called on the event loop thread", file: file, line: line)
+    }
+
+    /// The loop whose context `wsi` belongs to (the context's user pointer).
+    static func owning(_ wsi: OpaquePointer) -> EventLoop? {
+        guard let context = lws_get_context(wsi), let raw = lws_context_user(context) else { return nil }
+        return Unmanaged<EventLoop>.fromOpaque(raw).takeUnretainedValue()
+    }
+
+    /// In debug builds, traps unless called on the thread of the loop that owns `wsi`'s
+    /// context: libwebsockets is not thread-safe across a context (only
+    /// `lws_cancel_service` may be called from another thread).
+    @inline(__always)
+    static func assertOwnerThread(of wsi: OpaquePointer, file: StaticString = #fileID, line: UInt = #line) {
+        assert(owning(wsi)?.inEventLoop ?? true, "a libwebsockets connection was used off its event loop's thread", file: file, line: line)
     }
 
     /// Traps when called on the loop thread.

@@ -32,6 +32,7 @@ public final class HTTPExchange {
     private let eventLoop: EventLoop
 
     init(request: HTTPRequest, wsi: OpaquePointer, eventLoop: EventLoop, expectsBody: Bool) {
+        assert(EventLoop.owning(wsi) === eventLoop, "an HTTP exchange was given a wsi of another event loop's context")
         self.request = request
         self.wsi = wsi
         self.eventLoop = eventLoop

@@ -1,9 +1,14 @@
-/// The ports an event loop's servers listen on.
+/// The ports an event loop's servers listen on, and whether one of them serves the
+/// sockets another loop hands it.
 ///
 /// lws would silently share one listening socket between vhosts of one context that ask
-/// for the same port: the loop refuses the second server instead. Loop-confined.
+/// for the same port: the loop refuses the second server instead. Likewise for servers
+/// of handed-over sockets: lws gives them all the same port, and binds each connection,
+/// once its request is parsed, to the first vhost of the context on that port, whichever
+/// server adopted it; so a loop has at most one. Loop-confined.
 struct PortRegistry {
     private var ports: Set<Int> = []
+    private var servesHandedOverSockets = false
 
     init() {}
 
@@ -23,5 +28,17 @@ struct PortRegistry {
     /// Records that a server listens on `port` (the bound one).
     mutating func register(_ port: Int) {
         ports.insert(port)
+    }
+
+    /// Throws `listen_failed` when a server of the loop serves handed-over sockets already.
+    func checkHandedOverSocketsAvailable() throws(TransportError) {
+        guard !servesHandedOverSockets else {
+            throw TransportError(code: .listenFailed, message: "another server of this event loop serves handed-over sockets")
+        }
+    }
+
+    /// Records that a server of the loop serves handed-over sockets.
+    mutating func registerHandedOverSockets() {
+        servesHandedOverSockets = true
     }
 }

@@ -36,6 +36,8 @@ enum WebSocketCallbackDispatcher {
         _ wsi: OpaquePointer?, _ reason: lws_callback_reasons, _ user: UnsafeMutableRawPointer?,
         _ input: UnsafeMutableRawPointer?, _ length: Int
     ) -> Int32 {
+        // lws services a context on the thread of the loop that owns it, and only there.
+        if let wsi { EventLoop.assertOwnerThread(of: wsi) }
         switch reason {
         case LWS_CALLBACK_RECEIVE, LWS_CALLBACK_CLIENT_RECEIVE:
             guard let wsi, let connection = connection(wsi, user) else { return -1 }
@@ -56,7 +58,9 @@ enum WebSocketCallbackDispatcher {
             guard let wsi, let server = endpoint(wsi) as? WebSocketServer else { return 0 }
             return server.distribute(accepted: Int32(truncatingIfNeeded: Int(bitPattern: input)))
         case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
-            guard let wsi, let user, let endpoint = endpoint(wsi) else { return 1 }
+            guard let wsi else { return 1 }
+            acceptor(wsi)?.requestArrived(wsi)
+            guard let user, let endpoint = endpoint(wsi) else { return 1 }
             endpoint.eventLoop.noteActivity()
             return endpoint.filter(wsi, slot: user)
         case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER:
@@ -96,17 +100,20 @@ enum WebSocketCallbackDispatcher {
         case LWS_CALLBACK_HTTP, LWS_CALLBACK_HTTP_BODY, LWS_CALLBACK_HTTP_BODY_COMPLETION, LWS_CALLBACK_HTTP_WRITEABLE,
             LWS_CALLBACK_CLOSED_HTTP:
             // Plain HTTP on a server's port (no mount: lws hands it to protocols[0], ours).
+            if reason == LWS_CALLBACK_HTTP, let wsi { acceptor(wsi)?.requestArrived(wsi) }
             guard let wsi, let endpoint = endpoint(wsi) else {
                 return lws_callback_http_dummy(wsi, reason, user, input, length)
             }
             endpoint.eventLoop.noteActivity()
             return endpoint.http(wsi, reason, input, length)
         case LWS_CALLBACK_WSI_CREATE:
-            if let wsi, let endpoint = endpoint(wsi) { endpoint.accepted(wsi) }
+            if let wsi, let reference = endpointReference(wsi), reference.endpoint.accepted(wsi) {
+                reference.endpoint.eventLoop.acceptors[wsi] = reference
+            }
             return 0
         case LWS_CALLBACK_WSI_DESTROY:
             guard let wsi else { return 0 }
-            endpoint(wsi)?.freed(wsi)
+            EventLoop.owning(wsi)?.acceptors.removeValue(forKey: wsi)?.endpoint.freed(wsi)
             guard let slot = user ?? lws_wsi_user(wsi), let connection = connection(in: slot) else {
                 // A plain HTTP connection (its slot holds no WebSocket connection).
                 endpoint(wsi)?.httpConnectionDestroyed(wsi)
@@ -139,8 +146,20 @@ enum WebSocketCallbackDispatcher {
 
     /// The endpoint whose vhost protocol `wsi` is bound to.
     private static func endpoint(_ wsi: OpaquePointer) -> (any WebSocketEndpoint)? {
+        endpointReference(wsi)?.endpoint
+    }
+
+    private static func endpointReference(_ wsi: OpaquePointer) -> EndpointReference? {
         guard let proto = lws_get_protocol(wsi), let raw = proto.pointee.user else { return nil }
-        return Unmanaged<EndpointReference>.fromOpaque(raw).takeUnretainedValue().endpoint
+        return Unmanaged<EndpointReference>.fromOpaque(raw).takeUnretainedValue()
+    }
+
+    /// The endpoint that accepted `wsi` and keeps track of it (``WebSocketEndpoint/accepted(_:)``),
+    /// as its loop noted it: lws binds a connection to a vhost when it parses the request,
+    /// which need not be the one that accepted it, and what the acceptor keeps of the wsi
+    /// must not outlive it.
+    private static func acceptor(_ wsi: OpaquePointer) -> (any WebSocketEndpoint)? {
+        EventLoop.owning(wsi)?.acceptors[wsi]?.endpoint
     }
 
     /// The peer's address of `wsi` (for logs), if lws knows it.

@@ -286,6 +286,9 @@ public final class WebSocketConnection {
 
     /// The handshake finished on `wsi`.
     func didEstablish(_ wsi: OpaquePointer) {
+        // Every later lws call on `wsi` comes from a method that checks it runs on this
+        // connection's loop: that loop must own the wsi's context.
+        assert(EventLoop.owning(wsi) === eventLoop, "a connection was given a wsi of another event loop's context")
         self.wsi = wsi
         switch handshake.established() {
         case .kill:

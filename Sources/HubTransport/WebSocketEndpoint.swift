@@ -27,15 +27,23 @@ protocol WebSocketEndpoint: AnyObject {
     func httpConnectionDestroyed(_ wsi: OpaquePointer)
 
     /// lws created `wsi` for an accepted socket (servers), before it sent anything.
-    func accepted(_ wsi: OpaquePointer)
+    /// Returns whether the endpoint keeps track of it: then ``requestArrived(_:)`` and
+    /// ``freed(_:)`` reach this endpoint for `wsi`, even after lws bound it to another.
+    func accepted(_ wsi: OpaquePointer) -> Bool
 
-    /// lws frees `wsi`, whatever it became (servers).
+    /// `wsi`, which this endpoint accepted, sent its upgrade or HTTP request.
+    func requestArrived(_ wsi: OpaquePointer)
+
+    /// lws frees `wsi`, which this endpoint accepted, whatever it became.
     func freed(_ wsi: OpaquePointer)
 }
 
 extension WebSocketEndpoint {
+    /// Nothing to track: clients do not accept sockets.
+    func accepted(_ wsi: OpaquePointer) -> Bool { false }
+
     /// Nothing: clients do not accept sockets.
-    func accepted(_ wsi: OpaquePointer) {}
+    func requestArrived(_ wsi: OpaquePointer) {}
 
     /// Nothing: clients do not accept sockets.
     func freed(_ wsi: OpaquePointer) {}

@@ -79,6 +79,8 @@ public final class WebSocketServer: WebSocketEndpoint {
                 throw TransportError(code: .invalidArgument, message: "port \(configuration.port) is out of range")
             }
             try eventLoop.ports.checkAvailable(configuration.port)
+        } else {
+            try eventLoop.ports.checkHandedOverSocketsAvailable()
         }
         if let tls = configuration.tls {
             try tls.validate()
@@ -117,6 +119,7 @@ public final class WebSocketServer: WebSocketEndpoint {
         }
         guard configuration.listens else {
             self.vhost = vhost
+            eventLoop.ports.registerHandedOverSockets()
             startKeepalive()
             logger.debug("serving handed-over sockets")
             return
@@ -215,8 +218,8 @@ public final class WebSocketServer: WebSocketEndpoint {
 
     // MARK: - Events from the callback dispatcher
 
-    func accepted(_ wsi: OpaquePointer) {
-        guard let oldest = pendingHandshakes.add(wsi, limit: configuration.maximumPendingHandshakes) else { return }
+    func accepted(_ wsi: OpaquePointer) -> Bool {
+        guard let oldest = pendingHandshakes.add(wsi, limit: configuration.maximumPendingHandshakes) else { return true }
         displacedHandshakeCount += 1
         displaced.insert(oldest)
         // Not from inside lws's callback about another socket, and not with lws's own
@@ -228,6 +231,11 @@ public final class WebSocketServer: WebSocketEndpoint {
                 self?.closeDisplaced()
             }
         }
+        return true
+    }
+
+    func requestArrived(_ wsi: OpaquePointer) {
+        pendingHandshakes.remove(wsi)
     }
 
     func freed(_ wsi: OpaquePointer) {
@@ -243,7 +251,6 @@ public final class WebSocketServer: WebSocketEndpoint {
     }
 
     func filter(_ wsi: OpaquePointer, slot: UnsafeMutableRawPointer) -> Int32 {
-        pendingHandshakes.remove(wsi)
         guard !isClosed, !isRefusingUpgrades else { return 1 }
         // RFC 6455 §4.2.1: version 13 only (lws would also upgrade drafts 7 and 8).
         guard WebSocketCallbackDispatcher.header(wsi, WSI_TOKEN_VERSION) == "13" else {
@@ -308,7 +315,6 @@ public final class WebSocketServer: WebSocketEndpoint {
     func http(_ wsi: OpaquePointer, _ reason: lws_callback_reasons, _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
         switch reason {
         case LWS_CALLBACK_HTTP:
-            pendingHandshakes.remove(wsi)
             exchanges.removeValue(forKey: wsi)?.connectionClosed()
             let (request, expectsBody) = HTTPExchange.request(on: wsi, uri: input, length: length)
             let exchange = HTTPExchange(request: request, wsi: wsi, eventLoop: eventLoop, expectsBody: expectsBody)
