@@ -1,7 +1,7 @@
 import Foundation
 import HubValue
 import Logging
-import Synchronization
+import HubTransport
 
 /// A swift-log `LogHandler` that writes one JSON object per line, for log shippers
 /// (`hubcli serve --log-format json`):
@@ -28,7 +28,7 @@ public struct JSONLogHandler: LogHandler {
     public var metadataProvider: Logger.MetadataProvider?
     private let descriptor: Int32
 
-    private static let lock = Mutex(())
+    private static let lock = LockedState(())
 
     /// A handler writing to standard error (`descriptor` 2) at `level` and above.
     public init(label: String, level: Logger.Level = .info, descriptor: Int32 = 2,

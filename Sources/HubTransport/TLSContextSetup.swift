@@ -1,14 +1,13 @@
 import CWebsockets
-import Synchronization
 
 /// Where TLS meets libwebsockets' creation info: the process-wide OpenSSL initialisation,
 /// done once before the first TLS vhost, and the TLS options of server and client vhosts.
 enum TLSContextSetup {
-    /// Whether OpenSSL was initialised for lws in this process (guarded by the mutex,
+    /// Whether OpenSSL was initialised for lws in this process (guarded by the lock,
     /// which also serialises context creation).
-    private static let libraryInitialised = Mutex(false)
+    private static let libraryInitialised = LockedState(false)
 
-    /// The lws context pointer, to leave the mutex.
+    /// The lws context pointer, to leave the lock.
     private struct CreatedContext: @unchecked Sendable {
         let raw: OpaquePointer
     }
