@@ -4,9 +4,10 @@ import HubWire
 import NetworkTestSupport
 import Testing
 
-/// docs/getting-started.md runs as it is shown: its shell blocks marked with an HTML
-/// comment run against a real `hubcli serve` on an ephemeral port, and what each
-/// command prints is what the page shows (docs/contributing.md, "Docs that cannot rot").
+/// docs/getting-started.md and the README's quick start run as they are shown: their
+/// shell blocks marked with an HTML comment run against a real `hubcli serve` on an
+/// ephemeral port, and what each command prints is what the page shows
+/// (docs/contributing.md, "Docs that cannot rot").
 ///
 /// - `<!-- terminal N -->`: each `$ command` runs to its exit with status 0; the lines
 ///   after it are its standard output, then its standard error, exactly.
@@ -21,8 +22,6 @@ import Testing
 /// `127.0.0.1:7420` in the page stands for its address.
 @Suite("Getting started page")
 struct GettingStartedTests {
-    static let page = "docs/getting-started.md"
-
     /// A marked block of the page.
     struct Step: Equatable {
         enum Kind: Equatable {
@@ -101,7 +100,7 @@ struct GettingStartedTests {
     struct Malformed: Error, CustomStringConvertible {
         var line: Int
         var what: String
-        var description: String { "\(GettingStartedTests.page):\(line): \(what)" }
+        var description: String { "line \(line): \(what)" }
     }
 
     /// The page's lines as the broker at `port` prints them: `7420` for its port.
@@ -139,12 +138,17 @@ struct GettingStartedTests {
         }
     }
 
-    @Test func theMarkedBlocksOfThePageRunAndPrintWhatItShows() async throws {
+    /// The pages whose marked blocks run, each with the fewest blocks it has (a broken
+    /// marker fails there instead of leaving a block unchecked).
+    static let pages = [("docs/getting-started.md", 12), ("README.md", 5)]
+
+    @Test(arguments: pages)
+    func theMarkedBlocksOfThePageRunAndPrintWhatItShows(page: String, blocks: Int) async throws {
         let hubcli = try HubCLIExecutable.locate()
         let root = HubCLIExecutable.packageRoot
-        let markdown = try String(contentsOf: root.appendingPathComponent(Self.page), encoding: .utf8)
+        let markdown = try String(contentsOf: root.appendingPathComponent(page), encoding: .utf8)
         let steps = try Self.steps(in: markdown)
-        #expect(steps.count >= 10, "only \(steps.count) marked blocks")
+        #expect(steps.count >= blocks, "\(page): only \(steps.count) marked blocks")
 
         // `hubcli` on the PATH is the one built beside the tests.
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("getting-started-\(UUID().uuidString)")
@@ -170,7 +174,7 @@ struct GettingStartedTests {
         }
 
         for step in steps {
-            let place = "\(Self.page):\(step.line)"
+            let place = "\(page):\(step.line)"
             switch step.kind {
             case .run:
                 for command in step.commands {
