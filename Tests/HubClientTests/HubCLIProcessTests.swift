@@ -194,6 +194,11 @@ final class RunningProcess: @unchecked Sendable {
         return chunk
     }
 
+    /// What it has printed so far on standard output and standard error.
+    func printed() -> (stdout: String, stderr: String) {
+        lock.withLock { (String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self)) }
+    }
+
     /// Waits until standard error contains `text`; returns all of it so far.
     @discardableResult
     func waitForStderr(containing text: String, timeout: Duration = .seconds(20)) async throws -> String {

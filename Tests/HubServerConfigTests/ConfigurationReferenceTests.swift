@@ -1,43 +1,54 @@
 import Foundation
 import HubServer
+import NetworkTestSupport
 import Testing
 
-/// Protocol/CONFIGURATION.md has one row for every key the broker reads and
-/// none for others, and each row's example is a valid configuration of its key.
+/// docs/configuration.md has one row for every key the broker reads and none for
+/// others, and each row's example is a valid configuration of its key. The keys the
+/// broker reads are the lists its reader checks every mapping against
+/// (`reader.fields(_:_:allowed:)`); a test below keeps this file's view of those
+/// lists in step with the reader's sources.
 @Suite("Configuration reference")
 struct ConfigurationReferenceTests {
-    static let reference = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Protocol/CONFIGURATION.md")
+    static let reference = HubCLIExecutable.packageRoot.appendingPathComponent("docs/configuration.md")
+
+    /// The lists of keys the reader accepts, each with the path of the mapping it checks
+    /// (`<name>` stands for a declared name) and the list's name in the reader's sources.
+    static let keyLists: [(name: String, prefix: String, keys: [String])] = [
+        ("topLevelKeys", "", BrokerConfiguration.topLevelKeys),
+        ("listenKeys", "listen.", BrokerConfiguration.listenKeys),
+        ("tlsKeys", "listen.tls.", BrokerConfiguration.tlsKeys),
+        ("limitsKeys", "limits.", BrokerConfiguration.limitsKeys),
+        ("pipelineLimitsKeys", "limits.pipelines.", BrokerConfiguration.pipelineLimitsKeys),
+        ("perConnectionKeys", "limits.perConnection.", BrokerConfiguration.perConnectionKeys),
+        ("perIdentityKeys", "limits.perIdentity.", BrokerConfiguration.perIdentityKeys),
+        ("authKeys", "auth.", BrokerConfiguration.authKeys),
+        ("identityKeys", "auth.identities.<name>.", BrokerConfiguration.identityKeys),
+        ("denyKeys", "auth.identities.<name>.deny.", BrokerConfiguration.denyKeys),
+        ("jwtKeys", "auth.jwt.", BrokerConfiguration.jwtKeys),
+        ("subjectKeys", "subjects.<name>.", BrokerConfiguration.subjectKeys),
+        ("pipelineKeys", "pipelines.<name>.", BrokerConfiguration.pipelineKeys),
+        ("storageKeys", "storage.", BrokerConfiguration.storageKeys),
+        ("defaultsKeys", "defaults.", BrokerConfiguration.defaultsKeys),
+        ("historyKeys", "defaults.history.", BrokerConfiguration.historyKeys),
+        ("historyKeys", "subjects.<name>.history.", BrokerConfiguration.historyKeys),
+        ("adminKeys", "admin.", BrokerConfiguration.adminKeys),
+        ("metricsKeys", "metrics.", BrokerConfiguration.metricsKeys),
+        ("clusterKeys", "cluster.", BrokerConfiguration.clusterKeys),
+    ]
+
+    /// The entries of `auth.jwt.keys` are documented in that row's type cell, not as rows.
+    static let jwtKeyEntryKeys = ("jwtKeyKeys", "auth.jwt.keys", BrokerConfiguration.jwtKeyKeys)
 
     /// Every key path the reader accepts; `<name>` stands for a declared name.
     static var keyPaths: Set<String> {
-        var paths = Set(BrokerConfiguration.topLevelKeys)
-        paths.formUnion(BrokerConfiguration.listenKeys.map { "listen.\($0)" })
-        paths.formUnion(BrokerConfiguration.tlsKeys.map { "listen.tls.\($0)" })
-        paths.formUnion(BrokerConfiguration.limitsKeys.map { "limits.\($0)" })
-        paths.formUnion(BrokerConfiguration.pipelineLimitsKeys.map { "limits.pipelines.\($0)" })
-        paths.formUnion(BrokerConfiguration.perConnectionKeys.map { "limits.perConnection.\($0)" })
-        paths.formUnion(BrokerConfiguration.authKeys.map { "auth.\($0)" })
-        paths.formUnion(BrokerConfiguration.identityKeys.map { "auth.identities.<name>.\($0)" })
-        paths.formUnion(BrokerConfiguration.denyKeys.map { "auth.identities.<name>.deny.\($0)" })
-        paths.formUnion(BrokerConfiguration.jwtKeys.map { "auth.jwt.\($0)" })
-        paths.formUnion(BrokerConfiguration.perIdentityKeys.map { "limits.perIdentity.\($0)" })
-        paths.formUnion(BrokerConfiguration.subjectKeys.map { "subjects.<name>.\($0)" })
-        paths.formUnion(BrokerConfiguration.pipelineKeys.map { "pipelines.<name>.\($0)" })
-        paths.formUnion(BrokerConfiguration.storageKeys.map { "storage.\($0)" })
-        paths.formUnion(BrokerConfiguration.defaultsKeys.map { "defaults.\($0)" })
-        paths.formUnion(BrokerConfiguration.historyKeys.map { "defaults.history.\($0)" })
-        paths.formUnion(BrokerConfiguration.historyKeys.map { "subjects.<name>.history.\($0)" })
-        paths.formUnion(BrokerConfiguration.adminKeys.map { "admin.\($0)" })
-        paths.formUnion(BrokerConfiguration.metricsKeys.map { "metrics.\($0)" })
-        paths.formUnion(BrokerConfiguration.clusterKeys.map { "cluster.\($0)" })
-        return paths
+        Set(keyLists.flatMap { list in list.keys.map { list.prefix + $0 } })
     }
 
-    /// A table row: its key path and its example.
+    /// A table row: its key path, its type and its example.
     struct Row {
         var key: String
+        var type: String
         var example: String
     }
 
@@ -63,18 +74,49 @@ struct ConfigurationReferenceTests {
             let unquote = { (text: String) in
                 text.trimmingCharacters(in: CharacterSet(charactersIn: "`")).replacingOccurrences(of: "\\|", with: "|")
             }
-            return Row(key: unquote(cells[0]), example: unquote(cells[3]))
+            return Row(key: unquote(cells[0]), type: cells[1].replacingOccurrences(of: "\\|", with: "|"), example: unquote(cells[3]))
         }
     }
 
     @Test func everyKeyTheBrokerReadsHasExactlyOneRow() throws {
         let documented = try Self.rows().map(\.key)
         let missing = Self.keyPaths.subtracting(documented).sorted()
-        #expect(missing.isEmpty, "Protocol/CONFIGURATION.md has no row for \(missing)")
+        #expect(missing.isEmpty, "docs/configuration.md has no row for \(missing)")
         let unknown = Set(documented).subtracting(Self.keyPaths).sorted()
-        #expect(unknown.isEmpty, "Protocol/CONFIGURATION.md documents keys the broker does not read: \(unknown)")
+        #expect(unknown.isEmpty, "docs/configuration.md documents keys the broker does not read: \(unknown)")
         let repeated = Dictionary(grouping: documented, by: { $0 }).filter { $0.value.count > 1 }.keys.sorted()
         #expect(repeated.isEmpty, "keys with more than one row: \(repeated)")
+    }
+
+    /// The reader's sources check mappings against exactly the lists above (and the JWT
+    /// key entries' list): a new list of keys in the reader fails here until this test,
+    /// and so the reference, covers it.
+    @Test func theKeyListsAreEveryListTheReaderChecks() throws {
+        let folder = HubCLIExecutable.packageRoot.appendingPathComponent("Sources/HubServer/Configuration")
+        var used = Set<String>()
+        for file in try FileManager.default.contentsOfDirectory(atPath: folder.path) where file.hasSuffix(".swift") {
+            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            for line in text.split(separator: "\n") where !line.contains("static let") {
+                var rest = line[...]
+                while let range = rest.range(of: "BrokerConfiguration.") {
+                    let name = rest[range.upperBound...].prefix { $0.isLetter || $0.isNumber }
+                    if name.hasSuffix("Keys") { used.insert(String(name)) }
+                    rest = rest[range.upperBound...]
+                }
+            }
+        }
+        let known = Set(Self.keyLists.map(\.name)).union([Self.jwtKeyEntryKeys.0])
+        #expect(used == known, "the reader checks \(used.subtracting(known).sorted()) that this test does not cover; it lists \(known.subtracting(used).sorted()) the reader does not use")
+    }
+
+    @Test func theJWTKeyEntriesAreDocumentedInTheirRow() throws {
+        let rows = try Self.rows().filter { $0.key == Self.jwtKeyEntryKeys.1 }
+        #expect(rows.count == 1)
+        guard let row = rows.first else { return }
+        let words = Set(row.type.split(whereSeparator: { !($0.isLetter || $0.isNumber) }).map(String.init))
+        for key in Self.jwtKeyEntryKeys.2 {
+            #expect(words.contains(key), "the row of auth.jwt.keys does not name its entry key '\(key)': \(row.type)")
+        }
     }
 
     /// What an example needs around it to be a whole configuration.
