@@ -36,9 +36,12 @@ let package = Package(
     targets: [
         // MARK: the layers, bottom up
 
+        // The engine's operators snapshot their state as a `Value` for checkpoints of
+        // running pipelines (Sources/HubEngine/Checkpoint): Value is a leaf without I/O.
         .target(
             name: "HubEngine",
             dependencies: [
+                "HubValue",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ]

@@ -1,4 +1,5 @@
 import DequeModule
+import HubValue
 
 extension Publishers {
     /// When the upstream is asked for values: all at once, or to keep the buffer full,
@@ -33,6 +34,9 @@ extension Publishers {
     /// ``BufferingStrategy/customError(_:)`` a value arriving at a full buffer
     /// cancels the upstream and the error is delivered as an upstream failure would
     /// be, on the next drain (the next downstream request), as OpenCombine does.
+    ///
+    /// With a `state`, the buffered values are checkpointed: a subscription restores them
+    /// (with ``PrefetchStrategy/keepFull`` it then requests only what keeps the buffer full).
     public struct Buffer<Upstream: Publisher>: Publisher {
         public typealias Output = Upstream.Output
         public typealias Failure = Upstream.Failure
@@ -46,17 +50,40 @@ extension Publishers {
         /// What a full buffer does with one more value.
         public let whenFull: BufferingStrategy<Failure>
 
-        /// A buffer of `size` values in front of `upstream`.
-        public init(upstream: Upstream, size: Int, prefetch: PrefetchStrategy, whenFull: BufferingStrategy<Failure>) {
+        /// Where the buffered values are checkpointed, if they are.
+        public let state: OperatorState<Output>?
+
+        /// A buffer of `size` values in front of `upstream`, checkpointed in `state` if given.
+        public init(
+            upstream: Upstream, size: Int, prefetch: PrefetchStrategy, whenFull: BufferingStrategy<Failure>,
+            state: OperatorState<Output>? = nil
+        ) {
             self.upstream = upstream
             self.size = size
             self.prefetch = prefetch
             self.whenFull = whenFull
+            self.state = state
         }
 
         /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            upstream.receive(subscriber: Inner(downstream: subscriber, size: size, prefetch: prefetch, whenFull: whenFull))
+            let inner = Inner(downstream: subscriber, size: size, prefetch: prefetch, whenFull: whenFull)
+            if let state {
+                let codec = state.codec.array
+                let size = self.size
+                state.restore("buffer") { snapshot throws(CheckpointError) in
+                    let values = try snapshot.field("values", codec)
+                    guard values.count <= size else {
+                        throw CheckpointError(.malformed, "buffer(\(size)) restored \(values.count) values")
+                    }
+                    inner.values = Deque(values)
+                }
+                state.attach("buffer") { [weak inner] in
+                    guard let inner, inner.isLive else { return nil }
+                    return ["values": codec.encode(Array(inner.values))]
+                }
+            }
+            upstream.receive(subscriber: inner)
         }
 
         private final class Inner<Downstream: Subscriber>: Subscriber, Subscription
@@ -75,7 +102,7 @@ extension Publishers {
             private let prefetch: PrefetchStrategy
             private let whenFull: BufferingStrategy<Failure>
             private var state = State.awaitingSubscription
-            private var values = Deque<Input>()
+            fileprivate var values = Deque<Input>()
             private var demand = Subscribers.Demand.none
             private var terminal: Subscribers.Completion<Failure>?
             private var draining = false
@@ -92,6 +119,12 @@ extension Publishers {
                 return false
             }
 
+            /// Whether it has a state to checkpoint (not ended).
+            fileprivate var isLive: Bool {
+                if case .terminal = state { return false }
+                return terminal == nil
+            }
+
             func receive(subscription: any Subscription) {
                 guard case .awaitingSubscription = state else {
                     subscription.cancel()
@@ -99,7 +132,8 @@ extension Publishers {
                 }
                 state = .subscribed(subscription)
                 switch prefetch {
-                case .keepFull: if size > 0 { subscription.request(.max(size)) }
+                // Restored values take their places in the buffer.
+                case .keepFull: if size > values.count { subscription.request(.max(size - values.count)) }
                 case .byRequest: subscription.request(.unlimited)
                 }
                 downstream.receive(subscription: self)

@@ -11,13 +11,20 @@ extension Publishers {
         /// The publisher whose values are collected.
         public let upstream: Upstream
 
-        /// A collection of all of `upstream`'s values.
-        public init(upstream: Upstream) { self.upstream = upstream }
+        /// Where the values collected so far are checkpointed, if they are.
+        public let state: OperatorState<Upstream.Output>?
+
+        /// A collection of all of `upstream`'s values, checkpointed in `state` if given.
+        public init(upstream: Upstream, state: OperatorState<Upstream.Output>? = nil) {
+            self.upstream = upstream
+            self.state = state
+        }
 
         /// Attaches `subscriber` with a fresh, empty buffer.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             upstream.receive(subscriber: ReducerSubscription<Upstream.Output, Upstream.Failure, S>(
-                downstream: subscriber, initial: [], mapFailure: { $0 }
+                downstream: subscriber, initial: [], mapFailure: { $0 },
+                state: state.map { OperatorState(slot: $0.slot, codec: $0.codec.array) }, kind: "collect"
             ) { result, input in
                 result?.append(input)
                 return .proceed

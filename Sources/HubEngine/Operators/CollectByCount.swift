@@ -1,3 +1,5 @@
+import HubValue
+
 extension Publishers {
     /// Collects upstream values into arrays of a given size, as Combine's `Publishers.CollectByCount`.
     ///
@@ -14,15 +16,36 @@ extension Publishers {
         /// The size of each array (should be positive).
         public let count: Int
 
-        /// Arrays of `count` of `upstream`'s values.
-        public init(upstream: Upstream, count: Int) {
+        /// Where the values of the array being filled are checkpointed, if they are.
+        public let state: OperatorState<Upstream.Output>?
+
+        /// Arrays of `count` of `upstream`'s values, the partial one checkpointed in `state` if given.
+        public init(upstream: Upstream, count: Int, state: OperatorState<Upstream.Output>? = nil) {
             self.upstream = upstream
             self.count = count
+            self.state = state
         }
 
-        /// Attaches `subscriber` with a fresh buffer.
+        /// Attaches `subscriber` with a fresh (or restored) buffer.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            upstream.receive(subscriber: Inner(downstream: subscriber, count: count))
+            let inner = Inner(downstream: subscriber, count: count)
+            if let state {
+                let codec = state.codec.array
+                state.restore("collectByCount") { snapshot throws(CheckpointError) in
+                    let restored = try snapshot.field("buffer", codec)
+                    guard restored.count < count else {
+                        throw CheckpointError(.malformed, "collect(\(count)) restored \(restored.count) values: a full array")
+                    }
+                    inner.buffer = restored
+                    // The upstream was asked for the restored values already.
+                    inner.owed = restored.count
+                }
+                state.attach("collectByCount") { [weak inner] in
+                    guard let inner, !inner.done else { return nil }
+                    return ["buffer": codec.encode(inner.buffer)]
+                }
+            }
+            upstream.receive(subscriber: inner)
         }
 
         private final class Inner<Downstream: Subscriber>: Subscriber, Subscription
@@ -32,9 +55,11 @@ extension Publishers {
 
             private let downstream: Downstream
             private let count: Int
-            private var buffer: [Input] = []
+            fileprivate var buffer: [Input] = []
             private var upstream: (any Subscription)?
-            private var done = false
+            fileprivate private(set) var done = false
+            /// Upstream demand already satisfied by restored values: taken off the next requests.
+            fileprivate var owed = 0
 
             init(downstream: Downstream, count: Int) {
                 self.downstream = downstream
@@ -77,7 +102,8 @@ extension Publishers {
 
             func request(_ demand: Subscribers.Demand) {
                 guard demand > 0, let upstream else { return }
-                upstream.request(demand * count)
+                let wanted = (demand * count).less(owed: &owed)
+                if wanted > 0 { upstream.request(wanted) }
             }
 
             func cancel() {

@@ -1,3 +1,5 @@
+import HubValue
+
 extension Publishers {
     /// How ``Publishers/CollectByTime`` groups values, as Combine's `Publishers.TimeGroupingStrategy`.
     public enum TimeGroupingStrategy<Context: Scheduler> {
@@ -20,6 +22,10 @@ extension Publishers {
     /// `.finished` emits what is left (when the downstream has demand, else on its
     /// next request) and then finishes; a failure drops what is collected and is
     /// forwarded at once, as Apple documents. The timer is cancelled on completion and on cancel.
+    ///
+    /// With a `state`, the values collected and the time left until the next tick are
+    /// checkpointed: a subscription restores them and ticks when that time is up, then
+    /// every interval.
     public struct CollectByTime<Upstream: Publisher, Context: Scheduler>: Publisher {
         public typealias Output = [Upstream.Output]
         public typealias Failure = Upstream.Failure
@@ -29,21 +35,36 @@ extension Publishers {
         /// How values are grouped.
         public let strategy: TimeGroupingStrategy<Context>
 
-        /// A collection of `upstream`'s values by `strategy`.
-        public init(upstream: Upstream, strategy: TimeGroupingStrategy<Context>) {
+        /// Where the values collected are checkpointed, if they are.
+        public let state: OperatorState<Upstream.Output>?
+
+        /// A collection of `upstream`'s values by `strategy`, checkpointed in `state` if given.
+        public init(upstream: Upstream, strategy: TimeGroupingStrategy<Context>, state: OperatorState<Upstream.Output>? = nil) {
             self.upstream = upstream
             self.strategy = strategy
+            self.state = state
         }
 
         /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
+            let inner: Inner<S>
             switch strategy {
             case .byTime(let scheduler, let interval):
-                upstream.receive(subscriber: Inner(downstream: subscriber, scheduler: scheduler, interval: interval, count: nil))
+                inner = Inner(downstream: subscriber, scheduler: scheduler, interval: interval, count: nil)
             case .byTimeOrCount(let scheduler, let interval, let count):
                 precondition(count > 0, "collect(.byTimeOrCount) needs a positive count")
-                upstream.receive(subscriber: Inner(downstream: subscriber, scheduler: scheduler, interval: interval, count: count))
+                inner = Inner(downstream: subscriber, scheduler: scheduler, interval: interval, count: count)
             }
+            if let state {
+                let codec = state.codec.array
+                state.restore("collectByTime") { snapshot throws(CheckpointError) in
+                    let collected = try snapshot.field("collected", codec)
+                    let remaining = Duration.nanoseconds(Swift.max(0, try snapshot.int("remaining")))
+                    inner.restored = (collected, remaining)
+                }
+                state.attach("collectByTime") { [weak inner] in inner?.checkpoint(codec) }
+            }
+            upstream.receive(subscriber: inner)
         }
 
         private final class Inner<Downstream: Subscriber>: Subscriber, Subscription
@@ -68,7 +89,13 @@ extension Publishers {
             private var collected: [Input] = []
             private var demand = Subscribers.Demand.none
             private var timer: (any Cancellable)?
+            /// When the timer ticks next.
+            private var nextTick: SchedulerTime?
             private var emitting = false
+            /// What a checkpoint held: the values collected and the time left until the next tick.
+            fileprivate var restored: (collected: [Input], remaining: Duration)?
+            /// Upstream demand the restored values took already (`.byTimeOrCount`): taken off the next requests.
+            private var owed = 0
 
             init(downstream: Downstream, scheduler: Context, interval: Duration, count: Int?) {
                 self.downstream = downstream
@@ -83,23 +110,39 @@ extension Publishers {
                     return
                 }
                 state = .subscribed(subscription)
+                let restored = self.restored.take()
+                if let restored {
+                    collected = restored.collected
+                    owed = count == nil ? 0 : restored.collected.count
+                }
                 downstream.receive(subscription: self)
                 guard case .subscribed = state else { return }
-                startTimer()
+                startTimer(after: restored?.remaining ?? interval)
                 if count == nil { subscription.request(.unlimited) }
             }
 
-            private func startTimer() {
+            private func startTimer(after first: Duration? = nil) {
                 timer.take()?.cancel()
                 var ran = false
-                let cancellable = scheduler.schedule(after: scheduler.now.advanced(by: interval), interval: interval) {
+                let due = scheduler.now.advanced(by: first ?? interval)
+                nextTick = due
+                let cancellable = scheduler.schedule(after: due, interval: interval) {
                     ran = true
                     self.tick()
                 }
                 if !ran, case .subscribed = state { timer = cancellable } else if !ran { cancellable.cancel() }
             }
 
+            /// The values collected and the time left until the next tick, for a checkpoint
+            /// (`nil` once the upstream has ended).
+            fileprivate func checkpoint(_ codec: StateCodec<[Input]>) -> Value.Object? {
+                guard case .subscribed = state else { return nil }
+                let remaining = nextTick.map { Swift.max(0, $0.nanoseconds - scheduler.now.nanoseconds) } ?? interval.nanosecondsClamped
+                return ["collected": codec.encode(collected), "remaining": .int(remaining)]
+            }
+
             private func tick() {
+                if let due = nextTick { nextTick = due.advanced(by: interval) }
                 guard case .subscribed = state, !collected.isEmpty, demand > 0 else { return }
                 emitGroup()
             }
@@ -169,7 +212,10 @@ extension Publishers {
                 switch state {
                 case .subscribed(let subscription):
                     self.demand += demand
-                    if let count { subscription.request(demand * count) }
+                    if let count {
+                        let wanted = (demand * count).less(owed: &owed)
+                        if wanted > 0 { subscription.request(wanted) }
+                    }
                     guard !emitting, let count else { return }
                     var emitted = false
                     while collected.count >= count, self.demand > 0, case .subscribed = state {

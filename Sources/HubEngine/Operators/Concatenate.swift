@@ -1,3 +1,5 @@
+import HubValue
+
 extension Publishers {
     /// Publishes every value of a prefix publisher, then, once it finishes, every value of a
     /// suffix publisher, as Combine's `Publishers.Concatenate` (behind `prepend` and `append`).
@@ -8,6 +10,10 @@ extension Publishers {
     /// the outstanding demand is requested from it in one go, and later requests go to the
     /// suffix. A failure of the prefix ends everything (the suffix is never subscribed).
     /// As in Combine, a prefix value arriving without outstanding demand is dropped.
+    ///
+    /// With a `state`, whether the prefix has finished is checkpointed: a subscription
+    /// restored past the prefix subscribes the suffix at once (`input | scan(…) |
+    /// prepend(s)` does not emit `s` again after a restart).
     public struct Concatenate<Prefix: Publisher, Suffix: Publisher>: Publisher
     where Prefix.Output == Suffix.Output, Prefix.Failure == Suffix.Failure {
         public typealias Output = Suffix.Output
@@ -18,15 +24,31 @@ extension Publishers {
         /// The publisher subscribed once `prefix` finishes.
         public let suffix: Suffix
 
-        /// `prefix`'s values followed by `suffix`'s.
-        public init(prefix: Prefix, suffix: Suffix) {
+        /// Where the phase (prefix or suffix) is checkpointed, if it is.
+        public let state: OperatorStateSlot?
+
+        /// `prefix`'s values followed by `suffix`'s, the phase checkpointed in `state` if given.
+        public init(prefix: Prefix, suffix: Suffix, state: OperatorStateSlot? = nil) {
             self.prefix = prefix
             self.suffix = suffix
+            self.state = state
         }
 
         /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = Inner(downstream: subscriber, suffix: suffix)
+            if let slot = state {
+                let state = OperatorState(slot: slot, codec: StateCodec<Void>.void)
+                var pastPrefix = false
+                state.restore("concatenate") { snapshot throws(CheckpointError) in
+                    pastPrefix = try snapshot.field("phase").stringValue == "suffix"
+                }
+                state.attach("concatenate") { [weak inner] in inner?.isPastPrefix == true ? ["phase": "suffix"] : nil }
+                if pastPrefix {
+                    inner.skipPrefix()
+                    return
+                }
+            }
             prefix.receive(subscriber: Inner.PrefixSubscriber(inner: inner))
         }
 
@@ -78,6 +100,23 @@ extension Publishers {
                 case .awaitingPrefix, .awaitingSuffix, .terminal:
                     break
                 }
+            }
+
+            /// Whether the prefix has finished (for a checkpoint).
+            fileprivate var isPastPrefix: Bool {
+                switch phase {
+                case .awaitingSuffix, .suffix: return true
+                case .awaitingPrefix, .prefix, .terminal: return false
+                }
+            }
+
+            /// Goes straight to the suffix, the prefix having finished before a checkpoint.
+            fileprivate func skipPrefix() {
+                guard case .awaitingPrefix = phase, let downstream else { return }
+                phase = .awaitingSuffix
+                downstream.receive(subscription: self)
+                guard case .awaitingSuffix = phase else { return }
+                suffix.take()?.receive(subscriber: SuffixSubscriber(inner: self))
             }
 
             // MARK: Prefix
@@ -160,7 +199,12 @@ extension Publishers {
     }
 }
 
-extension Publishers.Concatenate: Equatable where Prefix: Equatable, Suffix: Equatable {}
+extension Publishers.Concatenate: Equatable where Prefix: Equatable, Suffix: Equatable {
+    /// Equal prefixes and suffixes (and the same checkpoint slot, if any).
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.prefix == rhs.prefix && lhs.suffix == rhs.suffix && lhs.state === rhs.state
+    }
+}
 
 extension Publisher {
     /// Publishes `elements` before this publisher's values.

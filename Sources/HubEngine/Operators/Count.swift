@@ -9,13 +9,19 @@ extension Publishers {
         /// The publisher whose values are counted.
         public let upstream: Upstream
 
-        /// A count of `upstream`'s values.
-        public init(upstream: Upstream) { self.upstream = upstream }
+        /// Where the count so far is checkpointed, if it is.
+        public let state: OperatorState<Int>?
+
+        /// A count of `upstream`'s values, checkpointed in `state` if given.
+        public init(upstream: Upstream, state: OperatorState<Int>? = nil) {
+            self.upstream = upstream
+            self.state = state
+        }
 
         /// Attaches `subscriber` with a fresh count.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             upstream.receive(subscriber: ReducerSubscription<Upstream.Output, Upstream.Failure, S>(
-                downstream: subscriber, initial: 0, mapFailure: { $0 }
+                downstream: subscriber, initial: 0, mapFailure: { $0 }, state: state, kind: "count"
             ) { result, _ in
                 result = result! + 1
                 return .proceed

@@ -1,3 +1,5 @@
+import HubValue
+
 extension Publishers {
     /// Emits a value only after `dueTime` has passed without another value, as Combine's
     /// `Publishers.Debounce`.
@@ -8,6 +10,10 @@ extension Publishers {
     /// Completion cancels the pending timer, drops the pending value (as in
     /// Combine/OpenCombine) and is delivered through the scheduler. Cancel
     /// cancels the timer and the upstream, and suppresses a completion not yet delivered.
+    ///
+    /// With a `state`, the pending value and the time its timer had left are checkpointed:
+    /// a subscription restores them and emits the value once that time has passed (unless
+    /// a newer value comes first).
     public struct Debounce<Upstream: Publisher, Context: Scheduler>: Publisher {
         public typealias Output = Upstream.Output
         public typealias Failure = Upstream.Failure
@@ -19,16 +25,29 @@ extension Publishers {
         /// The scheduler that times the quiet period and delivers the events.
         public let scheduler: Context
 
-        /// A debounce of `upstream` by `dueTime` on `scheduler`.
-        public init(upstream: Upstream, dueTime: Duration, scheduler: Context) {
+        /// Where the pending value is checkpointed, if it is.
+        public let state: OperatorState<Output>?
+
+        /// A debounce of `upstream` by `dueTime` on `scheduler`, checkpointed in `state` if given.
+        public init(upstream: Upstream, dueTime: Duration, scheduler: Context, state: OperatorState<Output>? = nil) {
             self.upstream = upstream
             self.dueTime = dueTime
             self.scheduler = scheduler
+            self.state = state
         }
 
         /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            upstream.receive(subscriber: Inner(downstream: subscriber, dueTime: dueTime, scheduler: scheduler))
+            let inner = Inner(downstream: subscriber, dueTime: dueTime, scheduler: scheduler)
+            if let state {
+                let codec = state.codec
+                state.restore("debounce") { snapshot throws(CheckpointError) in
+                    let value = try snapshot.field("pending", codec)
+                    inner.restored = (value, .nanoseconds(Swift.max(0, try snapshot.int("remaining"))))
+                }
+                state.attach("debounce") { [weak inner] in inner?.checkpoint(codec) }
+            }
+            upstream.receive(subscriber: inner)
         }
 
         private final class Inner<Downstream: Subscriber>: Subscriber, Subscription
@@ -48,6 +67,10 @@ extension Publishers {
             private let scheduler: Context
             private var state = State.awaitingSubscription
             private var pendingValue: Input?
+            /// When the pending value is due.
+            private var dueAt: SchedulerTime?
+            /// A pending value restored from a checkpoint, with the time its timer had left.
+            fileprivate var restored: (value: Input, remaining: Duration)?
             private var timer: (any Cancellable)?
             private let completionHop = ScheduledActions()
             private var demand = Subscribers.Demand.none
@@ -65,24 +88,40 @@ extension Publishers {
                 }
                 state = .subscribed(subscription)
                 downstream.receive(subscription: self)
+                if let pending = restored.take(), case .subscribed = state { wait(pending.value, for: pending.remaining) }
                 subscription.request(.unlimited)
             }
 
             func receive(_ input: Input) -> Subscribers.Demand {
                 guard case .subscribed = state else { return .none }
+                wait(input, for: dueTime)
+                return .none
+            }
+
+            /// Holds `input` as the pending value, due `interval` from now.
+            private func wait(_ input: Input, for interval: Duration) {
                 pendingValue = input
                 timer.take()?.cancel()
+                let due = scheduler.now.advanced(by: interval)
+                dueAt = due
                 var ran = false
-                let cancellable = scheduler.schedule(after: scheduler.now.advanced(by: dueTime)) {
+                let cancellable = scheduler.schedule(after: due) {
                     ran = true
                     self.due()
                 }
                 if !ran { timer = cancellable }
-                return .none
+            }
+
+            /// The pending value and its time left, for a checkpoint (`nil`: nothing pending, or ended).
+            fileprivate func checkpoint(_ codec: StateCodec<Input>) -> Value.Object? {
+                guard case .subscribed = state, let pendingValue, let dueAt else { return nil }
+                let remaining = Swift.max(0, dueAt.nanoseconds - scheduler.now.nanoseconds)
+                return ["pending": codec.encode(pendingValue), "remaining": .int(remaining)]
             }
 
             private func due() {
                 timer = nil
+                dueAt = nil
                 guard case .subscribed = state, let value = pendingValue.take() else { return }
                 guard demand > 0 else { return }
                 demand -= 1

@@ -1,3 +1,6 @@
+import DequeModule
+import HubValue
+
 extension Publishers {
     /// Delivers every value and the completion `interval` later on a scheduler, as Combine's
     /// `Publishers.Delay`.
@@ -8,6 +11,9 @@ extension Publishers {
     /// values already in flight (as OpenCombine). Cancel cancels every scheduled
     /// delivery and the upstream; a cancel after the upstream completed (while the
     /// completion is in flight) suppresses it.
+    ///
+    /// With a `state`, the values in flight and the time each had left are checkpointed:
+    /// a subscription restores them and delivers each when its time is up.
     public struct Delay<Upstream: Publisher, Context: Scheduler>: Publisher {
         public typealias Output = Upstream.Output
         public typealias Failure = Upstream.Failure
@@ -19,16 +25,39 @@ extension Publishers {
         /// The scheduler that delivers the events.
         public let scheduler: Context
 
-        /// A delay of `upstream`'s events by `interval` on `scheduler`.
-        public init(upstream: Upstream, interval: Duration, scheduler: Context) {
+        /// Where the values in flight are checkpointed, if they are.
+        public let state: OperatorState<Output>?
+
+        /// A delay of `upstream`'s events by `interval` on `scheduler`, checkpointed in `state` if given.
+        public init(upstream: Upstream, interval: Duration, scheduler: Context, state: OperatorState<Output>? = nil) {
             self.upstream = upstream
             self.interval = interval
             self.scheduler = scheduler
+            self.state = state
         }
 
         /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            upstream.receive(subscriber: Inner(downstream: subscriber, interval: interval, scheduler: scheduler))
+            let inner = Inner(downstream: subscriber, interval: interval, scheduler: scheduler)
+            if let state {
+                inner.tracksInFlight = true
+                let codec = state.codec
+                state.restore("delay") { snapshot throws(CheckpointError) in
+                    guard case let .array(items) = try snapshot.field("inFlight") else {
+                        throw CheckpointError(.malformed, "the state of 'delay' has no array 'inFlight'")
+                    }
+                    var restored: [(Output, Duration)] = []
+                    for item in items {
+                        guard case let .array(pair) = item, pair.count == 2, let remaining = pair[1].intValue else {
+                            throw CheckpointError(.malformed, "a value in flight of 'delay' is not [value, remaining]")
+                        }
+                        restored.append((try codec.decode(pair[0]), .nanoseconds(Swift.max(0, remaining))))
+                    }
+                    inner.restored = restored
+                }
+                state.attach("delay") { [weak inner] in inner?.checkpoint(codec) }
+            }
+            upstream.receive(subscriber: inner)
         }
 
         private final class Inner<Downstream: Subscriber>: Subscriber, Subscription
@@ -55,6 +84,14 @@ extension Publishers {
             private let scheduler: Context
             private var state = State.awaitingSubscription
             private let deliveries = ScheduledActions()
+            /// The values in flight (when checkpointed), oldest first, with when each is due.
+            private var inFlight = Deque<(value: Input, due: SchedulerTime)>()
+            /// Whether it keeps ``inFlight`` (it is checkpointed).
+            fileprivate var tracksInFlight = false
+            /// Values in flight restored from a checkpoint, with the time each had left.
+            fileprivate var restored: [(Input, Duration)] = []
+            /// Upstream demand the restored values took already: taken off the next requests.
+            private var owed = 0
 
             init(downstream: Downstream, interval: Duration, scheduler: Context) {
                 self.downstream = downstream
@@ -70,16 +107,33 @@ extension Publishers {
                     return
                 }
                 state = .subscribed(subscription)
+                // The restored values were asked for before the checkpoint.
+                owed = restored.count
+                for (value, remaining) in restored { schedule(value, at: scheduler.now.advanced(by: remaining)) }
+                restored = []
                 downstream.receive(subscription: self)
             }
 
             func receive(_ input: Input) -> Subscribers.Demand {
                 guard case .subscribed = state else { return .none }
-                deliveries.schedule(on: scheduler, after: dueTime) { self.deliver(input) }
+                schedule(input, at: dueTime)
                 return .none
             }
 
+            private func schedule(_ input: Input, at due: SchedulerTime) {
+                if tracksInFlight { inFlight.append((input, due)) }
+                deliveries.schedule(on: scheduler, after: due) { self.deliver(input) }
+            }
+
+            /// The values in flight and the time each has left, for a checkpoint (`nil` once ended).
+            fileprivate func checkpoint(_ codec: StateCodec<Input>) -> Value.Object? {
+                guard case .subscribed = state else { return nil }
+                let now = scheduler.now.nanoseconds
+                return ["inFlight": .array(inFlight.map { .array([codec.encode($0.value), .int(Swift.max(0, $0.due.nanoseconds - now))]) })]
+            }
+
             private func deliver(_ input: Input) {
+                if tracksInFlight, !inFlight.isEmpty { inFlight.removeFirst() }
                 guard state.subscription != nil else { return }
                 let more = downstream.receive(input)
                 if more > 0 { state.subscription?.request(more) }
@@ -97,7 +151,8 @@ extension Publishers {
 
             func request(_ demand: Subscribers.Demand) {
                 guard case .subscribed(let subscription) = state else { return }
-                subscription.request(demand)
+                let wanted = demand.less(owed: &owed)
+                if wanted > 0 { subscription.request(wanted) }
             }
 
             func cancel() {
@@ -105,6 +160,7 @@ extension Publishers {
                 case .subscribed(let subscription):
                     state = .terminal
                     deliveries.cancelAll()
+                    inFlight.removeAll()
                     subscription.cancel()
                 case .pendingTerminal:
                     state = .terminal

@@ -1,4 +1,5 @@
 import DequeModule
+import HubValue
 
 extension Publishers {
     /// Maps each upstream value to a publisher and merges the values of those publishers,
@@ -13,6 +14,14 @@ extension Publishers {
     /// upstream and every inner publisher have finished and the buffer is empty;
     /// the first failure (upstream or inner) cancels everything else and is
     /// delivered at once.
+    ///
+    /// With a `state`, its inner publishers are checkpointed: each is built in a scope of
+    /// its own (``OperatorStateSlot/withScope(_:_:)``, so that the operators inside it are
+    /// checkpointed with it), and the snapshot holds the upstream value that built each
+    /// live one and the values buffered for the downstream. A subscription restores them:
+    /// it builds each inner publisher again from its value (its operators restore their
+    /// states), subscribes it, and asks the upstream only for the publishers left to
+    /// `maxPublishers`.
     public struct FlatMap<NewPublisher: Publisher, Upstream: Publisher>: Publisher
     where NewPublisher.Failure == Upstream.Failure {
         /// The values published.
@@ -27,17 +36,29 @@ extension Publishers {
         /// Maps an upstream value to an inner publisher.
         public let transform: (Upstream.Output) -> NewPublisher
 
-        /// A flat map of `upstream` by `transform` with at most `maxPublishers` inner publishers.
-        public init(upstream: Upstream, maxPublishers: Subscribers.Demand, transform: @escaping (Upstream.Output) -> NewPublisher) {
+        /// Where the inner publishers are checkpointed (with the codec of the upstream's values), if they are.
+        public let state: OperatorState<Upstream.Output>?
+        /// The codec of the values buffered for the downstream, when checkpointed.
+        public let outputCodec: StateCodec<Output>?
+
+        /// A flat map of `upstream` by `transform` with at most `maxPublishers` inner
+        /// publishers, checkpointed in `state` (its buffered values with `outputCodec`) if given.
+        public init(
+            upstream: Upstream, maxPublishers: Subscribers.Demand, transform: @escaping (Upstream.Output) -> NewPublisher,
+            state: OperatorState<Upstream.Output>? = nil, outputCodec: StateCodec<Output>? = nil
+        ) {
             self.upstream = upstream
             self.maxPublishers = maxPublishers
             self.transform = transform
+            self.state = outputCodec == nil ? nil : state
+            self.outputCodec = outputCodec
         }
 
         /// Attaches `subscriber`.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            let outer = Outer(downstream: subscriber, maxPublishers: maxPublishers, transform: transform)
+            let outer = Outer(downstream: subscriber, maxPublishers: maxPublishers, transform: transform, slot: state?.slot)
             subscriber.receive(subscription: outer)
+            if let state, let outputCodec { outer.checkpoint(state, outputCodec) }
             upstream.receive(subscriber: outer)
         }
 
@@ -64,11 +85,79 @@ extension Publishers {
             private var deliveringDownstream = false
             /// True while an inner is being asked for one more value from the buffer drain.
             private var requestingInner = false
+            /// Where the inners are checkpointed: each is built in a scope of its own there.
+            private let slot: OperatorStateSlot?
+            /// The upstream value that built each live inner, by index (when checkpointed).
+            private var inputs: [Int: Upstream.Output] = [:]
 
-            init(downstream: Downstream, maxPublishers: Subscribers.Demand, transform: @escaping (Upstream.Output) -> NewPublisher) {
+            init(
+                downstream: Downstream, maxPublishers: Subscribers.Demand, transform: @escaping (Upstream.Output) -> NewPublisher,
+                slot: OperatorStateSlot?
+            ) {
                 self.downstream = downstream
                 self.maxPublishers = maxPublishers
                 self.transform = transform
+                self.slot = slot
+            }
+
+            // MARK: Checkpoint
+
+            /// Restores the inners, buffered values and next index saved in `state`, and
+            /// attaches their saving. Runs before the upstream is subscribed.
+            func checkpoint(_ state: OperatorState<Upstream.Output>, _ outputCodec: StateCodec<NewPublisher.Output>) {
+                let codec = state.codec
+                var restoredInners: [(index: Int, input: Upstream.Output)] = []
+                var restoredBuffer: [(index: Int, value: NewPublisher.Output)] = []
+                var restoredNext = 0
+                let restored = state.restore("flatMap") { snapshot throws(CheckpointError) in
+                    restoredNext = try snapshot.int("next")
+                    for item in try snapshot.field("inners", StateCodec<Value>.value.array) {
+                        guard case let .array(pair) = item, pair.count == 2, let index = pair[0].intValue else {
+                            throw CheckpointError(.malformed, "an inner of 'flatMap' is not [index, value]")
+                        }
+                        restoredInners.append((Int(index), try codec.decode(pair[1])))
+                    }
+                    for item in try snapshot.field("buffer", StateCodec<Value>.value.array) {
+                        guard case let .array(pair) = item, pair.count == 2, let index = pair[0].intValue else {
+                            throw CheckpointError(.malformed, "a buffered value of 'flatMap' is not [index, value]")
+                        }
+                        restoredBuffer.append((Int(index), try outputCodec.decode(pair[1])))
+                    }
+                }
+                state.attach("flatMap") { [weak self] in
+                    guard let self, self.downstream != nil else { return nil }
+                    return [
+                        "next": .int(Int64(self.nextIndex)),
+                        "inners": .array(self.inputs.keys.sorted().map { .array([.int(Int64($0)), codec.encode(self.inputs[$0]!)]) }),
+                        "buffer": .array(self.buffer.map { .array([.int(Int64($0.index)), outputCodec.encode($0.value)]) }),
+                    ]
+                }
+                guard restored else { return }
+                nextIndex = restoredNext
+                buffer = Deque(restoredBuffer)
+                for (index, input) in restoredInners {
+                    guard downstream != nil else { return }
+                    start(input, at: index)
+                }
+            }
+
+            /// Builds the inner publisher of `input` (in its scope, when checkpointed) and subscribes it as number `index`.
+            private func start(_ input: Upstream.Output, at index: Int) {
+                let child: NewPublisher
+                if let slot {
+                    inputs[index] = input
+                    child = slot.withScope(String(index)) { transform(input) }
+                } else {
+                    child = transform(input)
+                }
+                pendingInners += 1
+                child.receive(subscriber: Side(index: index, outer: self))
+            }
+
+            /// Forgets the checkpointed inner `index` (it has ended).
+            private func forget(_ index: Int) {
+                guard let slot, inputs.removeValue(forKey: index) != nil else { return }
+                slot.dropScope(String(index))
             }
 
             // MARK: Upstream
@@ -79,16 +168,20 @@ extension Publishers {
                     return
                 }
                 upstreamSubscription = subscription
-                if maxPublishers > 0 { subscription.request(maxPublishers) }
+                // Inners restored from a checkpoint count among the publishers already asked for.
+                let live = inners.count + pendingInners
+                if let max = maxPublishers.max {
+                    if max > live { subscription.request(.max(max - live)) }
+                } else {
+                    subscription.request(.unlimited)
+                }
             }
 
             func receive(_ input: Input) -> Subscribers.Demand {
                 guard downstream != nil else { return .none }
-                let child = transform(input)
                 let index = nextIndex
                 nextIndex += 1
-                pendingInners += 1
-                child.receive(subscriber: Side(index: index, outer: self))
+                start(input, at: index)
                 return .none
             }
 
@@ -166,6 +259,8 @@ extension Publishers {
                     return
                 }
                 inners[index] = subscription
+                // A restored inner whose value waits in the buffer is asked for more once it is delivered.
+                if !demand.isUnlimited, buffer.contains(where: { $0.index == index }) { return }
                 subscription.request(demand.isUnlimited ? .unlimited : .max(1))
             }
 
@@ -193,6 +288,7 @@ extension Publishers {
                 switch completion {
                 case .finished:
                     guard inners.removeValue(forKey: index) != nil else { return }
+                    forget(index)
                     if !finishIfDone(), !maxPublishers.isUnlimited {
                         upstreamSubscription?.request(.max(1))
                     }
@@ -211,6 +307,7 @@ extension Publishers {
             private func cancelInners(except skipped: Int?) {
                 let current = inners
                 inners = [:]
+                for index in inputs.keys { forget(index) }
                 for index in current.keys.sorted() where index != skipped {
                     current[index]?.cancel()
                 }

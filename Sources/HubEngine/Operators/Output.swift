@@ -1,3 +1,5 @@
+import HubValue
+
 extension Publishers {
     /// Republishes the values whose index lies in a range, as Combine's `Publishers.Output`
     /// (behind `output(at:)`, `output(in:)` and `prefix(_:)`).
@@ -5,6 +7,7 @@ extension Publishers {
     /// Demand passes through; each value before the range is replaced by a demand of
     /// one. As in Combine, the operator finishes (and cancels the upstream) when it
     /// receives the first value past the range, or when the upstream finishes.
+    /// With a `state`, how far it has counted is checkpointed.
     public struct Output<Upstream: Publisher>: Publisher {
         public typealias Output = Upstream.Output
         public typealias Failure = Upstream.Failure
@@ -14,17 +17,33 @@ extension Publishers {
         /// The indices of the values republished.
         public let range: CountableRange<Int>
 
-        /// The values of `upstream` whose index is in `range`. Both bounds must not be negative.
-        public init(upstream: Upstream, range: CountableRange<Int>) {
+        /// Where how far it has counted is checkpointed, if it is.
+        public let state: OperatorStateSlot?
+
+        /// The values of `upstream` whose index is in `range`, the count checkpointed in
+        /// `state` if given. Both bounds must not be negative.
+        public init(upstream: Upstream, range: CountableRange<Int>, state: OperatorStateSlot? = nil) {
             precondition(range.lowerBound >= 0, "lowerBound must not be negative")
             precondition(range.upperBound >= 0, "upperBound must not be negative")
             self.upstream = upstream
             self.range = range
+            self.state = state
         }
 
         /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            upstream.receive(subscriber: Inner(downstream: subscriber, range: range))
+            let inner = Inner(downstream: subscriber, range: range)
+            if let slot = state {
+                let state = OperatorState(slot: slot, codec: StateCodec<Void>.void)
+                let range = self.range
+                state.restore("output") { snapshot throws(CheckpointError) in
+                    let seen = try snapshot.int("seen")
+                    guard seen >= 0 else { throw CheckpointError(.malformed, "output restored a negative count") }
+                    inner.skip(seen, of: range)
+                }
+                state.attach("output") { [weak inner] in inner.map { ["seen": .int(Int64($0.seen(of: range)))] } }
+            }
+            upstream.receive(subscriber: inner)
         }
 
         private final class Inner<Downstream: Subscriber>: Subscriber, Subscription
@@ -42,6 +61,18 @@ extension Publishers {
                 self.downstream = downstream
                 self.remainingUntilStart = range.lowerBound
                 self.remainingCount = range.count
+            }
+
+            /// How many upstream values it has counted (at most the range's end), for a checkpoint.
+            fileprivate func seen(of range: CountableRange<Int>) -> Int {
+                range.lowerBound - remainingUntilStart + range.count - remainingCount
+            }
+
+            /// Counts `seen` values as received already (restored from a checkpoint).
+            fileprivate func skip(_ seen: Int, of range: CountableRange<Int>) {
+                let seen = Swift.min(seen, range.upperBound)
+                remainingUntilStart = Swift.max(0, range.lowerBound - seen)
+                remainingCount = range.count - Swift.max(0, seen - range.lowerBound)
             }
 
             func receive(subscription: any Subscription) {
@@ -89,7 +120,12 @@ extension Publishers {
     }
 }
 
-extension Publishers.Output: Equatable where Upstream: Equatable {}
+extension Publishers.Output: Equatable where Upstream: Equatable {
+    /// Equal upstreams and parameters (and the same checkpoint slot, if any).
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.upstream == rhs.upstream && lhs.range == rhs.range && lhs.state === rhs.state
+    }
+}
 
 extension Publisher {
     /// Republishes at most the first `maxLength` values. Demand passes through.

@@ -1,3 +1,5 @@
+import HubValue
+
 /// What a reducing operator does after folding one upstream value into its result.
 internal enum ReducerStep<Failure: Error> {
     /// Keep consuming upstream values.
@@ -19,6 +21,9 @@ internal enum ReducerStep<Failure: Error> {
 ///   until the first non-zero request;
 /// - a failure (upstream's or a thrown error) is delivered at once, without demand;
 /// - after `cancel()` nothing is delivered, not even a held result.
+///
+/// With a `state`, the result so far is checkpointed (snapshot kind `kind`): a subscription
+/// restores it and folds on from there.
 internal final class ReducerSubscription<Input, UpstreamFailure: Error, Downstream: Subscriber>: Subscriber, Subscription {
     typealias Failure = UpstreamFailure
     typealias Step = (inout Downstream.Input?, Input) -> ReducerStep<Downstream.Failure>
@@ -35,12 +40,20 @@ internal final class ReducerSubscription<Input, UpstreamFailure: Error, Downstre
 
     init(
         downstream: Downstream, initial: Downstream.Input?,
-        mapFailure: @escaping (UpstreamFailure) -> Downstream.Failure, step: @escaping Step
+        mapFailure: @escaping (UpstreamFailure) -> Downstream.Failure,
+        state: OperatorState<Downstream.Input>? = nil, kind: String = "reduce", step: @escaping Step
     ) {
         self.downstream = downstream
         self.result = initial
         self.mapFailure = mapFailure
         self.step = step
+        guard let state else { return }
+        let codec = state.codec.optional
+        state.restore(kind) { snapshot throws(CheckpointError) in self.result = try snapshot.field("result", codec) }
+        state.attach(kind) { [weak self] in
+            guard let self, !self.upstreamDone else { return nil }
+            return ["result": codec.encode(self.result)]
+        }
     }
 
     func receive(subscription: any Subscription) {

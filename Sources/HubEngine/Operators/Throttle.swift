@@ -1,3 +1,5 @@
+import HubValue
+
 extension Publishers {
     /// Emits at most one value per `interval`, the first or the latest received, as Combine's
     /// `Publishers.Throttle`.
@@ -11,6 +13,9 @@ extension Publishers {
     /// dropped (`latest: false`). A completion that arrives while a value is
     /// scheduled is delivered right after it; otherwise it goes through the
     /// scheduler at once. Cancel cancels the scheduled emission and the upstream.
+    ///
+    /// With a `state`, the scheduled value, the time left until it goes out and the time
+    /// since the last emission are checkpointed: a subscription restores them.
     public struct Throttle<Upstream: Publisher, Context: Scheduler>: Publisher {
         public typealias Output = Upstream.Output
         public typealias Failure = Upstream.Failure
@@ -24,17 +29,33 @@ extension Publishers {
         /// Whether the latest value of a window is emitted (else the first).
         public let latest: Bool
 
-        /// A throttle of `upstream` to one value per `interval` on `scheduler`.
-        public init(upstream: Upstream, interval: Duration, scheduler: Context, latest: Bool) {
+        /// Where the scheduled value is checkpointed, if it is.
+        public let state: OperatorState<Output>?
+
+        /// A throttle of `upstream` to one value per `interval` on `scheduler`, checkpointed
+        /// in `state` if given.
+        public init(upstream: Upstream, interval: Duration, scheduler: Context, latest: Bool, state: OperatorState<Output>? = nil) {
             self.upstream = upstream
             self.interval = interval
             self.scheduler = scheduler
             self.latest = latest
+            self.state = state
         }
 
         /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            upstream.receive(subscriber: Inner(downstream: subscriber, interval: interval, scheduler: scheduler, latest: latest))
+            let inner = Inner(downstream: subscriber, interval: interval, scheduler: scheduler, latest: latest)
+            if let state {
+                let codec = state.codec
+                state.restore("throttle") { snapshot throws(CheckpointError) in
+                    let pending = try snapshot.field("pending", codec.optional)
+                    let remaining = Duration.nanoseconds(Swift.max(0, try snapshot.int("remaining")))
+                    let sinceLast = try snapshot.field("sinceLast", StateCodec<Int>.int.optional)
+                    inner.restored = (pending, remaining, sinceLast.map { .nanoseconds($0) })
+                }
+                state.attach("throttle") { [weak inner] in inner?.checkpoint(codec) }
+            }
+            upstream.receive(subscriber: inner)
         }
 
         private final class Inner<Downstream: Subscriber>: Subscriber, Subscription
@@ -59,6 +80,12 @@ extension Publishers {
             private var pendingCompletion: Subscribers.Completion<Failure>?
             private var demand = Subscribers.Demand.none
             private let emissions = ScheduledActions()
+            /// When the scheduled value goes out.
+            private var emissionTime: SchedulerTime?
+            /// What a checkpoint held: the scheduled value and its time left, the time since the last emission.
+            fileprivate var restored: (pending: Input?, remaining: Duration, sinceLast: Duration?)?
+            /// Downstream demand the restored scheduled value took already: taken off the next requests.
+            private var owed = 0
 
             init(downstream: Downstream, interval: Duration, scheduler: Context, latest: Bool) {
                 self.downstream = downstream
@@ -75,8 +102,31 @@ extension Publishers {
                     return
                 }
                 state = .subscribed(subscription)
+                if let restored = restored.take() {
+                    lastEmissionTime = restored.sinceLast.map { scheduler.now.advanced(by: .zero - $0) }
+                    if let pending = restored.pending {
+                        owed = 1
+                        pendingInput = pending
+                        let time = scheduler.now.advanced(by: restored.remaining)
+                        emissionTime = time
+                        emissions.schedule(on: scheduler, after: time) { self.emit() }
+                    }
+                }
                 subscription.request(.unlimited)
                 downstream.receive(subscription: self)
+            }
+
+            /// The scheduled value, its time left and the time since the last emission, for a
+            /// checkpoint (`nil` once it has ended).
+            fileprivate func checkpoint(_ codec: StateCodec<Input>) -> Value.Object? {
+                guard case .subscribed = state else { return nil }
+                let now = scheduler.now.nanoseconds
+                let remaining = emissionTime.map { Swift.max(0, $0.nanoseconds - now) } ?? 0
+                return [
+                    "pending": codec.optional.encode(pendingInput),
+                    "remaining": .int(remaining),
+                    "sinceLast": lastEmissionTime.map { .object(["some": .int(now - $0.nanoseconds)]) } ?? .object([:]),
+                ]
             }
 
             func receive(_ input: Input) -> Subscribers.Demand {
@@ -91,6 +141,7 @@ extension Publishers {
                 let emissionTime = earliest.map { Swift.max(now, $0) } ?? now
                 demand -= 1
                 pendingInput = input
+                self.emissionTime = emissionTime
                 emissions.schedule(on: scheduler, after: emissionTime) { self.emit() }
                 return .none
             }
@@ -112,6 +163,7 @@ extension Publishers {
                 case .subscribed, .pendingTerminal: break
                 }
                 if pendingInput != nil, pendingCompletion == nil { lastEmissionTime = scheduler.now }
+                emissionTime = nil
                 let input = pendingInput.take()
                 let completion = pendingCompletion.take()
                 var more = Subscribers.Demand.none
@@ -128,7 +180,7 @@ extension Publishers {
 
             func request(_ demand: Subscribers.Demand) {
                 guard demand > 0, case .subscribed = state else { return }
-                self.demand += demand
+                self.demand += demand.less(owed: &owed)
             }
 
             func cancel() {

@@ -13,17 +13,24 @@ extension Publishers {
         /// The strict ordering; an error it throws ends the stream.
         public let areInIncreasingOrder: (Upstream.Output, Upstream.Output) throws -> Bool
 
-        /// The greatest of `upstream`'s values by `areInIncreasingOrder`.
-        public init(upstream: Upstream, areInIncreasingOrder: @escaping (Upstream.Output, Upstream.Output) throws -> Bool) {
+        /// Where the greatest value so far is checkpointed, if it is.
+        public let state: OperatorState<Upstream.Output>?
+
+        /// The greatest of `upstream`'s values by `areInIncreasingOrder`, checkpointed in `state` if given.
+        public init(
+            upstream: Upstream, areInIncreasingOrder: @escaping (Upstream.Output, Upstream.Output) throws -> Bool,
+            state: OperatorState<Upstream.Output>? = nil
+        ) {
             self.upstream = upstream
             self.areInIncreasingOrder = areInIncreasingOrder
+            self.state = state
         }
 
         /// Attaches `subscriber`.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let ordered = areInIncreasingOrder
             upstream.receive(subscriber: ReducerSubscription<Upstream.Output, Upstream.Failure, S>(
-                downstream: subscriber, initial: nil, mapFailure: { $0 }
+                downstream: subscriber, initial: nil, mapFailure: { $0 }, state: state, kind: "comparison"
             ) { result, input in
                 guard let current = result else {
                     result = input

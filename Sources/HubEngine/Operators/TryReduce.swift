@@ -13,19 +13,26 @@ extension Publishers {
         public let initial: Output
         /// Combines the accumulator with the next value; an error it throws ends the stream.
         public let nextPartialResult: (Output, Upstream.Output) throws -> Output
+        /// Where the accumulator is checkpointed, if it is.
+        public let state: OperatorState<Output>?
 
-        /// A try-reduction of `upstream` from `initial` with `nextPartialResult`.
-        public init(upstream: Upstream, initial: Output, nextPartialResult: @escaping (Output, Upstream.Output) throws -> Output) {
+        /// A try-reduction of `upstream` from `initial` with `nextPartialResult`, its
+        /// accumulator checkpointed in `state` if given.
+        public init(
+            upstream: Upstream, initial: Output, nextPartialResult: @escaping (Output, Upstream.Output) throws -> Output,
+            state: OperatorState<Output>? = nil
+        ) {
             self.upstream = upstream
             self.initial = initial
             self.nextPartialResult = nextPartialResult
+            self.state = state
         }
 
         /// Attaches `subscriber` with a fresh accumulator.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let next = nextPartialResult
             upstream.receive(subscriber: ReducerSubscription<Upstream.Output, Upstream.Failure, S>(
-                downstream: subscriber, initial: initial, mapFailure: { $0 }
+                downstream: subscriber, initial: initial, mapFailure: { $0 }, state: state
             ) { result, input in
                 do {
                     result = try next(result!, input)

@@ -1,9 +1,11 @@
+import HubValue
+
 extension Publishers {
     /// Emits each successive accumulation with a throwing closure, as Combine's `Publishers.TryScan`.
     ///
     /// Demand passes through unchanged. When the closure throws, the upstream is
     /// cancelled and the downstream fails with the thrown error. Each subscription
-    /// starts from `initialResult`.
+    /// starts from `initialResult`, or from the accumulator checkpointed in `state`.
     public struct TryScan<Upstream: Publisher, Output>: Publisher {
         public typealias Failure = any Error
 
@@ -13,24 +15,36 @@ extension Publishers {
         public let initialResult: Output
         /// Combines the accumulator with the next value; an error it throws ends the stream.
         public let nextPartialResult: (Output, Upstream.Output) throws -> Output
+        /// Where the accumulator is checkpointed, if it is.
+        public let state: OperatorState<Output>?
 
-        /// A try-scan of `upstream` from `initialResult` with `nextPartialResult`.
-        public init(upstream: Upstream, initialResult: Output, nextPartialResult: @escaping (Output, Upstream.Output) throws -> Output) {
+        /// A try-scan of `upstream` from `initialResult` with `nextPartialResult`, its
+        /// accumulator checkpointed in `state` if given.
+        public init(
+            upstream: Upstream, initialResult: Output, nextPartialResult: @escaping (Output, Upstream.Output) throws -> Output,
+            state: OperatorState<Output>? = nil
+        ) {
             self.upstream = upstream
             self.initialResult = initialResult
             self.nextPartialResult = nextPartialResult
+            self.state = state
         }
 
-        /// Attaches `subscriber` with a fresh accumulator.
+        /// Attaches `subscriber` with a fresh (or restored) accumulator.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let next = nextPartialResult
-            var result = initialResult
+            let box = StateBox(initialResult)
+            if let state {
+                state.restore("scan") { snapshot throws(CheckpointError) in box.value = try snapshot.field("acc", state.codec) }
+                let encode = state.codec.encode
+                state.attach("scan") { [weak box] in box.map { ["acc": encode($0.value)] } }
+            }
             upstream.receive(subscriber: ValueFilterSubscription<Upstream.Output, Upstream.Failure, S>(
                 downstream: subscriber, mapFailure: { $0 }
             ) { input in
                 do {
-                    result = try next(result, input)
-                    return .emit(result)
+                    box.value = try next(box.value, input)
+                    return .emit(box.value)
                 } catch {
                     return .fail(error)
                 }
@@ -44,5 +58,12 @@ extension Publisher {
     /// a thrown error cancels upstream and fails downstream.
     public func tryScan<T>(_ initialResult: T, _ nextPartialResult: @escaping (T, Output) throws -> T) -> Publishers.TryScan<Self, T> {
         Publishers.TryScan(upstream: self, initialResult: initialResult, nextPartialResult: nextPartialResult)
+    }
+
+    /// A try-scan whose accumulator is checkpointed in `state` (see ``Publishers/TryScan``).
+    public func tryScan<T>(
+        _ initialResult: T, state: OperatorState<T>?, _ nextPartialResult: @escaping (T, Output) throws -> T
+    ) -> Publishers.TryScan<Self, T> {
+        Publishers.TryScan(upstream: self, initialResult: initialResult, nextPartialResult: nextPartialResult, state: state)
     }
 }

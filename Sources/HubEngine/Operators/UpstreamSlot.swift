@@ -56,6 +56,11 @@ internal final class UpstreamSlot<Input, Owner: SlotOwner>: Subscriber, SlotCont
 
     var hasValue: Bool { !values.isEmpty }
 
+    /// Puts back the values a checkpoint held (before the upstream is subscribed).
+    func restore(_ restored: [Input]) {
+        values = Deque(restored)
+    }
+
     /// The oldest stored value, removed. Only call when ``hasValue``.
     func dequeue() -> Input { values.removeFirst() }
 

@@ -1,3 +1,5 @@
+import HubValue
+
 extension Publishers {
     /// Pairs each value of its upstream with the latest value of `other`, as ReactiveX's
     /// `withLatestFrom` (Combine has no such operator):
@@ -9,6 +11,7 @@ extension Publishers {
     /// - Demand: the downstream's requests go to the upstream unchanged.
     /// - Completion: the upstream's completion ends it (`other` is cancelled); `other` finishing
     ///   only freezes its latest value. A failure of either fails it and cancels the other.
+    /// - With a `state`, `other`'s latest value is checkpointed and restored.
     public struct WithLatestFrom<Upstream: Publisher, Other: Publisher, Output>: Publisher
     where Upstream.Failure == Other.Failure {
         public typealias Failure = Upstream.Failure
@@ -20,16 +23,32 @@ extension Publishers {
         /// Combines an upstream value with `other`'s latest.
         public let transform: (Upstream.Output, Other.Output) -> Output
 
-        /// Pairs `upstream`'s values with `other`'s latest through `transform`.
-        public init(upstream: Upstream, other: Other, transform: @escaping (Upstream.Output, Other.Output) -> Output) {
+        /// Where `other`'s latest value is checkpointed, if it is.
+        public let state: OperatorState<Other.Output>?
+
+        /// Pairs `upstream`'s values with `other`'s latest through `transform`, the latest
+        /// checkpointed in `state` if given.
+        public init(
+            upstream: Upstream, other: Other, transform: @escaping (Upstream.Output, Other.Output) -> Output,
+            state: OperatorState<Other.Output>? = nil
+        ) {
             self.upstream = upstream
             self.other = other
             self.transform = transform
+            self.state = state
         }
 
         /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = Inner(downstream: subscriber, transform: transform)
+            if let state {
+                let codec = state.codec.optional
+                state.restore("withLatestFrom") { snapshot throws(CheckpointError) in inner.latest = try snapshot.field("latest", codec) }
+                state.attach("withLatestFrom") { [weak inner] in
+                    guard let inner, inner.isActive else { return nil }
+                    return ["latest": codec.encode(inner.latest)]
+                }
+            }
             subscriber.receive(subscription: inner)
             guard inner.isActive else { return }
             other.receive(subscriber: OtherSide(inner: inner))
@@ -49,7 +68,7 @@ extension Publishers {
             private var otherDone = false
             /// Requested before the upstream's subscription arrived.
             private var pendingDemand = Subscribers.Demand.none
-            private var latest: Other.Output?
+            fileprivate var latest: Other.Output?
 
             init(downstream: Downstream, transform: @escaping (Upstream.Output, Other.Output) -> Output) {
                 self.downstream = downstream

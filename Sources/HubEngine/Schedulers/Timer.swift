@@ -1,3 +1,5 @@
+import HubValue
+
 extension Publishers {
     /// A publisher that emits its scheduler's ``Scheduler/now`` every `interval`, as Combine's
     /// `Timer.publish(every:on:in:).autoconnect()` but on any ``Scheduler``.
@@ -9,6 +11,9 @@ extension Publishers {
     ///
     /// HubEngine has no `ConnectablePublisher` yet, so the timer connects on
     /// subscription (it behaves as Combine's autoconnected timer).
+    ///
+    /// With a `state`, the time left until the next tick is checkpointed: a subscription
+    /// restored from it ticks first when that time is up, then every `interval`.
     public struct Timer<Context: Scheduler>: Publisher {
         public typealias Output = SchedulerTime
         public typealias Failure = Never
@@ -18,17 +23,33 @@ extension Publishers {
         /// The scheduler that runs the ticks.
         public let scheduler: Context
 
-        /// A timer that ticks every `interval` on `scheduler`.
-        public init(every interval: Duration, scheduler: Context) {
+        /// Where the time to the next tick is checkpointed, if it is.
+        public let state: OperatorStateSlot?
+
+        /// A timer that ticks every `interval` on `scheduler`, its phase checkpointed in `state` if given.
+        public init(every interval: Duration, scheduler: Context, state: OperatorStateSlot? = nil) {
             self.interval = interval
             self.scheduler = scheduler
+            self.state = state
         }
 
         /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = Inner(downstream: subscriber)
+            var first = interval
+            if let slot = state {
+                let state = OperatorState(slot: slot, codec: StateCodec<Void>.void)
+                state.restore("timer") { snapshot throws(CheckpointError) in
+                    first = .nanoseconds(Swift.max(0, try snapshot.int("remaining")))
+                }
+                let scheduler = self.scheduler
+                state.attach("timer") { [weak inner] in
+                    guard let next = inner?.nextTick else { return nil }
+                    return ["remaining": .int(Swift.max(0, next.nanoseconds - scheduler.now.nanoseconds))]
+                }
+            }
             subscriber.receive(subscription: inner)
-            inner.start(scheduler: scheduler, interval: interval)
+            inner.start(scheduler: scheduler, first: first, interval: interval)
         }
 
         private final class Inner<Downstream: Subscriber>: Subscription
@@ -36,18 +57,28 @@ extension Publishers {
             private var downstream: Downstream?
             private var demand = Subscribers.Demand.none
             private var ticker: (any Cancellable)?
+            private var interval = Duration.zero
+            /// When the next tick is due (while running).
+            fileprivate private(set) var nextTick: SchedulerTime?
 
             init(downstream: Downstream) { self.downstream = downstream }
 
-            func start(scheduler: Context, interval: Duration) {
+            func start(scheduler: Context, first: Duration, interval: Duration) {
                 guard downstream != nil else { return }
-                ticker = scheduler.schedule(after: scheduler.now.advanced(by: interval), interval: interval) {
+                self.interval = interval
+                let due = scheduler.now.advanced(by: first)
+                nextTick = due
+                ticker = scheduler.schedule(after: due, interval: interval) {
                     self.tick(scheduler.now)
                 }
-                if downstream == nil { ticker.take()?.cancel() }
+                if downstream == nil {
+                    ticker.take()?.cancel()
+                    nextTick = nil
+                }
             }
 
             private func tick(_ time: SchedulerTime) {
+                if let due = nextTick { nextTick = due.advanced(by: interval) }
                 guard let downstream, demand > 0 else { return }
                 demand -= 1
                 let more = downstream.receive(time)
@@ -61,6 +92,7 @@ extension Publishers {
 
             func cancel() {
                 guard downstream.take() != nil else { return }
+                nextTick = nil
                 ticker.take()?.cancel()
             }
         }

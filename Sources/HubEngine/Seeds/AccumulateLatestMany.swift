@@ -1,3 +1,5 @@
+import HubValue
+
 extension Publishers {
     /// Combines any number of publishers of one type into an array of their latest values, in
     /// the order of the publishers, as the `AccumulateLatestMany` of *Declarative Reactive
@@ -24,15 +26,19 @@ extension Publishers {
 
         /// The publishers combined, in output order.
         public let publishers: [Upstream]
+        /// Where the latest values are checkpointed, if they are.
+        public let state: OperatorState<Upstream.Output>?
 
-        /// Combines `publishers`.
-        public init(_ publishers: [Upstream]) {
+        /// Combines `publishers`, the latest values checkpointed in `state` if given.
+        public init(_ publishers: [Upstream], state: OperatorState<Upstream.Output>? = nil) {
             self.publishers = publishers
+            self.state = state
         }
 
         /// Combines `publishers`.
         public init(_ publishers: Upstream...) {
             self.publishers = publishers
+            state = nil
         }
 
         /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
@@ -40,6 +46,11 @@ extension Publishers {
             let latest = Latest(count: publishers.count)
             let combiner = LatestCombiner(downstream: subscriber, count: publishers.count) {
                 latest.output
+            }
+            if let state {
+                combiner.checkpoint(
+                    state, kind: "accumulateLatest", count: publishers.count, read: { [weak latest] in latest?.values },
+                    write: { latest.restore($0) })
             }
             subscriber.receive(subscription: combiner)
             for (index, publisher) in publishers.enumerated() {
@@ -50,8 +61,13 @@ extension Publishers {
 
         /// The latest value of each upstream.
         private final class Latest {
-            private var values: [Upstream.Output?]
+            private(set) var values: [Upstream.Output?]
             private var missing: Int
+
+            func restore(_ restored: [Upstream.Output?]) {
+                values = restored
+                missing = restored.count(where: { $0 == nil })
+            }
 
             init(count: Int) {
                 values = Array(repeating: nil, count: count)

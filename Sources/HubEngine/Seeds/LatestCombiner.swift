@@ -1,3 +1,5 @@
+import HubValue
+
 /// The subscription shared by ``Publishers/ReduceLatest2``, ``Publishers/ReduceLatest3`` and
 /// ``Publishers/AccumulateLatestMany``: it subscribes to a fixed number of upstream
 /// publishers, remembers that one of them produced a value, and emits `snapshot()` to the
@@ -47,6 +49,35 @@ internal final class LatestCombiner<Downstream: Subscriber>: Subscription {
 
     /// Whether the combiner still delivers events (not cancelled, not completed).
     var isActive: Bool { downstream != nil }
+
+    /// Whether a value arrived that has not been emitted yet (for a checkpoint), or sets it
+    /// (a restored checkpoint's, before the upstreams are attached).
+    var hasPending: Bool {
+        get { pending }
+        set { pending = newValue }
+    }
+
+    /// Restores, from `state`, the latest values (through `write`, `count` of them) and
+    /// whether one waits to be emitted, and attaches their saving (read with `read`).
+    func checkpoint<Element>(
+        _ state: OperatorState<Element>, kind: String, count: Int,
+        read: @escaping () -> [Element?]?, write: ([Element?]) -> Void
+    ) {
+        let codec = state.codec.optional.array
+        state.restore(kind) { snapshot throws(CheckpointError) in
+            let restored = try snapshot.field("latest", codec)
+            guard restored.count == count else {
+                throw CheckpointError(.malformed, "\(kind) of \(count) publishers restored \(restored.count) values")
+            }
+            let pending = try snapshot.field("pending", .bool)
+            write(restored)
+            self.pending = pending
+        }
+        state.attach(kind) { [weak self] in
+            guard let self, self.isActive, let values = read() else { return nil }
+            return ["latest": codec.encode(values), "pending": .bool(self.pending)]
+        }
+    }
 
     /// Subscribes to `publisher` as upstream number `index`; its values go through `store` first.
     func attach<P: Publisher>(_ publisher: P, at index: Int, store: @escaping (P.Output) -> Void)

@@ -1,3 +1,5 @@
+import HubValue
+
 extension Publishers {
     /// Combines any number of publishers of one type and emits, as soon as any of them emits,
     /// the array of their latest values with `nil` for those that have not emitted yet: the
@@ -16,16 +18,24 @@ extension Publishers {
 
         /// The publishers combined, in output order.
         public let publishers: [Upstream]
+        /// Where the latest values are checkpointed, if they are.
+        public let state: OperatorState<Upstream.Output>?
 
-        /// Combines `publishers`.
-        public init(_ publishers: [Upstream]) {
+        /// Combines `publishers`, the latest values checkpointed in `state` if given.
+        public init(_ publishers: [Upstream], state: OperatorState<Upstream.Output>? = nil) {
             self.publishers = publishers
+            self.state = state
         }
 
         /// Attaches `subscriber`; see ``Publisher/receive(subscriber:)``.
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let latest = Latest(count: publishers.count)
             let combiner = LatestCombiner(downstream: subscriber, count: publishers.count) { latest.values }
+            if let state {
+                combiner.checkpoint(
+                    state, kind: "reduceLatest", count: publishers.count, read: { [weak latest] in latest?.values },
+                    write: { latest.values = $0 })
+            }
             subscriber.receive(subscription: combiner)
             for (index, publisher) in publishers.enumerated() {
                 guard combiner.isActive else { return }
