@@ -54,6 +54,10 @@ extension Publishers {
                         restored.append((try codec.decode(pair[0]), .nanoseconds(Swift.max(0, remaining))))
                     }
                     inner.restored = restored
+                    // The upstream had finished: the completion is due when its time is up.
+                    if let finishing = snapshot.fields["finishing"]?.intValue {
+                        inner.restoredFinishing = .nanoseconds(Swift.max(0, finishing))
+                    }
                 }
                 state.attach("delay") { [weak inner] in inner?.checkpoint(codec) }
             }
@@ -92,6 +96,10 @@ extension Publishers {
             fileprivate var restored: [(Input, Duration)] = []
             /// Upstream demand the restored values took already: taken off the next requests.
             private var owed = 0
+            /// The completion in flight when the checkpoint was taken, with the time it had left.
+            fileprivate var restoredFinishing: Duration?
+            /// When the completion in flight is due (when checkpointed).
+            private var finishingAt: SchedulerTime?
 
             init(downstream: Downstream, interval: Duration, scheduler: Context) {
                 self.downstream = downstream
@@ -111,6 +119,13 @@ extension Publishers {
                 owed = restored.count
                 for (value, remaining) in restored { schedule(value, at: scheduler.now.advanced(by: remaining)) }
                 restored = []
+                if let remaining = restoredFinishing.take() {
+                    // The upstream finished before the checkpoint: what it would send again is not new.
+                    finish(.finished, subscription, at: scheduler.now.advanced(by: remaining))
+                    downstream.receive(subscription: self)
+                    subscription.cancel()
+                    return
+                }
                 downstream.receive(subscription: self)
             }
 
@@ -127,9 +142,20 @@ extension Publishers {
 
             /// The values in flight and the time each has left, for a checkpoint (`nil` once ended).
             fileprivate func checkpoint(_ codec: StateCodec<Input>) -> Value.Object? {
-                guard case .subscribed = state else { return nil }
                 let now = scheduler.now.nanoseconds
-                return ["inFlight": .array(inFlight.map { .array([codec.encode($0.value), .int(Swift.max(0, $0.due.nanoseconds - now))]) })]
+                var fields: Value.Object
+                switch state {
+                case .subscribed:
+                    fields = [:]
+                case .pendingTerminal:
+                    // Only a finish is carried over: a failure ends the pipeline anyway.
+                    guard let finishingAt else { return nil }
+                    fields = ["finishing": .int(Swift.max(0, finishingAt.nanoseconds - now))]
+                case .awaitingSubscription, .terminal:
+                    return nil
+                }
+                fields["inFlight"] = .array(inFlight.map { .array([codec.encode($0.value), .int(Swift.max(0, $0.due.nanoseconds - now))]) })
+                return fields
             }
 
             private func deliver(_ input: Input) {
@@ -141,10 +167,17 @@ extension Publishers {
 
             func receive(completion: Subscribers.Completion<Failure>) {
                 guard case .subscribed(let subscription) = state else { return }
+                finish(completion, subscription, at: dueTime)
+            }
+
+            /// Delivers `completion` at `time`, after the values in flight.
+            private func finish(_ completion: Subscribers.Completion<Failure>, _ subscription: any Subscription, at time: SchedulerTime) {
                 state = .pendingTerminal(subscription)
-                deliveries.schedule(on: scheduler, after: dueTime) {
+                if tracksInFlight, case .finished = completion { finishingAt = time }
+                deliveries.schedule(on: scheduler, after: time) {
                     guard case .pendingTerminal = self.state else { return }
                     self.state = .terminal
+                    self.finishingAt = nil
                     self.downstream.receive(completion: completion)
                 }
             }
