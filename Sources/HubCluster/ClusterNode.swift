@@ -540,7 +540,8 @@ public final class ClusterNode: HubClusterLink {
                     logger.error("running pipeline cannot start", metadata: ["pipeline": "\(pipeline.name)", "error": "\(error)"])
                 }
             } else if !held.contains(pipeline.name), previous.contains(pipeline.name) {
-                pipeline.stop()
+                // Another node resumes it from its last checkpoint: nothing more is committed here.
+                pipeline.release()
                 logger.notice("running pipeline's lease lost: stopped here", metadata: ["pipeline": "\(pipeline.name)"])
             }
         }

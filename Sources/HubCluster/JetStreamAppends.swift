@@ -16,6 +16,10 @@ import HubWire
 /// Every other request of the worker (a read, a stream's last sequence, a deletion)
 /// first publishes the appends added before it (``publishAdded()``), so that it sees
 /// them: the order of the requests is the order in which the loop made them.
+///
+/// A running pipeline's commit (``addCommit(_:)``) takes its place among the appends:
+/// the appends added before it are published first, then its checkpoint is written and
+/// its own values published (see ``JetStreamCheckpoints``), then what was added after.
 final class JetStreamAppends: @unchecked Sendable {
     /// The most values one group holds.
     static let groupLimit = 256
@@ -34,45 +38,123 @@ final class JetStreamAppends: @unchecked Sendable {
         let value: Value
     }
 
+    /// A running pipeline's checkpoint and the values it wrote into durable subjects.
+    struct Commit: @unchecked Sendable {
+        let pipeline: String
+        let checkpoint: Value
+        let appends: [Append]
+        /// Runs on the loop with the outcome.
+        let completion: (Result<Void, HubError>) -> Void
+    }
+
+    private enum Item {
+        case append(Append)
+        case commit(Commit)
+    }
+
     private let streams: JetStreamStreams
     private let executor: any StoreExecutor
     private let queue: DispatchQueue
+    private let checkpoints: JetStreamCheckpoints
     private let lock = NSLock()
-    private var added = Deque<Append>()
+    private var added = Deque<Item>()
     private var scheduled = false
 
-    init(streams: JetStreamStreams, executor: any StoreExecutor, queue: DispatchQueue) {
+    init(streams: JetStreamStreams, executor: any StoreExecutor, queue: DispatchQueue, checkpoints: JetStreamCheckpoints) {
         self.streams = streams
         self.executor = executor
         self.queue = queue
+        self.checkpoints = checkpoints
     }
 
     /// Adds `append` (on the loop); the worker publishes it with the next group.
     func add(_ append: Append) {
+        add(.append(append))
+    }
+
+    /// Adds `commit` (on the loop); the worker makes it after the appends added before.
+    func addCommit(_ commit: Commit) {
+        add(.commit(commit))
+    }
+
+    private func add(_ item: Item) {
         let schedule = lock.withLock {
-            added.append(append)
+            added.append(item)
             defer { scheduled = true }
             return !scheduled
         }
         if schedule { queue.async { [self] in publishAdded() } }
     }
 
-    /// Publishes every append added so far, group by group (on the worker).
+    /// Publishes every append added so far, group by group, and makes the commits among
+    /// them in their places (on the worker).
     func publishAdded() {
         while true {
-            let group: [Append] = lock.withLock {
-                let count = min(Self.groupLimit, added.count)
-                if count == 0 { scheduled = false }
-                defer { added.removeFirst(count) }
-                return Array(added.prefix(count))
+            let next: (group: [Append], commit: Commit?) = lock.withLock {
+                if case let .commit(commit)? = added.first {
+                    added.removeFirst()
+                    return ([], commit)
+                }
+                var group: [Append] = []
+                while group.count < Self.groupLimit, case let .append(append)? = added.first {
+                    group.append(append)
+                    added.removeFirst()
+                }
+                if group.isEmpty { scheduled = false }
+                return (group, nil)
             }
-            if group.isEmpty { return }
-            let outcomes = streams.publish(group.map { ($0.subject, $0.payload, $0.time) })
-            for (append, outcome) in zip(group, outcomes) {
-                let result = acknowledged(append, outcome)
-                executor.execute { append.log.acked(result, value: append.value) }
+            if let commit = next.commit {
+                make(commit)
+                continue
+            }
+            if next.group.isEmpty { return }
+            publish(next.group, ids: nil)
+        }
+    }
+
+    /// Publishes `group` (with `ids` as their message ids, if given) and hands each outcome
+    /// to its log on the loop.
+    private func publish(_ group: [Append], ids: [String]?) {
+        let outcomes = streams.publish(group.enumerated().map { ($1.subject, $1.payload, $1.time, ids?[$0]) })
+        for (append, outcome) in zip(group, outcomes) {
+            let result = acknowledged(append, outcome)
+            executor.execute { append.log.acked(result, value: append.value) }
+        }
+    }
+
+    /// Makes `commit` (see ``JetStreamCheckpoints``): the checkpoint written ahead with its
+    /// values, the values published, the checkpoint settled.
+    private func make(_ commit: Commit) {
+        let pipeline = commit.pipeline
+        let ids = checkpoints.ids(for: pipeline, count: commit.appends.count)
+        var published = false
+        let result: Result<Void, HubError>
+        do throws(NATSError) {
+            let values = zip(commit.appends, ids).map { (subject: $0.subject, value: $0.value, time: $0.time, id: $1) }
+            if try checkpoints.writeAhead(pipeline, checkpoint: commit.checkpoint, values: values) == nil {
+                result = .failure(JetStreamCheckpoints.fenced(pipeline))
+            } else if commit.appends.isEmpty {
+                result = .success(())
+            } else {
+                publish(commit.appends, ids: ids)
+                published = true
+                // The values are stored and the checkpoint holds them: a failure to settle it
+                // only leaves them to be published again (and kept once) by the next reader.
+                _ = try? checkpoints.settle(pipeline, checkpoint: commit.checkpoint)
+                result = .success(())
+            }
+        } catch {
+            result = .failure(JetStreamStore.hubError(error))
+        }
+        if !published, case let .failure(error) = result {
+            // Never published: each log hears that its append failed, in its order.
+            let failure = NATSError(.jetStreamFailed, error.message)
+            for append in commit.appends {
+                executor.execute { append.log.acked(.failure(failure), value: append.value) }
             }
         }
+        let completion = StoreBound(commit.completion)
+        executor.execute { completion.value(result) }
     }
 
     /// The outcome of `append` with the values other nodes stored before it since the

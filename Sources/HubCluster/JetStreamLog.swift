@@ -63,9 +63,15 @@ final class JetStreamLog: SubjectLog {
         var json: [UInt8] = []
         value.writeJSON(into: &json)
         completions.append(completion)
-        store.appends.add(JetStreamAppends.Append(
+        let append = JetStreamAppends.Append(
             log: self, stream: stream, subject: subject, payload: json, time: lastTime, size: retention.size,
-            cursor: cursor, value: value))
+            cursor: cursor, value: value)
+        // Inside a pipeline's commit, the append goes with its checkpoint.
+        if store.transaction != nil {
+            store.transaction!.append(append)
+        } else {
+            store.appends.add(append)
+        }
     }
 
     func acked(_ outcome: Result<(UInt64, [HistoryEntry]), NATSError>, value: Value) {

@@ -25,6 +25,10 @@ import Logging
 /// - **Reads.** A read is a series of direct gets (the next message on the subject from
 ///   a sequence), at most the page's `limit`, stopping at its `maxBytes`: never more
 ///   than one page in memory, never an unbounded push.
+/// - **Checkpoints.** A running pipeline's checkpoints live in the key-value bucket
+///   `hub_checkpoints`, written ahead of the values the pipeline wrote into durable
+///   subjects (``JetStreamCheckpoints``): the node that takes a pipeline over resumes from
+///   its last checkpoint, and a node that lost it cannot commit over the new one.
 ///
 /// **Where the work runs.** Every JetStream request blocks until the server answers (or
 /// the timeout), so they run on one worker thread of the store, in the order they are
@@ -61,6 +65,10 @@ public final class JetStreamStore: SubjectStore {
     var pendingAppends = 0
     private(set) var closed = false
     private var logs: [String: JetStreamLog] = [:]
+    /// The running pipelines' checkpoints (used on the worker).
+    let checkpoints: JetStreamCheckpoints
+    /// The appends of the commit being gathered (``commit(checkpoint:pipeline:appending:completion:)``).
+    var transaction: [JetStreamAppends.Append]?
 
     /// A store over `connection`'s JetStream, creating streams with `storage` under
     /// `names`; results come back through `executor`; values are stamped by `clock`;
@@ -80,7 +88,8 @@ public final class JetStreamStore: SubjectStore {
         self.logger = logger
         self.maxPendingAppends = max(1, maxPendingAppends)
         streams = try JetStreamStreams(connection: connection, timeout: timeout)
-        appends = JetStreamAppends(streams: streams, executor: executor, queue: queue)
+        checkpoints = JetStreamCheckpoints(connection: connection)
+        appends = JetStreamAppends(streams: streams, executor: executor, queue: queue, checkpoints: checkpoints)
     }
 
     /// Binds the subject's stream (creating it with a new epoch when there is none) and
@@ -176,6 +185,33 @@ public final class JetStreamStore: SubjectStore {
             guard let done else { return }
             executor.execute { done.value(result.value) }
         }
+    }
+
+    // MARK: Checkpoints
+
+    /// Reads the pipeline's checkpoint from the bucket after the commits made so far,
+    /// publishing again the values its record still holds (see ``JetStreamCheckpoints``).
+    public func loadCheckpoint(pipeline: String, completion: @escaping (Result<Value?, HubError>) -> Void) {
+        guard !closed else { return completion(.failure(HubError(.internal, "the JetStream store is closed"))) }
+        let (checkpoints, streams) = (self.checkpoints, self.streams)
+        request({ checkpoints.load(pipeline, streams: streams) }, then: completion)
+    }
+
+    /// Gathers the appends `body` makes and commits them with `checkpoint` on the worker,
+    /// in their place among the other appends (see ``JetStreamAppends``).
+    public func commit(
+        checkpoint: Value, pipeline: String, appending body: () -> Void,
+        completion: @escaping (Result<Void, HubError>) -> Void
+    ) {
+        guard !closed, transaction == nil else {
+            completion(.failure(HubError(.internal, closed ? "the JetStream store is closed" : "a commit inside another")))
+            return
+        }
+        transaction = []
+        body()
+        let gathered = transaction ?? []
+        transaction = nil
+        appends.addCommit(JetStreamAppends.Commit(pipeline: pipeline, checkpoint: checkpoint, appends: gathered, completion: completion))
     }
 
     /// Waits for the requests under way (every append made so far is acked or failed).

@@ -170,6 +170,14 @@ final class JetStreamStreams: @unchecked Sendable {
     /// The server stores them in that order (one connection), so that a group costs one
     /// round trip to the server instead of one per value.
     func publish(_ values: [(subject: String, payload: [UInt8], time: Int64)]) -> [Result<UInt64, NATSError>] {
+        publish(values.map { ($0.subject, $0.payload, $0.time, nil) })
+    }
+
+    /// Publishes `values` as ``publish(_:)-([(subject:payload:time:)])`` does, each with its
+    /// `id` (when given) as its `Nats-Msg-Id`: the server stores a value only once per id
+    /// within the stream's duplicate window (two minutes by default), and acks a value
+    /// published again with the sequence of the first.
+    func publish(_ values: [(subject: String, payload: [UInt8], time: Int64, id: String?)]) -> [Result<UInt64, NATSError>] {
         group &+= 1
         let group = self.group
         acks.begin(group: group, count: values.count)
@@ -177,7 +185,8 @@ final class JetStreamStreams: @unchecked Sendable {
         for (index, value) in values.enumerated() {
             do throws(NATSError) {
                 var message: OpaquePointer? = try makeMessage(subject: value.subject, payload: value.payload, time: value.time)
-                let status = natsMsgHeader_Set(message, Self.appendHeader, "\(group):\(index)")
+                var status = natsMsgHeader_Set(message, Self.appendHeader, "\(group):\(index)")
+                if status == NATS_OK, let id = value.id { status = natsMsgHeader_Set(message, "Nats-Msg-Id", id) }
                 guard status == NATS_OK else {
                     natsMsg_Destroy(message)
                     throw NATSError(.jetStreamFailed, doing: "numbering a value", status: status)

@@ -12,11 +12,13 @@ public final class NATSKeyValue: @unchecked Sendable {
     private let context: OpaquePointer
     private let store: OpaquePointer
 
-    /// Binds to the bucket `bucket`, creating it (memory storage, one value per key,
-    /// values of at most `maxValueBytes`, each key gone `ttl` after its last write if
-    /// given) when the server has none. Blocks; throws when the server has no JetStream
+    /// Binds to the bucket `bucket`, creating it (memory storage unless `onDisk`, one value
+    /// per key, values of at most `maxValueBytes`, each key gone `ttl` after its last write
+    /// if given) when the server has none. Blocks; throws when the server has no JetStream
     /// (`nats-server -js`) or does not answer.
-    public init(connection: NATSConnection, bucket: String, maxValueBytes: Int, ttl: Duration? = nil) throws(NATSError) {
+    public init(
+        connection: NATSConnection, bucket: String, maxValueBytes: Int, ttl: Duration? = nil, onDisk: Bool = false
+    ) throws(NATSError) {
         self.bucket = bucket
         var context: OpaquePointer?
         var status = natsConnection_JetStream(&context, connection.connection, nil)
@@ -32,7 +34,7 @@ public final class NATSKeyValue: @unchecked Sendable {
                 config.Bucket = name
                 config.History = 1
                 config.MaxValueSize = Int32(clamping: maxValueBytes)
-                config.StorageType = js_MemoryStorage
+                config.StorageType = onDisk ? js_FileStorage : js_MemoryStorage
                 if let ttl {
                     let (seconds, attoseconds) = ttl.components
                     // libnats passes TTL on as the stream's MaxAge: nanoseconds.
@@ -84,6 +86,19 @@ public final class NATSKeyValue: @unchecked Sendable {
         if status == NATS_ERR { return nil }
         guard status == NATS_OK else { throw NATSError(.publishFailed, doing: "updating \(key) in \(bucket)", status: status) }
         return revision
+    }
+
+    /// The value of `key` and its revision, or `nil` when it has none (never put, or deleted). Blocks.
+    public func entry(_ key: String) throws(NATSError) -> (value: [UInt8], revision: UInt64)? {
+        var entry: OpaquePointer?
+        let status = kvStore_Get(&entry, store, key)
+        if status == NATS_NOT_FOUND { return nil }
+        guard status == NATS_OK, let entry else { throw NATSError(.subscribeFailed, doing: "reading \(key) from \(bucket)", status: status) }
+        defer { kvEntry_Destroy(entry) }
+        let revision = kvEntry_Revision(entry)
+        let length = Int(kvEntry_ValueLen(entry))
+        guard length > 0, let bytes = kvEntry_Value(entry) else { return ([], revision) }
+        return (Array(UnsafeRawBufferPointer(start: bytes, count: length)), revision)
     }
 
     /// The value of `key`, or `nil` when it has none (never put, or deleted). Blocks.

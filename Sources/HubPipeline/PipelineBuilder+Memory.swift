@@ -140,9 +140,10 @@ extension PipelineBuilder {
 
     /// The combination `name` of `inputs` (``combining(_:_:)``); `zip`, which keeps its
     /// inputs' values until each has a partner, holds them in the budget.
-    func combined(_ name: String, _ inputs: [Pub], _ stage: StageSyntax) -> Pub {
-        guard name == "zip" else { return Self.combining(name, inputs) }
-        return holdingInputs(inputs, stage, release: .elements) { Self.combining("zip", $0) }
+    func combined(_ name: String, _ inputs: [Pub], _ stage: StageSyntax, path: String) -> Pub {
+        let state = name == "merge" ? nil : self.state(path)
+        guard name == "zip" else { return Self.combining(name, inputs, state: state) }
+        return holdingInputs(inputs, stage, release: .elements) { Self.combining("zip", $0, state: state) }
     }
 
     /// `retry(n)` whose every resubscription is charged ``retrySteps`` to the budget (once

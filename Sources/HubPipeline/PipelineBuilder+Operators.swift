@@ -146,12 +146,18 @@ extension PipelineBuilder {
         let initial = try constant(arguments[0], of: stage)
         let f = try element(arguments[1], of: stage, variable: "acc")
         let isScan = stage.name == "scan"
+        let path = statePath
         if let skip = environment.skipFailure {
             // A value the reducer fails on leaves the accumulator as it was, and emits nothing.
             return { up, outer throws(HubError) in
                 let start = try initial(outer)
                 if isScan {
-                    return up.scan((state: start, changed: false)) { acc, value in
+                    // Whether the last value changed the accumulator is not state: it is read at once.
+                    let state = self.slot(path).map {
+                        OperatorState<(state: Value, changed: Bool)>(
+                            slot: $0, codec: StateCodec(encode: { $0.state }, decode: { ($0, false) }))
+                    }
+                    return up.scan((state: start, changed: false), state: state) { acc, value in
                         guard let next = Self.skipping(skip, { () throws(HubError) in try f(value, acc.state) }) else {
                             return (acc.state, false)
                         }
@@ -160,32 +166,39 @@ extension PipelineBuilder {
                     .compactMap { $0.changed ? $0.state : nil }
                     .eraseToAnyPublisher()
                 }
-                return up.reduce(start) { acc, value in Self.skipping(skip) { () throws(HubError) in try f(value, acc) } ?? acc }
-                    .eraseToAnyPublisher()
+                return Publishers.Reduce(
+                    upstream: up, initial: start,
+                    nextPartialResult: { acc, value in Self.skipping(skip) { () throws(HubError) in try f(value, acc) } ?? acc },
+                    state: self.state(path)
+                ).eraseToAnyPublisher()
             }
         }
         return { up, outer throws(HubError) in
             let start = try initial(outer)
-            if isScan { return Self.typed(up.tryScan(start) { acc, value in try f(value, acc) }) }
-            return Self.typed(up.tryReduce(start) { acc, value in try f(value, acc) })
+            if isScan { return Self.typed(up.tryScan(start, state: self.state(path)) { acc, value in try f(value, acc) }) }
+            return Self.typed(Publishers.TryReduce(
+                upstream: up, initial: start, nextPartialResult: { acc, value in try f(value, acc) }, state: self.state(path)))
         }
     }
 
     private func makeRemoveDuplicates(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let path = statePath
         guard let argument = arguments.first else {
-            return { up, _ in up.removeDuplicates().eraseToAnyPublisher() }
+            return { up, _ in Publishers.RemoveDuplicates(upstream: up, predicate: ==, state: self.state(path)).eraseToAnyPublisher() }
         }
         let f = try element(argument, of: stage, variable: "prev")
         if let skip = environment.skipFailure {
             // A comparison that fails drops the value, as a duplicate would be.
             return { up, _ in
-                up.removeDuplicates { previous, value in
+                Publishers.RemoveDuplicates(upstream: up, predicate: { previous, value in
                     Self.skipping(skip) { () throws(HubError) in ExpressionEvaluator.isTruthy(try f(value, previous)) } ?? true
-                }.eraseToAnyPublisher()
+                }, state: self.state(path)).eraseToAnyPublisher()
             }
         }
         return { up, _ in
-            Self.typed(up.tryRemoveDuplicates { previous, value in ExpressionEvaluator.isTruthy(try f(value, previous)) })
+            Self.typed(Publishers.TryRemoveDuplicates(
+                upstream: up, predicate: { previous, value in ExpressionEvaluator.isTruthy(try f(value, previous)) },
+                state: self.state(path)))
         }
     }
 
@@ -242,21 +255,33 @@ extension PipelineBuilder {
     private func makePrefix(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
         let argument = arguments[0]
         let isPrefix = stage.name == "prefix"
+        let path = statePath
         switch arguments.first?.label {
         case "while":
             let f = try element(argument, of: stage)
             if let skip = environment.skipFailure {
                 return { up, _ in
                     let pairs = Self.judged(up, skip, f)
-                    return isPrefix
-                        ? pairs.prefix(while: Self.judgement).map(Self.judgedValue).eraseToAnyPublisher()
-                        : pairs.drop(while: Self.judgement).map(Self.judgedValue).eraseToAnyPublisher()
+                    if isPrefix { return pairs.prefix(while: Self.judgement).map(Self.judgedValue).eraseToAnyPublisher() }
+                    let passed = self.flag(path, kind: "dropWhile")
+                    return pairs.drop { pair in
+                        guard !passed.value else { return false }
+                        let dropped = Self.judgement(pair)
+                        if !dropped { passed.value = true }
+                        return dropped
+                    }.map(Self.judgedValue).eraseToAnyPublisher()
                 }
             }
             return { up, _ in
-                isPrefix
-                    ? Self.typed(up.tryPrefix { ExpressionEvaluator.isTruthy(try f($0, nil)) })
-                    : Self.typed(up.tryDrop { ExpressionEvaluator.isTruthy(try f($0, nil)) })
+                if isPrefix { return Self.typed(up.tryPrefix { ExpressionEvaluator.isTruthy(try f($0, nil)) }) }
+                // Once a value passed, drop(while:) drops nothing more, also after a restart.
+                let passed = self.flag(path, kind: "dropWhile")
+                return Self.typed(up.tryDrop { value in
+                    guard !passed.value else { return false }
+                    let dropped = ExpressionEvaluator.isTruthy(try f(value, nil))
+                    if !dropped { passed.value = true }
+                    return dropped
+                })
             }
         case "untilOutputFrom":
             let other = try pipeline(argument, of: stage)
@@ -270,14 +295,19 @@ extension PipelineBuilder {
             let n = try count(argument, of: stage)
             return { up, outer throws(HubError) in
                 let count = try n(outer)
-                return isPrefix ? up.prefix(count).eraseToAnyPublisher() : up.dropFirst(count).eraseToAnyPublisher()
+                return isPrefix
+                    ? Publishers.Output(upstream: up, range: 0..<count, state: self.slot(path)).eraseToAnyPublisher()
+                    : Publishers.Drop(upstream: up, count: count, state: self.slot(path)).eraseToAnyPublisher()
             }
         }
     }
 
     private func makeDropFirst(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
         let n = arguments.isEmpty ? nil : try count(arguments[0], of: stage)
-        return { up, outer throws(HubError) in up.dropFirst(try n?(outer) ?? 1).eraseToAnyPublisher() }
+        let path = statePath
+        return { up, outer throws(HubError) in
+            Publishers.Drop(upstream: up, count: try n?(outer) ?? 1, state: self.slot(path)).eraseToAnyPublisher()
+        }
     }
 
     private func makeFirst(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
@@ -302,9 +332,12 @@ extension PipelineBuilder {
 
     private func makeCollect(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
         let scheduler = environment.scheduler
-                guard let argument = arguments.first else {
+        let path = statePath
+        guard let argument = arguments.first else {
             return { up, _ in
-                self.holdingInputs([up], stage, release: .everything) { $0[0].collect().map { Value.array($0) }.eraseToAnyPublisher() }
+                self.holdingInputs([up], stage, release: .everything) {
+                    Publishers.Collect(upstream: $0[0], state: self.state(path)).map { Value.array($0) }.eraseToAnyPublisher()
+                }
             }
         }
         if case .duration = argument.kind {
@@ -313,7 +346,9 @@ extension PipelineBuilder {
             return { up, outer throws(HubError) in
                 let size = try n?(outer)
                 if let size, size < 1 { throw Self.error("collect needs a count of at least 1", at: arguments[1].position) }
-                return self.holdingInputs([up], stage, release: .everything) { Self.collect($0[0], every: d, count: size, scheduler) }
+                return self.holdingInputs([up], stage, release: .everything) {
+                    Self.collect($0[0], every: d, count: size, scheduler, state: self.state(path))
+                }
             }
         }
         guard arguments.count == 1 else {
@@ -324,7 +359,8 @@ extension PipelineBuilder {
             let size = try n(outer)
             guard size > 0 else { throw Self.error("collect needs a count of at least 1", at: argument.position) }
             return self.holdingInputs([up], stage, release: .everything) {
-                $0[0].collect(size).map { Value.array($0) }.eraseToAnyPublisher()
+                Publishers.CollectByCount(upstream: $0[0], count: size, state: self.state(path)).map { Value.array($0) }
+                    .eraseToAnyPublisher()
             }
         }
     }
@@ -332,13 +368,19 @@ extension PipelineBuilder {
     private func makeDebounce(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
         let scheduler = environment.scheduler
         let d = try duration(arguments[0], of: stage)
-        return { up, _ in Self.debounce(up, d, scheduler) }
+        let path = statePath
+        return { up, _ in Self.debounce(up, d, scheduler, state: self.state(path)) }
     }
 
     private func makeDelay(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
         let scheduler = environment.scheduler
         let d = try duration(arguments[0], of: stage)
-        return { up, _ in self.holdingValues(up, stage) { Self.delayed($0, d, scheduler) } }
+        let path = statePath
+        return { up, _ in
+            // A running pipeline has no budget: its values in flight are checkpointed as they are.
+            if self.environment.budget == nil, let state = self.state(path) { return Self.delay(up, d, scheduler, state: state) }
+            return self.holdingValues(up, stage) { Self.delayed($0, d, scheduler) }
+        }
     }
 
     private func makeThrottle(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
@@ -352,7 +394,8 @@ extension PipelineBuilder {
             default: throw Self.error("throttle's second argument is 'latest' or 'first'", at: arguments[1].position)
             }
         }
-        return { [latest] up, _ in Self.throttle(up, d, latest, scheduler) }
+        let path = statePath
+        return { [latest] up, _ in Self.throttle(up, d, latest, scheduler, state: self.state(path)) }
     }
 
     private func makeReplaceError(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
@@ -403,22 +446,27 @@ extension PipelineBuilder {
     }
 
     private func makePrepend(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
+        let isPrepend = stage.name == "prepend"
+        let path = statePath
+        // Checkpointed, it keeps whether its first part has finished: `input | scan(…) | prepend(s)`
+        // does not emit `s` again when the pipeline resumes.
+        let concatenate: (Pub, Pub) -> Pub = { first, second in
+            Publishers.Concatenate(prefix: first, suffix: second, state: self.slot(path)).eraseToAnyPublisher()
+        }
         if let only = stage.arguments?.first, stage.arguments?.count == 1, Self.denotesPipeline(only) {
             let other = try pipeline(only, of: stage)
-            let isPrepend = stage.name == "prepend"
             return { up, outer throws(HubError) in
                 let p = try other(outer)
-                return isPrepend ? up.prepend(p).eraseToAnyPublisher() : up.append(p).eraseToAnyPublisher()
+                return isPrepend ? concatenate(p, up) : concatenate(up, p)
             }
         }
         var values: [(Value) throws(HubError) -> Value] = []
         for argument in arguments { values.append(try constant(argument, of: stage)) }
-        let isPrepend = stage.name == "prepend"
         return { [values] up, outer throws(HubError) in
             var list: [Value] = []
             for v in values { list.append(try v(outer)) }
-            let extra = Publishers.Sequence<[Value], HubError>(sequence: list)
-            return isPrepend ? up.prepend(extra).eraseToAnyPublisher() : up.append(extra).eraseToAnyPublisher()
+            let extra = Publishers.Sequence<[Value], HubError>(sequence: list).eraseToAnyPublisher()
+            return isPrepend ? concatenate(extra, up) : concatenate(up, extra)
         }
     }
 
@@ -446,23 +494,30 @@ extension PipelineBuilder {
     }
 
     private func makeCount(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
-        return { up, _ in up.count().map { Value.int(Int64($0)) }.eraseToAnyPublisher() }
+        let path = statePath
+        return { up, _ in Publishers.Count(upstream: up, state: self.intState(path)).map { Value.int(Int64($0)) }.eraseToAnyPublisher() }
     }
 
     private func makeMin(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
         let isMin = stage.name == "min"
         let order = try ordering(stage, arguments.first)
-        return { up, _ in isMin ? Self.typed(up.tryMin(by: order)) : Self.typed(up.tryMax(by: order)) }
+        let path = statePath
+        return { up, _ in
+            // min is max in the reversed order, as Combine's tryMin(by:).
+            Self.typed(Publishers.TryComparison(
+                upstream: up, areInIncreasingOrder: isMin ? { try order($1, $0) } : order, state: self.state(path)))
+        }
     }
 
     /// `sort()`, `sort(by: e)`: every value, once the upstream has finished, in one array in
     /// ascending order (stable: equal values keep their order).
     private func makeSort(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
         let order = try ordering(stage, arguments.first)
+        let path = statePath
         return { up, _ in
             // Every value is held until the upstream finishes: counted in the budget's memory.
             self.holdingInputs([up], stage, release: .everything) { inputs in
-            Self.typed(inputs[0].collect().tryMap { values -> Value in
+            Self.typed(Publishers.Collect(upstream: inputs[0], state: self.state(path)).tryMap { values -> Value in
                 var failure: (any Error)?
                 let sorted = values.indices.sorted { i, j in
                     guard failure == nil else { return false }
@@ -504,13 +559,17 @@ extension PipelineBuilder {
 
     private func makeWithLatestFrom(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
         let other = try pipeline(arguments[0], of: stage)
+        let path = statePath
         return { up, outer throws(HubError) in
-            up.withLatestFrom(try other(outer)) { Value.array([$0, $1]) }.eraseToAnyPublisher()
+            Publishers.WithLatestFrom(
+                upstream: up, other: try other(outer), transform: { Value.array([$0, $1]) }, state: self.state(path)
+            ).eraseToAnyPublisher()
         }
     }
 
     private func makeOutput(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
         let argument = arguments[0]
+        let path = statePath
         if arguments.first?.label == "in" {
             let range = try constant(argument, of: stage)
             return { up, outer throws(HubError) in
@@ -519,11 +578,15 @@ extension PipelineBuilder {
                       let upper = bounds[1].intValue, lower >= 0, upper >= lower, upper <= Int64(Int32.max)
                 else { throw Self.error("output(in:) needs [lower, upper] with 0 <= lower <= upper", at: argument.position) }
                 // Combine's closed range lower...upper: output(in: [2, 3]) gives the third and fourth values.
-                return up.output(in: Int(lower)...Int(upper)).eraseToAnyPublisher()
+                return Publishers.Output(upstream: up, range: Int(lower)..<(Int(upper) + 1), state: self.slot(path))
+                    .eraseToAnyPublisher()
             }
         }
         let n = try count(argument, of: stage)
-        return { up, outer throws(HubError) in up.output(at: try n(outer)).eraseToAnyPublisher() }
+        return { up, outer throws(HubError) in
+            let index = try n(outer)
+            return Publishers.Output(upstream: up, range: index..<(index + 1), state: self.slot(path)).eraseToAnyPublisher()
+        }
     }
 
     private func makeIgnoreOutput(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
@@ -533,7 +596,7 @@ extension PipelineBuilder {
     private func makeCatch(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
         let handler = try pipeline(arguments[0], of: stage)
         return { up, _ in
-            up.catch { error in Self.built(handler, Self.errorValue(error)) }.eraseToAnyPublisher()
+            up.catch { error in self.withoutState { Self.built(handler, Self.errorValue(error)) } }.eraseToAnyPublisher()
         }
     }
 
@@ -561,6 +624,7 @@ extension PipelineBuilder {
             }
             strategy = word
         }
+        let path = statePath
         return { [strategy] up, outer throws(HubError) in
             let size = try n(outer)
             let whenFull: Publishers.BufferingStrategy<HubError>
@@ -568,6 +632,11 @@ extension PipelineBuilder {
             case "dropNewest": whenFull = .dropNewest
             case "error": whenFull = .customError { HubError(.overflow, "buffer(\(size)) overflowed") }
             default: whenFull = .dropOldest
+            }
+            // A running pipeline has no budget: its buffered values are checkpointed as they are.
+            if self.environment.budget == nil, let state = self.state(path) {
+                return Publishers.Buffer(upstream: up, size: size, prefetch: .byRequest, whenFull: whenFull, state: state)
+                    .eraseToAnyPublisher()
             }
             return self.holdingValues(up, stage) {
                 $0.buffer(size: size, prefetch: .byRequest, whenFull: whenFull).eraseToAnyPublisher()
@@ -589,15 +658,22 @@ extension PipelineBuilder {
             }
             maximum = try count(arguments[1], of: stage)
         }
+        let path = statePath
         return { [maximum] up, outer throws(HubError) in
             let demand: Subscribers.Demand = try maximum.map { m throws(HubError) in .max(try m(outer)) } ?? .unlimited
-            return up.flatMap(maxPublishers: demand) { value in Self.built(inner, value) }.eraseToAnyPublisher()
+            // Checkpointed, each inner pipeline is built in a scope of its own and restored with it.
+            return Publishers.FlatMap(
+                upstream: up, maxPublishers: demand, transform: { value in Self.built(inner, value) },
+                state: self.state(path), outputCodec: .value
+            ).eraseToAnyPublisher()
         }
     }
 
     private func makeSwitchToLatest(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
         let inner = try pipeline(arguments[0], of: stage)
-        return { up, _ in up.map { value in Self.built(inner, value) }.switchToLatest().eraseToAnyPublisher() }
+        return { up, _ in
+            up.map { value in self.withoutState { Self.built(inner, value) } }.switchToLatest().eraseToAnyPublisher()
+        }
     }
 
     private func makeWait(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
@@ -611,7 +687,8 @@ extension PipelineBuilder {
     private func makeMerge(_ stage: StageSyntax, _ arguments: [ArgumentSyntax]) throws(HubError) -> Operator {
         let others = try pipelines(stage, atLeast: 1)
         let name = stage.name
-        return { up, outer throws(HubError) in self.combined(name, [up] + (try Self.buildAll(others, outer)), stage) }
+        let path = statePath
+        return { up, outer throws(HubError) in self.combined(name, [up] + (try Self.buildAll(others, outer)), stage, path: path) }
     }
 
     /// The publisher `build` makes for `value`, or a failing one when building fails.
@@ -646,21 +723,21 @@ extension PipelineBuilder {
         }
     }
 
-    static func collect<S: Scheduler>(_ up: Pub, every d: Duration, count: Int?, _ s: S) -> Pub {
+    static func collect<S: Scheduler>(_ up: Pub, every d: Duration, count: Int?, _ s: S, state: OperatorState<Value>?) -> Pub {
         let strategy: Publishers.TimeGroupingStrategy<S> = count.map { .byTimeOrCount(s, d, $0) } ?? .byTime(s, d)
-        return up.collect(strategy).map { Value.array($0) }.eraseToAnyPublisher()
+        return Publishers.CollectByTime(upstream: up, strategy: strategy, state: state).map { Value.array($0) }.eraseToAnyPublisher()
     }
 
-    static func debounce<S: Scheduler>(_ up: Pub, _ d: Duration, _ s: S) -> Pub {
-        up.debounce(for: d, scheduler: s).eraseToAnyPublisher()
+    static func debounce<S: Scheduler>(_ up: Pub, _ d: Duration, _ s: S, state: OperatorState<Value>?) -> Pub {
+        Publishers.Debounce(upstream: up, dueTime: d, scheduler: s, state: state).eraseToAnyPublisher()
     }
 
-    static func delay<S: Scheduler>(_ up: Pub, _ d: Duration, _ s: S) -> Pub {
-        up.delay(for: d, scheduler: s).eraseToAnyPublisher()
+    static func delay<S: Scheduler>(_ up: Pub, _ d: Duration, _ s: S, state: OperatorState<Value>? = nil) -> Pub {
+        Publishers.Delay(upstream: up, interval: d, scheduler: s, state: state).eraseToAnyPublisher()
     }
 
-    static func throttle<S: Scheduler>(_ up: Pub, _ d: Duration, _ latest: Bool, _ s: S) -> Pub {
-        up.throttle(for: d, scheduler: s, latest: latest).eraseToAnyPublisher()
+    static func throttle<S: Scheduler>(_ up: Pub, _ d: Duration, _ latest: Bool, _ s: S, state: OperatorState<Value>?) -> Pub {
+        Publishers.Throttle(upstream: up, interval: d, scheduler: s, latest: latest, state: state).eraseToAnyPublisher()
     }
 
     static func timeout<S: Scheduler>(_ up: Pub, _ d: Duration, _ error: HubError?, _ s: S) -> Pub {

@@ -13,11 +13,14 @@ extension PipelineBuilder {
             try authorize(.subscribe, name, at: stage.position)
             return { _ throws(HubError) in try environment.source(named: name) }
         }
+        let path = statePath
         switch stage.name {
         case "just":
             try noLabels(stage)
             let value = try constant(try arguments(stage, 1...1)[0], of: stage)
-            return { outer throws(HubError) in Just(try value(outer)).setFailureType(to: HubError.self).eraseToAnyPublisher() }
+            return { outer throws(HubError) in
+                self.resumable(Just(try value(outer)).setFailureType(to: HubError.self).eraseToAnyPublisher(), path)
+            }
         case "sequence":
             try noLabels(stage)
             let argument = try arguments(stage, 1...1)[0]
@@ -27,7 +30,7 @@ extension PipelineBuilder {
                 guard case let .array(elements) = list else {
                     throw Self.error("sequence needs an array, got \(ExpressionEvaluator.typeName(list))", at: argument.position)
                 }
-                return try self.sequencePublisher(elements, stage)
+                return self.resumable(try self.sequencePublisher(elements, stage), path)
             }
         case "empty":
             _ = try arguments(stage, 0...0)
@@ -42,7 +45,9 @@ extension PipelineBuilder {
             try noLabels(stage)
             let every = try duration(try arguments(stage, 1...1)[0], of: stage)
             let scheduler = environment.scheduler
-            return { _ throws(HubError) in self.countedTimer(Self.timer(every: every, scheduler), stage) }
+            return { _ throws(HubError) in
+                self.countedTimer(Self.timer(every: every, scheduler, ticks: self.slot(path), numbers: self.slot(path, suffix: "#n")), stage)
+            }
         case "trigger":
             try noLabels(stage)
             let arguments = try arguments(stage, 1...2)
@@ -63,10 +68,10 @@ extension PipelineBuilder {
         case "merge", "combineLatest", "zip", "accumulateLatest":
             let builds = try pipelines(stage, atLeast: 1)
             let name = stage.name
-            return { outer throws(HubError) in self.combined(name, try Self.buildAll(builds, outer), stage) }
+            return { outer throws(HubError) in self.combined(name, try Self.buildAll(builds, outer), stage, path: path) }
         case "reduceLatest":
             let builds = try pipelines(stage, atLeast: 2)
-            return { outer throws(HubError) in self.combined("reduceLatest", try Self.buildAll(builds, outer), stage) }
+            return { outer throws(HubError) in self.combined("reduceLatest", try Self.buildAll(builds, outer), stage, path: path) }
         case "publish", "publishAndRepeat":
             _ = try arguments(stage, 2...2)
             let builds = try pipelines(stage, atLeast: 2)
@@ -123,18 +128,32 @@ extension PipelineBuilder {
     }
 
     /// `timer(every)`: the tick number n at (n+1)·every after subscription; ticks without demand are skipped.
-    static func timer<S: Scheduler>(every: Duration, _ scheduler: S) -> Pub {
+    /// Checkpointed (`ticks` for the time to the next tick, `numbers` for the last number),
+    /// a restored timer goes on with the next number when its time is up.
+    static func timer<S: Scheduler>(
+        every: Duration, _ scheduler: S, ticks: OperatorStateSlot? = nil, numbers: OperatorStateSlot? = nil
+    ) -> Pub {
         let step = max(every.nanosecondsClamped, 1)
         return Deferred {
-            let start = scheduler.now
             // The number comes from the time the tick ran, rounded; a loop that runs one tick
             // late and the next on time would give both the same number, so each number is
             // at least one more than the last (ticks skipped for want of demand still skip).
-            var last: Int64 = -1
-            return Publishers.Timer(every: every, scheduler: scheduler).map { time -> Value in
-                let elapsed = time.nanoseconds &- start.nanoseconds
-                last = Swift.max(last &+ 1, (elapsed &+ step / 2) / step - 1)
-                return .int(last)
+            let counter = StateBox((start: scheduler.now, last: Int64(-1)))
+            if let numbers {
+                let state = OperatorState(slot: numbers, codec: StateCodec<Void>.void)
+                var restored: Int64?
+                state.restore("timerNumber") { snapshot throws(CheckpointError) in restored = try snapshot.field("last").intValue }
+                state.attach("timerNumber") { [weak counter] in counter.map { ["last": .int($0.value.last)] } }
+                if let restored {
+                    // Numbered as if it had run since its first tick: the next tick is number last + 1.
+                    counter.value.last = restored
+                    counter.value.start = SchedulerTime(nanoseconds: scheduler.now.nanoseconds &- (restored &+ 1) &* step)
+                }
+            }
+            return Publishers.Timer(every: every, scheduler: scheduler, state: ticks).map { time -> Value in
+                let elapsed = time.nanoseconds &- counter.value.start.nanoseconds
+                counter.value.last = Swift.max(counter.value.last &+ 1, (elapsed &+ step / 2) / step - 1)
+                return .int(counter.value.last)
             }
         }
         .setFailureType(to: HubError.self)
@@ -148,16 +167,18 @@ extension PipelineBuilder {
     /// inputs are read with unlimited demand and only their latest values kept, so a hot
     /// input's buffer never hands over stale values (PIPELINES.md §5); `reduceLatest` is
     /// `ReduceLatestMany` (the seed's `ReduceLatest3` for any count).
-    static func combining(_ name: String, _ p: [Pub]) -> Pub {
+    static func combining(_ name: String, _ p: [Pub], state: OperatorState<Value>? = nil) -> Pub {
         switch name {
         case "merge":
             return Publishers.MergeMany(p).eraseToAnyPublisher()
         case "zip":
+            // Checkpointed: one zip of every input, whose queues are saved.
+            if let state { return Publishers.ZipMany(p, state: state).map { Value.array($0) }.eraseToAnyPublisher() }
             return zip(p)
         case "reduceLatest":
-            return Publishers.reduceLatestMany(p).map { Value.array($0.map { $0 ?? .null }) }.eraseToAnyPublisher()
+            return Publishers.ReduceLatestMany(p, state: state).map { Value.array($0.map { $0 ?? .null }) }.eraseToAnyPublisher()
         default:
-            return Publishers.accumulateLatestMany(p).map { Value.array($0) }.eraseToAnyPublisher()
+            return Publishers.AccumulateLatestMany(p, state: state).map { Value.array($0) }.eraseToAnyPublisher()
         }
     }
 

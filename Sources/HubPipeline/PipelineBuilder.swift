@@ -20,6 +20,9 @@ final class PipelineBuilder {
     let environment: any PipelineEnvironment
     let limits: PipelineLimits
     private var stageCount = 0
+    /// Where the stage being compiled stands in the text: its state's path in a
+    /// checkpoint (see PipelineBuilder+Checkpoint.swift).
+    var path: [String] = []
 
     init(environment: any PipelineEnvironment) {
         self.environment = environment
@@ -91,7 +94,7 @@ final class PipelineBuilder {
     // MARK: - Pipelines
 
     func pipeline(_ syntax: PipelineSyntax) throws(HubError) -> Build {
-        let source = try self.source(syntax.stages[0])
+        let source = try within(Self.pathComponent(0, syntax.stages[0])) { () throws(HubError) in try self.source(syntax.stages[0]) }
         var operators: [Operator] = []
         for (index, stage) in syntax.stages.enumerated().dropFirst() {
             try countStage(stage)
@@ -101,7 +104,7 @@ final class PipelineBuilder {
             if stage.name == "into", index != syntax.stages.count - 1 {
                 throw Self.error("into(...) writes the pipeline's values into a subject: it must be the last stage", at: stage.position)
             }
-            operators.append(try self.operator(stage))
+            operators.append(try within(Self.pathComponent(index, stage)) { () throws(HubError) in try self.operator(stage) })
         }
         // Every build (the top level once, a nested pipeline once per value of its flatMap…)
         // is charged to the budget, so that nested builds cannot multiply without bound.
@@ -119,13 +122,16 @@ final class PipelineBuilder {
     /// A pipeline argument: `a | b`, or a bare name or call standing for one stage, or a
     /// choice `c ? p : q` between two of them (`(a | b)` in parentheses in a branch).
     func pipeline(_ argument: ArgumentSyntax, of stage: StageSyntax) throws(HubError) -> Build {
-        switch argument.kind {
-        case let .pipeline(p):
-            return try pipeline(p)
-        case let .expression(e):
-            return try pipeline(e, of: stage)
-        case .duration:
-            throw Self.error("\(stage.name) expects a pipeline here, not a duration", at: argument.position)
+        let index = stage.arguments?.firstIndex { $0.position == argument.position } ?? 0
+        return try within("a\(index)") { () throws(HubError) -> Build in
+            switch argument.kind {
+            case let .pipeline(p):
+                return try pipeline(p)
+            case let .expression(e):
+                return try pipeline(e, of: stage)
+            case .duration:
+                throw Self.error("\(stage.name) expects a pipeline here, not a duration", at: argument.position)
+            }
         }
     }
 
@@ -146,8 +152,8 @@ final class PipelineBuilder {
             try validate(condition, variables: [], names: [])
             let test = try element(
                 ArgumentSyntax(label: nil, kind: .expression(condition), position: condition.position), of: stage)
-            let first = try pipeline(then, of: stage)
-            let second = try pipeline(otherwise, of: stage)
+            let first = try within("t") { () throws(HubError) in try pipeline(then, of: stage) }
+            let second = try within("f") { () throws(HubError) in try pipeline(otherwise, of: stage) }
             return { outer throws(HubError) in
                 ExpressionEvaluator.isTruthy(try test(outer, nil)) ? try first(outer) : try second(outer)
             }

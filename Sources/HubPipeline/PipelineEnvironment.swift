@@ -77,6 +77,12 @@ public protocol PipelineEnvironment: AnyObject {
     /// pipelines it builds. It may call itself (a recursive paginated publisher), at most
     /// ``PipelineLimits/maxCallDepth`` deep. The default refuses.
     func call(pipeline name: String, with argument: Value) throws(HubError) -> AnyPublisher<Value, HubError>
+
+    /// Where the stateful operators of the pipeline keep their state for checkpoints (a
+    /// running pipeline's, see ``HubEngine/CheckpointRegistry``): each one gets a slot
+    /// under the path of its stage in the text when it is built. `nil` (the default): the
+    /// pipeline is not checkpointed.
+    var checkpoints: CheckpointRegistry? { get }
 }
 
 extension PipelineEnvironment {
@@ -108,6 +114,9 @@ extension PipelineEnvironment {
 
     /// Not said.
     public func kind(ofName name: String) -> String? { nil }
+
+    /// Not checkpointed.
+    public var checkpoints: CheckpointRegistry? { nil }
 
     /// Refused: no named pipelines.
     public func call(pipeline name: String, with argument: Value) throws(HubError) -> AnyPublisher<Value, HubError> {

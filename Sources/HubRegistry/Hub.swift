@@ -285,7 +285,7 @@ public final class Hub: PipelineEnvironment {
     public func declarePipeline(
         _ name: String, source: String, shared: Bool = true, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
         currentValue: Bool = false, onError: PipelineFailurePolicy = .fail, runs: Bool = false,
-        locate: (@Sendable (_ line: Int, _ column: Int) -> String?)? = nil
+        checkpoint: CheckpointPolicy? = nil, locate: (@Sendable (_ line: Int, _ column: Int) -> String?)? = nil
     ) throws(HubError) -> NamedPipeline {
         try Hub.check(name)
         guard entries[name] == nil else {
@@ -297,7 +297,8 @@ public final class Hub: PipelineEnvironment {
         }
         _ = try PipelineCompiler.parse(source, limits: limits)
         let pipeline = NamedPipeline(name: name, source: source, shared: shared, bufferSize: bufferSize, overflow: overflow,
-                                     currentValue: currentValue, onError: onError, runs: runs, locate: locate)
+                                     currentValue: currentValue, onError: onError, runs: runs, checkpoint: checkpoint,
+                                     locate: locate)
         pipeline.counters = metrics.counters(for: name, kind: "pipeline")
         entries[name] = .pipeline(pipeline)
         return pipeline
@@ -587,7 +588,7 @@ public final class Hub: PipelineEnvironment {
     /// and `depth` how deeply named pipelines were called to get here (`page(.next)`).
     func compile(
         pipeline source: String, bufferSize: Int?, overflow: OverflowPolicy?, budget: ResourceBudget?,
-        permissions: Permissions?, named: NamedPipeline?, outer: Value = .null, depth: Int = 0
+        permissions: Permissions?, named: NamedPipeline?, outer: Value = .null, depth: Int = 0, runner: PipelineRunner? = nil
     ) throws(HubError) -> AnyPublisher<Value, HubError> {
         let length = source.utf8.count
         guard length <= limits.maxSourceLength else {
@@ -601,7 +602,7 @@ public final class Hub: PipelineEnvironment {
         // compiled against (and that its nested pipelines compile against later).
         let environment = SubscriptionEnvironment(
             hub: self, bufferSize: size, overflow: overflow, budget: budget, permissions: permissions, pipeline: named,
-            depth: depth)
+            depth: depth, runner: runner)
         guard let budget else { return try PipelineCompiler.compile(source, environment: environment, outer: outer) }
         // The compiled text (its syntax, constants and closures) is held while the pipeline lives.
         let lease = try budget.lease(bytes: length * PipelineCompiler.compiledBytesPerSourceByte, for: "pipeline")
@@ -648,7 +649,7 @@ public final class Hub: PipelineEnvironment {
     /// was recovered.
     public func historyPublisher(
         for subject: HubSubject, since: HistorySince?, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
-        memory: ResourceBudget? = nil, pacer: (any ReplayPacer)? = nil,
+        memory: ResourceBudget? = nil, pacer: (any ReplayPacer)? = nil, lenient: Bool = false,
         onStart: @escaping (HistoryPosition, Bool?) -> Void
     ) throws(HubError) -> Publishers.HistoryReplay {
         guard let history = subject.history else {
@@ -660,7 +661,7 @@ public final class Hub: PipelineEnvironment {
         return Publishers.HistoryReplay(
             history: history, since: since, capacity: try bufferCapacity(bufferSize ?? subject.bufferSize),
             policy: subject.overflowPolicy(asked: overflow), metrics: metrics, counters: subject.counters, memory: memory,
-            pacer: pacer, congestion: subject.congestion, onStart: onStart)
+            pacer: pacer, congestion: subject.congestion, lenient: lenient, onStart: onStart)
     }
 
     /// What `name` stands for; an unknown name becomes a subject when the hub auto-creates names.

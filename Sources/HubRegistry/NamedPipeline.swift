@@ -65,6 +65,9 @@ public final class NamedPipeline {
     /// Where a position of the pipeline's text is in its configuration file
     /// (`"hub.yml:12:7"`), for errors and logs; `nil` when it has no file.
     public let locate: (@Sendable (_ line: Int, _ column: Int) -> String?)?
+    /// How a running pipeline checkpoints its state (``CheckpointPolicy``); `nil`: never
+    /// (its state starts afresh, and its sources are read live, at every start).
+    public let checkpoint: CheckpointPolicy?
 
     /// The first wait before a ``PipelineFailurePolicy/restart``.
     public static let restartBackoff: Duration = .seconds(1)
@@ -73,6 +76,8 @@ public final class NamedPipeline {
 
     /// The broker's own subscription of a running pipeline.
     private var runner: AnyCancellable?
+    /// The runner of a running pipeline that checkpoints.
+    private var checkpointed: PipelineRunner?
 
     /// The open connection of a shared pipeline.
     private var connection: Connection?
@@ -83,7 +88,9 @@ public final class NamedPipeline {
     /// `currentValue` is only honoured for a shared pipeline.
     public init(name: String, source: String, shared: Bool = true, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
                 currentValue: Bool = false, onError: PipelineFailurePolicy = .fail, runs: Bool = false,
+                checkpoint: CheckpointPolicy? = nil,
                 locate: (@Sendable (_ line: Int, _ column: Int) -> String?)? = nil) {
+        self.checkpoint = runs ? checkpoint : nil
         self.name = name
         counters = NameCounters(name: name)
         self.source = source
@@ -97,12 +104,34 @@ public final class NamedPipeline {
     }
 
     /// Whether the broker's own subscription of a running pipeline is live.
-    public var isRunning: Bool { runner != nil }
+    public var isRunning: Bool { runner != nil || checkpointed != nil }
+
+    /// Whether the running pipeline checkpoints its state (it runs, and its policy finds a store).
+    public var isCheckpointed: Bool { checkpointed != nil }
+
+    /// The store a running pipeline checkpoints into in `hub`, if it checkpoints: the durable
+    /// store, or (for a policy that does not need one) the memory store.
+    func checkpointStore(in hub: Hub) -> (any SubjectStore)? {
+        guard let checkpoint else { return nil }
+        if let durable = hub.durableStore { return durable }
+        return checkpoint.onlyWithDurableStore ? nil : hub.historyStore
+    }
 
     /// Runs the pipeline without subscribers: subscribes to it with unlimited demand and
-    /// ignores its values (what it does is write them with `into`). Logs its end.
+    /// ignores its values (what it does is write them with `into`). Logs its end. A
+    /// pipeline that checkpoints (``checkpoint``) resumes from its last checkpoint
+    /// instead (see ``PipelineRunner``).
     public func start(in hub: Hub) throws(HubError) {
-        guard runner == nil else { return }
+        guard runner == nil, checkpointed == nil else { return }
+        if let policy = checkpoint, let store = checkpointStore(in: hub) {
+            // Compiled once now, so that a text that does not compile is refused at once.
+            _ = try compile(in: hub, bufferSize: nil, overflow: nil)
+            let started = PipelineRunner(pipeline: self, hub: hub, store: store, policy: policy)
+            checkpointed = started
+            subscriberCount += 1
+            started.start()
+            return
+        }
         let publisher = try self.publisher(in: hub, bufferSize: 1, overflow: .error)
         let logger = hub.logger
         let name = self.name
@@ -123,9 +152,44 @@ public final class NamedPipeline {
         logger.info("running pipeline started", metadata: ["pipeline": "\(name)"])
     }
 
-    /// Stops a running pipeline (the broker is stopping).
+    /// Stops a running pipeline (the broker is stopping, or the pipeline was removed): one
+    /// that checkpoints commits its state and the values it wrote first.
     public func stop() {
         runner.take()?.cancel()
+        checkpointed?.stop(commit: true)
+    }
+
+    /// Stops a running pipeline that another node of the cluster runs now: one that
+    /// checkpoints drops what it has not committed (the other node resumes from its last
+    /// checkpoint; committing now would overwrite what that node commits).
+    public func release() {
+        runner.take()?.cancel()
+        checkpointed?.stop(commit: false)
+    }
+
+    /// The runner has stopped (or its pipeline ended).
+    func runnerEnded() {
+        guard checkpointed.take() != nil else { return }
+        subscriberCount -= 1
+    }
+
+    /// The pipeline compiled for its runner: its sources with history, its `into` and its
+    /// operators' states go through `runner`; failures are placed and logged, not retried
+    /// (the runner restarts it from its last checkpoint).
+    ///
+    /// A shared pipeline's subscribers share the runner's instance, as they share a running
+    /// pipeline's that does not checkpoint: it becomes the open connection (the values they
+    /// get are the pipeline's as it emits them; only what it writes `into` subjects waits
+    /// for its checkpoints).
+    func compileForRunner(_ runner: PipelineRunner, in hub: Hub) throws(HubError) -> AnyPublisher<Value, HubError> {
+        let compiled = try hub.compile(
+            pipeline: source, bufferSize: bufferSize, overflow: overflow, budget: nil, permissions: nil, named: self,
+            runner: runner)
+        let instrumented = instrumented(compiled, in: hub, restarts: false)
+        guard isShared else { return instrumented }
+        let opened = Connection(upstream: instrumented, keepsLatest: keepsCurrentValue)
+        connection = opened
+        return opened.shared.eraseToAnyPublisher()
     }
 
     /// Whether a shared pipeline has an open connection (compiled and shared upstream).
@@ -212,7 +276,7 @@ public final class NamedPipeline {
             let compiled = try hub.compile(
                 pipeline: source, bufferSize: bufferSize ?? self.bufferSize, overflow: overflow ?? self.overflow,
                 budget: nil, permissions: nil, named: self)
-            return instrumented(compiled, in: hub)
+            return instrumented(compiled, in: hub, restarts: failurePolicy == .restart)
         } catch where error.code == .pipelineError {
             // A cycle found further in: name this pipeline in it until it closes.
             guard case .array(let chain)? = error.data?["cycle"], chain.count == 1 || chain.first != chain.last else { throw error }
@@ -222,8 +286,7 @@ public final class NamedPipeline {
 
     /// The compiled pipeline with its failures placed in the file, logged, and (for
     /// ``PipelineFailurePolicy/restart``) followed by a new start after a back-off.
-    private func instrumented(_ compiled: AnyPublisher<Value, HubError>, in hub: Hub) -> AnyPublisher<Value, HubError> {
-        let restarts = failurePolicy == .restart
+    private func instrumented(_ compiled: AnyPublisher<Value, HubError>, in hub: Hub, restarts: Bool) -> AnyPublisher<Value, HubError> {
         let placed = compiled
             .mapError { [weak self] error in self?.placed(error) ?? error }
             .handleEvents(receiveCompletion: { [weak self, weak hub] completion in

@@ -26,11 +26,15 @@ final class SubscriptionEnvironment: PipelineEnvironment {
 
     /// How deeply named pipelines were called with an argument to compile this one.
     let depth: Int
+    /// The runner of a checkpointed running pipeline: its sources with history, its
+    /// `into` and its operators' states go through it.
+    let runner: PipelineRunner?
 
     init(
         hub: Hub, bufferSize: Int, overflow: OverflowPolicy?, budget: ResourceBudget?, permissions: Permissions?,
-        pipeline: NamedPipeline? = nil, depth: Int = 0
+        pipeline: NamedPipeline? = nil, depth: Int = 0, runner: PipelineRunner? = nil
     ) {
+        self.runner = runner
         self.hub = hub
         self.bufferSize = bufferSize
         self.overflow = overflow
@@ -80,12 +84,18 @@ final class SubscriptionEnvironment: PipelineEnvironment {
         try authorize(.publish, name: name)
         let subject = try hub.subject(named: name)
         let hub = self.hub
+        let runner = self.runner
         return { value throws(HubError) in
             guard !subject.isCompleted else { throw HubError(.completed, "subject '\(name)' has completed") }
             if let schema = subject.schema, let problem = schema.validate(value) {
                 throw Hub.refusal(problem, subject: name, what: "value")
             }
-            hub.publish(value, to: subject, sender: hub.origin.sender)
+            // A checkpointed pipeline's values wait for its next checkpoint, committed with it.
+            if let runner {
+                runner.write(value, to: subject, sender: hub.origin.sender)
+            } else {
+                hub.publish(value, to: subject, sender: hub.origin.sender)
+            }
         }
     }
 
@@ -109,8 +119,16 @@ final class SubscriptionEnvironment: PipelineEnvironment {
 
     func source(named name: String) throws(HubError) -> AnyPublisher<Value, HubError> {
         try authorize(.subscribe, name: name)
+        // A checkpointed pipeline reads a subject with history from its checkpointed offset.
+        if let runner, case .subject(let subject) = try hub.resolve(name),
+           let replay = runner.source(for: subject, bufferSize: bufferSize, overflow: overflow) {
+            return replay
+        }
         return try hub.source(named: name, bufferSize: bufferSize, overflow: overflow, memory: budget)
     }
+
+    /// The running pipeline's checkpoints, when it is checkpointed.
+    var checkpoints: CheckpointRegistry? { runner?.registry }
 
     func trigger(named name: String, key: Value?) throws(HubError) -> AnyPublisher<Value, HubError> {
         try authorize(.subscribe, name: name)

@@ -36,6 +36,11 @@ import HubValue
 /// entry (the size bound always leaves one), so that a commit writes the pages of
 /// `entries` it appends to and nothing else; the store takes whichever is later when
 /// it opens (from version 2; version 1 updated the row at every commit).
+///
+/// `checkpoints` holds the last checkpoint of each running pipeline that checkpoints
+/// (`PipelineRunner`, in HubRegistry), written in the same transaction as the values the
+/// pipeline wrote into durable subjects since its previous one. A database without it
+/// gets it when opened; a broker that does not know it leaves it alone.
 enum SQLiteSchema {
     /// The version `meta.schema` records, and the versions this broker reads (a
     /// database of another version is refused; an older one is marked as this one, so
@@ -74,6 +79,10 @@ enum SQLiteSchema {
             time INTEGER NOT NULL,
             value BLOB NOT NULL,
             count INTEGER NOT NULL DEFAULT 1);
+        CREATE TABLE IF NOT EXISTS checkpoints(
+            pipeline TEXT PRIMARY KEY,
+            state BLOB NOT NULL,
+            time INTEGER NOT NULL) WITHOUT ROWID;
         """
 
     /// Whether `entries` has version 4's `count` column.
@@ -113,6 +122,13 @@ enum SQLiteSchema {
     static let schemaVersion = "SELECT value FROM meta WHERE key = 'schema'"
     static let markVersion = "UPDATE meta SET value = '\(version)' WHERE key = 'schema'"
     static let loadSubjects = "SELECT id, name, epoch, last_offset, last_time, last_value FROM subjects"
+    /// Every running pipeline's last checkpoint.
+    static let loadCheckpoints = "SELECT pipeline, state FROM checkpoints"
+    /// Writes a pipeline's checkpoint in place of its previous one.
+    static let saveCheckpoint = """
+        INSERT INTO checkpoints(pipeline, state, time) VALUES (?1, ?2, ?3)
+        ON CONFLICT(pipeline) DO UPDATE SET state = excluded.state, time = excluded.time
+        """
 
     static let insertSubject =
         "INSERT INTO subjects(id, name, epoch, last_offset, last_time, last_value) VALUES (?1, ?2, ?3, 0, 0, NULL)"

@@ -111,6 +111,15 @@ public final class SQLiteStore: SubjectStore {
     private var reads: [UInt64: (Result<[HistoryEntry], HubError>) -> Void] = [:]
     private var nextRead: UInt64 = 0
     private var closed = false
+    /// Each running pipeline's last checkpoint stored.
+    private var pipelineCheckpoints: [String: Value]
+    /// Checkpoints on their way to the disk, by pipeline, oldest first, with their completions.
+    private var committing: [String: Deque<(checkpoint: Value, completion: (Result<Void, HubError>) -> Void)>] = [:]
+    /// Loads of a checkpoint waiting for the commits under way for its pipeline.
+    private var loadsWaiting: [String: [(Result<Value?, HubError>) -> Void]] = [:]
+    /// The operations of the commit being gathered (``commit(checkpoint:pipeline:appending:completion:)``).
+    private var transaction: [SQLiteWriter.Operation]?
+    private var transactionBytes = 0
 
     /// Opens (creating them if needed) the directory and its database, reads every
     /// subject's epoch and last value, and starts the writer, reader and checkpointer
@@ -220,6 +229,14 @@ public final class SQLiteStore: SubjectStore {
         load.reset()
         self.known = known
         nextID = maxID + 1
+        var checkpoints: [String: Value] = [:]
+        let loadCheckpoints = try connection.prepare(SQLiteSchema.loadCheckpoints)
+        while try loadCheckpoints.step() {
+            guard let pipeline = loadCheckpoints.text(0) else { continue }
+            if let state = loadCheckpoints.withBlob(1, { raw in try? Value.parse(raw) }) { checkpoints[pipeline] = state }
+        }
+        loadCheckpoints.reset()
+        pipelineCheckpoints = checkpoints
 
         // Results cross to the loop through its queue; the box is only opened there.
         let box = LoopSide()
@@ -365,7 +382,9 @@ public final class SQLiteStore: SubjectStore {
         guard !closed else { throw HubError(.internal, "the durable store is closed") }
         guard !log.isRetired else { throw HubError(.completed, "the subject was deleted: its history is gone") }
         let bytes = value.estimatedBytes
-        guard pendingBytes + bytes <= maxPendingBytes || pendingBytes == 0 else {
+        // A pipeline's commit is not refused by halves: its values go in with it (the
+        // pipeline bounds how many it gathers).
+        guard pendingBytes + bytes <= maxPendingBytes || pendingBytes == 0 || transaction != nil else {
             throw HubError(
                 .limitExceeded, "the durable store is behind: \(pendingBytes) bytes are waiting for the disk",
                 data: ["limit": .int(Int64(maxPendingBytes))])
@@ -378,6 +397,11 @@ public final class SQLiteStore: SubjectStore {
     /// Queues `operation` for the writer: for the loop's commit after this pass
     /// (``commitsOnLoop``), or for the thread.
     private func enqueue(_ operation: SQLiteWriter.Operation, bytes: Int = 0) {
+        if transaction != nil {
+            transaction!.append(operation)
+            transactionBytes += bytes
+            return
+        }
         guard commitsOnLoop else {
             submit([operation], appends: operation.isAppend ? 1 : 0)
             return
@@ -450,6 +474,62 @@ public final class SQLiteStore: SubjectStore {
         return loopGroup
     }
 
+    // MARK: Checkpoints
+
+    /// The pipeline's last checkpoint stored, once the commits under way for it are done.
+    public func loadCheckpoint(pipeline: String, completion: @escaping (Result<Value?, HubError>) -> Void) {
+        guard committing[pipeline]?.isEmpty ?? true else {
+            loadsWaiting[pipeline, default: []].append(completion)
+            return
+        }
+        completion(.success(pipelineCheckpoints[pipeline]))
+    }
+
+    /// Gathers the appends `body` makes and `checkpoint` into one group of the writer: one
+    /// transaction (see ``SQLiteWriter``: a group is committed whole or not at all).
+    public func commit(
+        checkpoint: Value, pipeline: String, appending body: () -> Void,
+        completion: @escaping (Result<Void, HubError>) -> Void
+    ) {
+        guard !closed, transaction == nil else {
+            completion(.failure(HubError(.internal, closed ? "the durable store is closed" : "a commit inside another")))
+            return
+        }
+        transaction = []
+        transactionBytes = 0
+        body()
+        var operations = transaction ?? []
+        let bytes = transactionBytes
+        transaction = nil
+        var json: [UInt8] = []
+        checkpoint.writeJSON(into: &json)
+        operations.append(.checkpoint(pipeline: pipeline, state: json))
+        committing[pipeline, default: []].append((checkpoint, completion))
+        guard commitsOnLoop else {
+            submit(operations, appends: operations.count(where: \.isAppend))
+            return
+        }
+        loopGroup.append(contentsOf: operations)
+        loopGroupBytes += bytes
+        guard !loopCommitScheduled else { return }
+        loopCommitScheduled = true
+        executor.executeAtEndOfPass { [box] in box.store?.commitLoopGroup() }
+    }
+
+    /// A checkpoint's outcome: its completion, then the loads that waited for it.
+    private func checkpointed(_ pipeline: String, _ error: SQLiteError?) {
+        guard let (checkpoint, completion) = committing[pipeline]?.popFirst() else { return }
+        if committing[pipeline]?.isEmpty == true { committing[pipeline] = nil }
+        if let error {
+            completion(.failure(error.hubError))
+        } else {
+            pipelineCheckpoints[pipeline] = checkpoint
+            completion(.success(()))
+        }
+        guard committing[pipeline] == nil, let waiting = loadsWaiting.removeValue(forKey: pipeline) else { return }
+        for load in waiting { load(.success(pipelineCheckpoints[pipeline])) }
+    }
+
     /// Hands `group`, with `appends` values in it, to the writer thread, counting them
     /// until their outcomes return.
     private func submit(_ group: [SQLiteWriter.Operation], appends: Int) {
@@ -459,7 +539,7 @@ public final class SQLiteStore: SubjectStore {
 
     /// The outcomes of a group the writer thread committed.
     private func threadCommitted(_ outcomes: [SQLiteWriter.Outcome]) {
-        appendsWithThread -= outcomes.count
+        appendsWithThread -= outcomes.count(where: \.isAppend)
         committed(outcomes)
     }
 
@@ -490,9 +570,12 @@ public final class SQLiteStore: SubjectStore {
                 if let bytes = byID[subject]?.committed(offset: offset) { pendingBytes -= bytes }
             case let .failed(subject, error):
                 if let bytes = byID[subject]?.failed(error.hubError) { pendingBytes -= bytes }
+            case let .checkpointed(pipeline, error):
+                checkpointed(pipeline, error)
+                continue
             }
             // A removed log is forgotten once its last append has completed.
-            if let log = byID[outcome.subject], log.isRetired, log.isSettled { byID[log.id] = nil }
+            if let subject = outcome.subject, let log = byID[subject], log.isRetired, log.isSettled { byID[log.id] = nil }
         }
     }
 
@@ -503,10 +586,11 @@ public final class SQLiteStore: SubjectStore {
 }
 
 extension SQLiteWriter.Outcome {
-    /// The subject the outcome is about.
-    var subject: Int64 {
+    /// The subject the outcome is about (`nil` for a checkpoint's).
+    var subject: Int64? {
         switch self {
         case let .appended(subject, _), let .failed(subject, _): return subject
+        case .checkpointed: return nil
         }
     }
 }

@@ -37,6 +37,9 @@ final class SQLiteWriter: @unchecked Sendable {
         case append(subject: Int64, value: Value)
         /// A subject's row and history, removed.
         case remove(subject: Int64)
+        /// A running pipeline's checkpoint (its JSON), in place of its previous one: in the
+        /// transaction of the appends submitted with it.
+        case checkpoint(pipeline: String, state: [UInt8])
 
         /// Whether it appends a value (and so has an outcome).
         var isAppend: Bool {
@@ -45,10 +48,19 @@ final class SQLiteWriter: @unchecked Sendable {
         }
     }
 
-    /// The outcome of one ``Operation/append(subject:value:)``, in the order they were submitted.
+    /// The outcome of one ``Operation/append(subject:value:)`` or
+    /// ``Operation/checkpoint(pipeline:state:)``, in the order they were submitted.
     enum Outcome: Sendable {
         case appended(subject: Int64, offset: UInt64)
         case failed(subject: Int64, SQLiteError)
+        /// A checkpoint stored (`nil`), or not (the error).
+        case checkpointed(pipeline: String, SQLiteError?)
+
+        /// Whether it is an append's.
+        var isAppend: Bool {
+            if case .checkpointed = self { return false }
+            return true
+        }
     }
 
     /// What the writer knows of a subject (thread-only).
@@ -104,6 +116,7 @@ final class SQLiteWriter: @unchecked Sendable {
         let expireFront: SQLiteStatement
         let removeSubject: SQLiteStatement
         let removeEntries: SQLiteStatement
+        let saveCheckpoint: SQLiteStatement
     }
 
     /// A writer over `connection` (schema ready), knowing `subjects`, whose WAL
@@ -131,7 +144,8 @@ final class SQLiteWriter: @unchecked Sendable {
             firstTime: try connection.prepare(SQLiteSchema.firstTime),
             expireFront: try connection.prepare(SQLiteSchema.expireFront),
             removeSubject: try connection.prepare(SQLiteSchema.removeSubject),
-            removeEntries: try connection.prepare(SQLiteSchema.removeEntries))
+            removeEntries: try connection.prepare(SQLiteSchema.removeEntries),
+            saveCheckpoint: try connection.prepare(SQLiteSchema.saveCheckpoint))
     }
 
     /// Starts the thread.
@@ -253,6 +267,13 @@ final class SQLiteWriter: @unchecked Sendable {
                     subjects[subject] = nil
                     touched.remove(subject)
                     retained.remove(subject)
+                case let .checkpoint(pipeline, state):
+                    let save = statements.saveCheckpoint
+                    save.bind(1, pipeline)
+                    save.bind(2, blob: state)
+                    save.bind(3, time)
+                    try save.run()
+                    outcomes.append(.checkpointed(pipeline: pipeline, nil))
                 case let .append(subject, value):
                     guard var state = subjects[subject] else {
                         outcomes.append(.failed(subject: subject, SQLiteError(code: -1, message: "the subject's history was removed")))
@@ -297,6 +318,8 @@ final class SQLiteWriter: @unchecked Sendable {
                 switch operation {
                 case .create, .retain, .remove: retry.append(operation)
                 case let .append(subject, _): outcomes.append(.failed(subject: subject, error))
+                // Not tried again: the pipeline restarts from the checkpoint stored before.
+                case let .checkpoint(pipeline, _): outcomes.append(.checkpointed(pipeline: pipeline, error))
                 }
             }
             if !retry.isEmpty {

@@ -849,7 +849,8 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
                 if existing.source == pipeline.source, existing.isShared == pipeline.shared,
                     existing.bufferSize == pipeline.buffer, existing.overflow == pipeline.overflow,
                     existing.keepsCurrentValue == (pipeline.shared && pipeline.currentValue),
-                    existing.failurePolicy == pipeline.onError, existing.runs == pipeline.runs {
+                    existing.failurePolicy == pipeline.onError, existing.runs == pipeline.runs,
+                    existing.checkpoint == (pipeline.runs ? pipeline.checkpoint : nil) {
                     continue
                 }
                 hub.removePipeline(named: pipeline.name)

@@ -26,7 +26,7 @@ struct ConfigurationErrorTests {
          "hub.yml:6:12: subjects.input.schema.anyOf[1].$ref: invalid schema: $ref '#/$defs/x' does not resolve: use '#' or '#/$defs/NAME' of this schema"),
         ("subjects:\n  state:\n    initial: 5\n    schema: {type: object}\n",
          "hub.yml:3:14: subjects.state.initial: the initial value does not match the schema: .: expected object, got integer"),
-        ("pipelines:\n  p:\n    source: a\n    share: true\n", "hub.yml:4:5: pipelines.p.share: unknown key 'share'; valid keys: source, shared, currentValue, buffer, overflow, run, onError"),
+        ("pipelines:\n  p:\n    source: a\n    share: true\n", "hub.yml:4:5: pipelines.p.share: unknown key 'share'; valid keys: source, shared, currentValue, buffer, overflow, run, onError, checkpoint, restartFrom"),
         ("autoCreate: true\nautoCreate: false\n", "hub.yml:2:1: autoCreate: duplicate key 'autoCreate' (first at 1:1)"),
         ("subjects:\n  a:\n  a:\n", "hub.yml:3:3: subjects.a: duplicate key 'a' (first at 2:3)"),
         ("subjects:\n  [a]: {}\n", "hub.yml:2:3: subjects: a key must be a string (got a sequence)"),

@@ -28,6 +28,7 @@ struct ConfigurationReferenceTests {
         ("jwtKeys", "auth.jwt.", BrokerConfiguration.jwtKeys),
         ("subjectKeys", "subjects.<name>.", BrokerConfiguration.subjectKeys),
         ("pipelineKeys", "pipelines.<name>.", BrokerConfiguration.pipelineKeys),
+        ("checkpointKeys", "pipelines.<name>.checkpoint.", BrokerConfiguration.checkpointKeys),
         ("storageKeys", "storage.", BrokerConfiguration.storageKeys),
         ("defaultsKeys", "defaults.", BrokerConfiguration.defaultsKeys),
         ("historyKeys", "defaults.history.", BrokerConfiguration.historyKeys),
@@ -145,7 +146,12 @@ struct ConfigurationReferenceTests {
             let indent = String(repeating: "  ", count: components.count)
             yaml += indent + row.example + "\n"
             if row.key.hasPrefix("pipelines.<name>."), row.key != "pipelines.<name>.source" {
-                yaml += indent + "source: \"sequence([1])\"\n"
+                // At the pipeline's level; its checkpoint settings are for a running pipeline.
+                let pipelineIndent = String(repeating: "  ", count: 2)
+                yaml += pipelineIndent + "source: \"sequence([1])\"\n"
+                if row.key.hasPrefix("pipelines.<name>.checkpoint") || row.key == "pipelines.<name>.restartFrom" {
+                    yaml += pipelineIndent + "run: true\n"
+                }
             }
             if row.key == "storage.sync" || row.key == "storage.shared" { yaml += indent + "path: /tmp/hub-example-storage\n" }
             if let siblings = Self.siblings(of: row.key) { yaml += indent + siblings + "\n" }

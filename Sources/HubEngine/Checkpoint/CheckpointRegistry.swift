@@ -30,6 +30,8 @@ public final class CheckpointRegistry {
     private var slots: [String: OperatorStateSlot] = [:]
     /// The scope of the nested pipeline being built (empty at the top level).
     private var scope = ""
+    /// Set while building a nested pipeline whose operators are not checkpointed.
+    private var detached = 0
     /// The states that could not be restored.
     public private(set) var failures: [CheckpointError] = []
 
@@ -50,6 +52,9 @@ public final class CheckpointRegistry {
     /// resubscription starts afresh, as in Combine).
     public func slot(at path: String) -> OperatorStateSlot {
         let full = scope + path
+        // A pipeline built where nothing restores it (by an operator that does not
+        // checkpoint what it builds): a slot that restores and saves nothing.
+        guard detached == 0 else { return OperatorStateSlot(path: full, registry: self, restored: nil, detached: true) }
         let slot = OperatorStateSlot(path: full, registry: self, restored: pending.removeValue(forKey: full))
         slots[full] = slot
         return slot
@@ -70,6 +75,20 @@ public final class CheckpointRegistry {
         let previous = scope
         scope = previous + component + "/"
         defer { scope = previous }
+        return try body()
+    }
+
+    /// Whether operators built now are at the top level of the pipeline (not inside a
+    /// nested pipeline some operator builds as it runs).
+    public var isTopLevel: Bool { scope.isEmpty && detached == 0 }
+
+    /// Runs `body` building a nested pipeline whose operators are not checkpointed: an
+    /// operator that builds pipelines as it runs without keeping them in its own state
+    /// (`switchToLatest`, `catch`) builds them here, so that they neither claim states
+    /// restored for others nor write states nothing would restore.
+    public func withoutState<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        detached += 1
+        defer { detached -= 1 }
         return try body()
     }
 

@@ -6,12 +6,15 @@ public final class OperatorStateSlot {
     /// The operator's full path in its pipeline.
     public let path: String
     private weak var registry: CheckpointRegistry?
+    /// A slot of a nested pipeline that is not checkpointed: it restores and saves nothing.
+    private let isDetached: Bool
     private var restored: Value?
     private var saver: (() -> Value?)?
 
-    init(path: String, registry: CheckpointRegistry, restored: Value?) {
+    init(path: String, registry: CheckpointRegistry, restored: Value?, detached: Bool = false) {
         self.path = path
         self.registry = registry
+        isDetached = detached
         self.restored = restored
     }
 
@@ -27,8 +30,10 @@ public final class OperatorStateSlot {
         saver = save
     }
 
-    /// The operator's state now, or a restored state its subscription has not taken yet.
+    /// The operator's state now, or a restored state its subscription has not taken yet
+    /// (nothing for a slot of a pipeline that is not checkpointed).
     func save() -> Value? {
+        guard !isDetached else { return nil }
         if let restored { return restored }
         return saver?()
     }
@@ -43,6 +48,8 @@ public final class OperatorStateSlot {
     /// Runs `body` in the scope `component` under this operator (a nested pipeline it builds).
     public func withScope<T>(_ component: String, _ body: () -> T) -> T {
         guard let registry else { return body() }
+        // What a detached operator builds is detached too.
+        if isDetached { return registry.withoutState { () -> T in body() } }
         return registry.withScope(path + "/" + component) { () -> T in body() }
     }
 

@@ -42,6 +42,9 @@ extension Publishers {
         let pacer: (any ReplayPacer)?
         let congestion: SubjectCongestion?
         let onStart: (HistoryPosition, Bool?) -> Void
+        /// With an offset whose next values are no longer kept, replay from the oldest value
+        /// kept after it (reported not recovered) rather than going on live.
+        let lenient: Bool
 
         /// A subscription to `history` from `since`, buffered live with `capacity` and
         /// `policy` (congesting `congestion` when that is ``OverflowPolicy/block``), paced by
@@ -49,7 +52,7 @@ extension Publishers {
         public init(
             history: SubjectHistory, since: HistorySince?, capacity: Int, policy: OverflowPolicy,
             metrics: HubMetrics?, counters: NameCounters?, memory: ResourceBudget? = nil, pacer: (any ReplayPacer)?,
-            congestion: SubjectCongestion? = nil, onStart: @escaping (HistoryPosition, Bool?) -> Void
+            congestion: SubjectCongestion? = nil, lenient: Bool = false, onStart: @escaping (HistoryPosition, Bool?) -> Void
         ) {
             self.history = history
             self.since = since
@@ -61,6 +64,7 @@ extension Publishers {
             self.pacer = pacer
             self.congestion = congestion
             self.onStart = onStart
+            self.lenient = lenient
         }
 
         public func receive<S: Subscriber>(subscriber: S) where S.Input == HistoryEntry, S.Failure == HubError {
@@ -151,7 +155,7 @@ extension Publishers {
                         attachLive(fresh: true)
                         return
                     }
-                    if strict, first.offset != expected {
+                    if strict, first.offset != expected, !replay.lenient {
                         report(recovered: false)
                         attachLive(fresh: true)
                         return

@@ -1,3 +1,4 @@
+import HubValue
 import HubWire
 
 /// The embedded store: each subject's history in the process's memory, bounded by
@@ -6,6 +7,7 @@ import HubWire
 public final class MemoryStore: SubjectStore {
     private let clock: HistoryClock
     private var logs: [String: MemoryLog] = [:]
+    private var checkpoints: [String: Value] = [:]
 
     /// A store stamping values with `clock` (the calendar, unless tests give another).
     public init(clock: @escaping HistoryClock = systemHistoryClock) {
@@ -30,6 +32,22 @@ public final class MemoryStore: SubjectStore {
 
     /// Nothing to finish.
     public func close() {}
+
+    /// The last checkpoint committed for `pipeline` in this process, at once.
+    public func loadCheckpoint(pipeline: String, completion: @escaping (Result<Value?, HubError>) -> Void) {
+        completion(.success(checkpoints[pipeline]))
+    }
+
+    /// Appends what `body` appends (each committed at once) and keeps `checkpoint`: nothing
+    /// can fail between them.
+    public func commit(
+        checkpoint: Value, pipeline: String, appending body: () -> Void,
+        completion: @escaping (Result<Void, HubError>) -> Void
+    ) {
+        body()
+        checkpoints[pipeline] = checkpoint
+        completion(.success(()))
+    }
 
     /// A fresh epoch: 16 random hexadecimal digits.
     public static func newEpoch() -> String {

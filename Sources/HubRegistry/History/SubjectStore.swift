@@ -1,3 +1,4 @@
+import HubValue
 import HubWire
 
 /// Where subjects keep their history: one protocol for every store, so that a subject
@@ -34,6 +35,25 @@ public protocol SubjectStore: AnyObject {
     /// Finishes the work under way (every acknowledged append is stored) and releases
     /// the store's threads and files. Blocks; call it once the hub no longer appends.
     func close()
+
+    // MARK: Checkpoints of running pipelines
+
+    /// Reads the last checkpoint committed for the running pipeline `pipeline` (`nil`: it
+    /// has none), once every commit made for it so far has completed, and hands it to
+    /// `completion` on the loop (at once for a store of one hub that knows it). Never blocks.
+    func loadCheckpoint(pipeline: String, completion: @escaping (Result<Value?, HubError>) -> Void)
+
+    /// Commits `checkpoint` of the running pipeline `pipeline` together with the values
+    /// that `body` appends to this store's logs (``SubjectLog/append(_:completion:)``
+    /// calls it makes while it runs): they are all stored or none is. `completion` runs on
+    /// the loop once they are, after the appends' own completions; a failure leaves the
+    /// previous checkpoint in place and fails the appends. A store shared by several hubs
+    /// refuses a commit made after another hub committed for the same pipeline since this
+    /// one read it, with an error whose `data` is `{"reason": "fenced"}`: another node runs
+    /// the pipeline now. Never blocks.
+    func commit(
+        checkpoint: Value, pipeline: String, appending body: () -> Void,
+        completion: @escaping (Result<Void, HubError>) -> Void)
 }
 
 extension SubjectStore {

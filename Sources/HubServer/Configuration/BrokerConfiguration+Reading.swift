@@ -378,6 +378,7 @@ extension BrokerConfiguration {
         if pipeline.sourceSegments.isEmpty { pipeline.sourceSegments = [BrokerConfiguration.position(sourceNode)] }
         if let field = fields["run"] { pipeline.runs = try reader.bool(field.value, field.path) }
         if let field = fields["onError"] { pipeline.onError = try reader.choice(field.value, field.path, PipelineFailurePolicy.allCases) }
+        try readCheckpoint(fields, into: &pipeline, reader)
         if let field = fields["currentValue"] {
             pipeline.currentValue = try reader.bool(field.value, field.path)
             guard !pipeline.currentValue || pipeline.shared else {
@@ -390,6 +391,46 @@ extension BrokerConfiguration {
             throw pipelineError(error, pipeline)
         }
         return pipeline
+    }
+
+    /// A running pipeline's `checkpoint` (`false`, `true`, or `{every: N, interval: D}`) and
+    /// `restartFrom`. Given only `every`, the interval stays 1 s; given only `interval`,
+    /// there is no bound by count.
+    private func readCheckpoint(
+        _ fields: [String: ConfigurationReader.Entry], into pipeline: inout Pipeline, _ reader: ConfigurationReader
+    ) throws(ConfigurationError) {
+        let checkpointField = fields["checkpoint"]
+        let restartField = fields["restartFrom"]
+        for field in [checkpointField, restartField].compactMap({ $0 }) where !pipeline.runs {
+            throw reader.error(field.keyNode, field.path, "\(field.path.split(separator: ".").last ?? "") applies to a running pipeline (run: true)")
+        }
+        if let field = checkpointField {
+            if case .scalar = field.value {
+                pipeline.checkpoint = try reader.bool(field.value, field.path) ? CheckpointPolicy() : nil
+            } else {
+                let settings = try reader.fields(field.value, field.path, allowed: BrokerConfiguration.checkpointKeys)
+                var policy = CheckpointPolicy()
+                let every = try settings["every"].map { entry throws(ConfigurationError) in
+                    try reader.int(entry.value, entry.path, in: 1...100_000_000)
+                }
+                let interval = try settings["interval"].map { entry throws(ConfigurationError) in
+                    try reader.duration(entry.value, entry.path, minimum: .milliseconds(1))
+                }
+                switch (every, interval) {
+                case (nil, nil): break
+                case let (count?, nil): policy.every = count
+                case let (nil, time?): policy.every = nil; policy.interval = time
+                case let (count?, time?): policy.every = count; policy.interval = time
+                }
+                pipeline.checkpoint = policy
+            }
+        }
+        if let field = restartField {
+            guard pipeline.checkpoint != nil else {
+                throw reader.error(field.keyNode, field.path, "restartFrom needs checkpoints (this pipeline has checkpoint: false)")
+            }
+            pipeline.checkpoint?.restartFrom = try reader.choice(field.value, field.path, CheckpointPolicy.RestartPosition.allCases)
+        }
     }
 
     private func buffer(_ fields: [String: ConfigurationReader.Entry], _ reader: ConfigurationReader) throws(ConfigurationError) -> Int? {

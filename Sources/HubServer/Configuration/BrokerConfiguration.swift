@@ -83,6 +83,9 @@ public struct BrokerConfiguration: Sendable {
         public var onError: PipelineFailurePolicy = .fail
         /// Whether the broker runs it from its start, without subscribers (`run`, default false).
         public var runs: Bool = false
+        /// How a running pipeline checkpoints its state (`checkpoint`, `restartFrom`); `nil`:
+        /// never (`checkpoint: false`). By default it does when the broker has a durable store.
+        public var checkpoint: CheckpointPolicy? = .automatic
     }
 
     /// A position in the file; for a run of a pipeline's text, the run that
@@ -180,7 +183,11 @@ public struct BrokerConfiguration: Sendable {
     /// The keys of a subject.
     public static let subjectKeys = ["kind", "initial", "buffer", "overflow", "schema", "history", "durable"]
     /// The keys of a pipeline.
-    public static let pipelineKeys = ["source", "shared", "currentValue", "buffer", "overflow", "run", "onError"]
+    public static let pipelineKeys = [
+        "source", "shared", "currentValue", "buffer", "overflow", "run", "onError", "checkpoint", "restartFrom",
+    ]
+    /// The keys of a pipeline's `checkpoint`.
+    public static let checkpointKeys = ["every", "interval"]
 
     // MARK: Loading
 
@@ -271,7 +278,7 @@ public struct BrokerConfiguration: Sendable {
         return try hub.declarePipeline(
             pipeline.name, source: pipeline.source, shared: pipeline.shared,
             bufferSize: pipeline.buffer, overflow: pipeline.overflow, currentValue: pipeline.currentValue,
-            onError: pipeline.onError, runs: pipeline.runs,
+            onError: pipeline.onError, runs: pipeline.runs, checkpoint: pipeline.checkpoint,
             locate: { line, column in
                 BrokerConfiguration.locate(line: line, column: column, in: text, segments: segments)
                     .map { "\(file):\($0.line):\($0.column)" }
