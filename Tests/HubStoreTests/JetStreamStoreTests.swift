@@ -182,4 +182,78 @@ extension JetStreamStoreTests {
         #expect(try await log.position(on: loop).lastOffset == UInt64(300 + count))
         _ = try? await loop.run { store.value.close() }
     }
+
+    // MARK: Checkpoints of running pipelines
+
+    private func commit(
+        _ checkpoint: Value, pipeline: String, values: [Value], to log: Confined<any SubjectLog>,
+        in store: Confined<any SubjectStore>, on loop: TestLoop
+    ) async -> Result<Void, HubError> {
+        await loop.callback { done in
+            store.value.commit(checkpoint: checkpoint, pipeline: pipeline, appending: {
+                for value in values { log.value.append(value) { _ in } }
+            }, completion: done)
+        }
+    }
+
+    private func load(_ pipeline: String, from store: Confined<any SubjectStore>, on loop: TestLoop) async -> Result<Value?, HubError> {
+        await loop.callback { done in store.value.loadCheckpoint(pipeline: pipeline, completion: done) }
+    }
+
+    @Test("the node that took a pipeline over fences the one that ran it: a commit after its takeover is refused, its values never stored")
+    func fencing() async throws {
+        let nodes = try await twoNodes(sharing: "fenced.totals")
+        defer { nodes.stop() }
+        let (loop, storeA, storeB, logA) = (nodes.loop, nodes.storeA, nodes.storeB, nodes.logA)
+        #expect(try await load("counter", from: storeA, on: loop).get() == nil)
+        #expect((try? await commit(["sum": 1], pipeline: "counter", values: [1], to: logA, in: storeA, on: loop).get()) != nil)
+        // B takes the pipeline over: it reads the checkpoint and commits.
+        #expect(try await load("counter", from: storeB, on: loop).get() == ["sum": 1])
+        #expect((try? await commit(["sum": 3], pipeline: "counter", values: [3], to: nodes.logB, in: storeB, on: loop).get()) != nil)
+        // A, which has not heard, commits: refused, its value not stored.
+        let late = await commit(["sum": 10], pipeline: "counter", values: [10], to: logA, in: storeA, on: loop)
+        guard case let .failure(error) = late else {
+            Issue.record("a fenced commit succeeded")
+            return
+        }
+        #expect(error.data?["reason"] == "fenced")
+        #expect(try await nodes.logB.read(after: 0, on: loop).map(\.value) == [1, 3])
+        #expect(try await load("counter", from: storeB, on: loop).get() == ["sum": 3])
+        _ = try? await loop.run { storeA.value.close(); storeB.value.close() }
+    }
+
+    @Test("a checkpoint written ahead of its values has them published again by the next reader, each stored once")
+    func writeAheadValuesArePublishedAgainOnce() async throws {
+        let nodes = try await twoNodes(sharing: "ahead.totals")
+        defer { nodes.stop() }
+        let (loop, storeA, storeB, logA) = (nodes.loop, nodes.storeA, nodes.storeB, nodes.logA)
+        #expect(try await load("counter", from: storeA, on: loop).get() == nil)
+        #expect((try? await commit(["sum": 3], pipeline: "counter", values: [1, 2], to: logA, in: storeA, on: loop).get()) != nil)
+        // A node that crashed after writing its checkpoint ahead, before settling it: the
+        // record still holds the values, with the ids they were published with (the first
+        // commit's: the revision before it, 0, and their places).
+        let (connection, bucket) = try await loop.run { () -> (NATSConnection, NATSKeyValue) in
+            var options = NATSConnection.Options(urls: [nodes.nats.url], name: "crashed")
+            options.sendImmediately = true
+            let connection = try NATSConnection(options: options, logger: logger)
+            return (connection, try NATSKeyValue(connection: connection, bucket: "hub_checkpoints", maxValueBytes: 1 << 20, onDisk: true))
+        }
+        defer { connection.close() }
+        let (stored, revision) = try #require(try bucket.entry("counter"))
+        #expect(try Value.parse(stored)["outputs"] == [])
+        let ahead: Value = [
+            "checkpoint": ["sum": 3],
+            "outputs": [
+                ["subject": "hub.h.ahead.totals", "value": 1, "time": 1, "id": "counter:0:0"],
+                ["subject": "hub.h.ahead.totals", "value": 2, "time": 1, "id": "counter:0:1"],
+            ],
+        ]
+        var bytes: [UInt8] = []
+        ahead.writeJSON(into: &bytes)
+        #expect(try bucket.update("counter", bytes, last: revision) != nil)
+        // The next reader publishes them again: the stream keeps each id once.
+        #expect(try await load("counter", from: storeB, on: loop).get() == ["sum": 3])
+        #expect(try await nodes.logB.read(after: 0, on: loop).map(\.value) == [1, 2])
+        _ = try? await loop.run { storeA.value.close(); storeB.value.close() }
+    }
 }
