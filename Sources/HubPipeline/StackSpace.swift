@@ -11,8 +11,7 @@ public enum StackSpace {
         var lowest: UnsafeMutableRawPointer?
         var size = 0
         guard hub_current_stack_bounds(&lowest, &size) == 0, let lowest else { return nil }
-        var marker: UInt8 = 0
-        let here = withUnsafeMutablePointer(to: &marker) { Int(bitPattern: UInt(bitPattern: $0)) }
+        let here = Int(bitPattern: UInt(bitPattern: hub_current_stack_position()))
         // The stack grows down from lowest + size towards lowest.
         return (here - Int(bitPattern: UInt(bitPattern: lowest)), size)
     }

@@ -521,7 +521,10 @@ public final class WebSocketConnection {
         guard length >= 2 else { return refuseClose(.protocolError, "close payload of one byte") }
         let code = WebSocketCloseCode(UInt16(bytes[0]) << 8 | UInt16(bytes[1]))
         guard code.isValidOnTheWire else { return refuseClose(.protocolError, "invalid close code \(code.rawValue)") }
-        handshake.peerClosed(code: code, reason: String(decoding: bytes[2...], as: UTF8.self))
+        // RFC 6455 §5.5.1 and §8.1: the reason is UTF-8; lws 4.1 echoes it unchecked.
+        let reason = UnsafeRawBufferPointer(rebasing: bytes[2...])
+        guard UTF8Validation.isValid(reason) else { return refuseClose(.invalidPayload, "close reason is not UTF-8") }
+        handshake.peerClosed(code: code, reason: String(decoding: reason, as: UTF8.self))
         return 0
     }
 

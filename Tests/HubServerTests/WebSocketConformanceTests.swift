@@ -60,6 +60,20 @@ struct WebSocketConformanceTests {
         }
     }
 
+    @Test func aCloseReasonThatIsNotUTF8IsAnsweredWith1007() async throws {
+        try await withServer { server in
+            for reason: [UInt8] in [[0xff, 0xfe], [0xc0, 0xaf], [0xed, 0xa0, 0x80], Array("bye".utf8) + [0xe2, 0x82]] {
+                let frame = HTTPTestClient.frame(opcode: 0x8, payload: [0x03, 0xe8] + reason)
+                let answer = try await Self.closeAnswer(server, to: [frame])
+                #expect(answer?.closeCode == 1007, "reason \(reason): \(String(describing: answer))")
+            }
+            // A UTF-8 reason, multi-byte scalars included, is answered with the same code.
+            let answer = try await Self.closeAnswer(server, to: [Self.close(1000, "au revoir, €")])
+            #expect(answer?.closeCode == 1000)
+            try await Self.expectServing(server)
+        }
+    }
+
     @Test func aOneByteClosePayloadIsAProtocolError() async throws {
         try await withServer { server in
             let answer = try await Self.closeAnswer(server, to: [HTTPTestClient.frame(opcode: 0x8, payload: [0x03])])

@@ -16,8 +16,9 @@ public enum HubCLIExecutable {
         }
     }
 
-    /// The package's root directory.
-    public static let packageRoot = URL(fileURLWithPath: #filePath)
+    /// The package's root directory (this file's, with symlinks resolved: the
+    /// Sanitizers package builds these sources through a symlink).
+    public static let packageRoot = URL(fileURLWithPath: #filePath).resolvingSymlinksInPath()
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// The executable's URL, or ``Missing``.
