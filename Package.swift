@@ -70,6 +70,9 @@ let package = Package(
                 "HubValue",
                 "HubWire",
                 .product(name: "OrderedCollections", package: "swift-collections"),
+                // Windows close in order of their ends (TimeWindows).
+                .product(name: "HeapModule", package: "swift-collections"),
+                .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
         .target(

@@ -94,6 +94,12 @@ extension PipelineBuilder {
         "zip": OperatorFactory(arity: 0...Int.max, labels: nil, PipelineBuilder.makeMerge),
         "reduceLatest": OperatorFactory(arity: 0...Int.max, labels: nil, PipelineBuilder.makeMerge),
         "accumulateLatest": OperatorFactory(arity: 0...Int.max, labels: nil, PipelineBuilder.makeMerge),
+        "groupBy": OperatorFactory(arity: 0...4, labels: nil, PipelineBuilder.makeGroupBy),
+        "tumbling": OperatorFactory(arity: 0...7, labels: nil, PipelineBuilder.makeWindow),
+        "hopping": OperatorFactory(arity: 0...8, labels: nil, PipelineBuilder.makeWindow),
+        "session": OperatorFactory(arity: 0...7, labels: nil, PipelineBuilder.makeWindow),
+        "join": OperatorFactory(arity: 0...7, labels: nil, PipelineBuilder.makeJoin),
+        "lookup": OperatorFactory(arity: 0...6, labels: nil, PipelineBuilder.makeJoin),
     ]
 
     /// Every operator name (for error messages).

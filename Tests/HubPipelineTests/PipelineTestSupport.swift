@@ -36,6 +36,8 @@ final class PipelineTestEnvironment: PipelineEnvironment {
     var limits = PipelineLimits()
     /// Names asked for, in order.
     var requestedNames: [String] = []
+    /// Where a checkpointed pipeline's stages keep their state (`nil`: not checkpointed).
+    var checkpoints: CheckpointRegistry?
 
     init(subjects names: [String] = ["orders", "prices", "a", "b", "c", "medias.x", "medias.y", "signal"]) {
         for name in names { subjects[name] = PassthroughSubject() }
