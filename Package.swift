@@ -197,6 +197,7 @@ let package = Package(
             name: "hub-bench",
             dependencies: [
                 "HubEngine",
+                "HubPipeline",
                 "HubValue",
                 "HubWire",
                 .product(name: "OpenCombine", package: "OpenCombine"),

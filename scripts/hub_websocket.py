@@ -44,12 +44,12 @@ class HubSocket:
             raise RuntimeError(f"upgrade refused: {head[:200]!r}")
 
     def messages(self, data):
-        """The text payloads of the complete frames in what was read before plus `data`;
-        a close frame raises."""
+        """The text payloads of the complete messages in what was read before plus `data`
+        (a message the server sent in fragments is joined); a close frame raises."""
         buf = self.buf + data
         out = []
         while len(buf) >= 2:
-            opcode, n, at = buf[0] & 0x0F, buf[1] & 0x7F, 2
+            fin, opcode, n, at = buf[0] & 0x80, buf[0] & 0x0F, buf[1] & 0x7F, 2
             if n == 126:
                 if len(buf) < 4:
                     break
@@ -60,8 +60,11 @@ class HubSocket:
                 n, at = struct.unpack("!Q", buf[2:10])[0], 10
             if len(buf) < at + n:
                 break
-            if opcode == 0x1:
-                out.append(buf[at:at + n])
+            if opcode in (0x1, 0x0):
+                self.fragments = (getattr(self, "fragments", b"") if opcode == 0x0 else b"") + buf[at:at + n]
+                if fin:
+                    out.append(self.fragments)
+                    self.fragments = b""
             elif opcode == 0x8:
                 raise RuntimeError(f"the hub closed: {buf[at:at + n]!r}")
             buf = buf[at + n:]

@@ -19,7 +19,9 @@ case "engine":
     EngineBench.run(elements: elementsOverride ?? 1_000_000, only: option("--case"))
 case "json":
     JSONBench.run()
+case "keyed":
+    KeyedBench.run(elements: elementsOverride ?? 1_000_000, keys: option("--keys").flatMap { Int($0) } ?? 10_000)
 default:
-    FileDescriptorOutput.standardError.write("usage: hub-bench engine [--elements N] [--case NAME] | json\n")
+    FileDescriptorOutput.standardError.write("usage: hub-bench engine [--elements N] [--case NAME] | json | keyed [--elements N] [--keys K]\n")
     exit(2)
 }
