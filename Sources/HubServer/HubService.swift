@@ -213,8 +213,8 @@ public final class HubService: Sendable {
     @discardableResult
     public func start(setUp: @Sendable @escaping (Hub) throws -> Void = { _ in }) async throws -> Int {
         let core = self.core
-        // jwt-kit builds its keys asynchronously: before the loop needs them.
-        let verifier = try await JWTVerifier.make(configuration.session.auth?.jwt)
+        // The JWT keys are parsed off the loop, before it needs them.
+        let verifier = try JWTVerifier.make(configuration.session.auth?.jwt)
         let port = try await eventLoop.submit {
             if let port = core.value.startedPort { return port }
             try core.value.openStorage()
@@ -347,7 +347,7 @@ public final class HubService: Sendable {
     public func reload(_ broker: BrokerConfiguration) async throws {
         try broker.check()
         let core = self.core
-        let verifier = try await JWTVerifier.make(broker.service.session.auth?.jwt)
+        let verifier = try JWTVerifier.make(broker.service.session.auth?.jwt)
         try await eventLoop.submit {
             try core.value.reload(broker)
             core.value.installJWT(verifier)
