@@ -192,7 +192,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-            ]
+            ],
+            // `hubcli --version`: VERSION is a link to the repository's VERSION file
+            // (BuildInfo.swift).
+            resources: [.embedInCode("VERSION")]
         ),
         .executableTarget(
             name: "hub-bench",
