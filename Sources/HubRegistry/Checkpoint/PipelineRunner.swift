@@ -212,6 +212,11 @@ final class PipelineRunner {
         consumed = 0
         guard launch(restoring: [:]) else { return }
         gate.open()
+        // Where it started, stored at once: a crash before its first checkpoint with values
+        // resumes from here rather than from the sources' next values again, which would
+        // skip what it had consumed. (From the beginning, the previous checkpoint, or
+        // none, already says where to start again.)
+        if position == .latest { markDue() }
     }
 
     /// Compiles and subscribes a new instance restoring `states`; its sources wait for the gate.
