@@ -86,7 +86,9 @@ struct HubClientResumeTests {
                 if value == 200 || value == 400 { relay.cut() }
             }
         }
-        let received = try await recorder.entries(600)
+        // 600 acknowledged sends and two reconnects: a loaded CI machine needs more than
+        // the default 15 s (a hang guard, not a speed test).
+        let received = try await recorder.entries(600, timeout: .seconds(90))
         try await sender.value
         #expect(received.compactMap(\.offset) == (1...600).map(UInt64.init))
         #expect(received.map(\.value) == (1...600).map { Value.int(Int64($0)) })

@@ -195,7 +195,7 @@ struct ServerLoadTests {
             let clock = ContinuousClock()
             let start = clock.now
             await server.service.shutdown()
-            #expect(start.duration(to: clock.now) < .seconds(5))  // a hang guard, not a speed test
+            #expect(start.duration(to: clock.now) < .seconds(30))  // a hang guard, not a speed test
             for client in clients {
                 let close = try await client.expectClose()
                 #expect(close.code == 1001)
