@@ -16,7 +16,7 @@ import HubWire
 ///   pipeline asks for (what it does not ask for yet waits, within the same bound).
 ///   Combine has no such operator: `groupBy(k, scan(s, f))` behaves, value for value and
 ///   demand for demand, as a `scan` over a dictionary of accumulators by key that emits
-///   `{key, value}` (PipelineKeyedTests checks it against that reference).
+///   `{key, value}` (KeyedPipelineTests checks it against that reference).
 /// - **Bounded keys.** At most `maxKeys` groups live at once: a value of a new key when
 ///   that many live ends the group used least recently (its pipeline's input finishes:
 ///   a `reduce` emits its result then); with `idle`, a group that got no value for that
@@ -330,7 +330,8 @@ struct KeyedGroups: Publisher {
 
         private func touch(_ index: Int) {
             guard let group = slots[index] else { return }
-            group.lastUsed = configuration.scheduler.now
+            // The time of last use matters to the idle sweep only: no clock read without it.
+            if configuration.idle != nil { group.lastUsed = configuration.scheduler.now }
             guard newest != index else { return }
             unlink(index)
             link(index)
@@ -469,6 +470,15 @@ final class GroupInput: Publisher, Subscription {
 
     func send(_ value: Value) {
         guard !finished else { return }
+        // Nothing waiting and demand for it: straight to the group's pipeline.
+        if queue.isEmpty, demand > 0, !delivering, let subscriber {
+            demand -= 1
+            delivering = true
+            demand += subscriber.receive(value)
+            delivering = false
+            pump()
+            return
+        }
         queue.append(value)
         if queue.count > limit { overflowed = HubError(.overflow, "groupBy: a group's pipeline left \(limit) values waiting") }
         pump()
