@@ -94,10 +94,14 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        // The store's SQLite VFS shims, in C, registered at run time: page checksums, and
+        // the fault injection (power cuts, full disks, I/O errors, slow syncs) of its tests.
+        .target(name: "CSQLiteVFS", dependencies: ["CSQLite"], path: "Sources/CSQLiteVFS"),
         .target(
             name: "HubSQLite",
             dependencies: [
                 "CSQLite",
+                "CSQLiteVFS",
                 "HubEngine",
                 "HubValue",
                 "HubWire",
@@ -180,6 +184,7 @@ let package = Package(
                 "HubValue",
                 "HubWire",
                 "HubServer",
+                "HubSQLite",
                 "HubTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

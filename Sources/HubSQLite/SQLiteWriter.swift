@@ -37,6 +37,8 @@ final class SQLiteWriter: @unchecked Sendable {
         case append(subject: Int64, value: Value)
         /// A subject's row and history, removed.
         case remove(subject: Int64)
+        /// A small write of its own, to learn whether the disk takes writes again.
+        case probe
 
         /// Whether it appends a value (and so has an outcome).
         var isAppend: Bool {
@@ -45,10 +47,19 @@ final class SQLiteWriter: @unchecked Sendable {
         }
     }
 
-    /// The outcome of one ``Operation/append(subject:value:)``, in the order they were submitted.
+    /// The outcome of one ``Operation/append(subject:value:)`` or ``Operation/probe``, in
+    /// the order they were submitted.
     enum Outcome: Sendable {
         case appended(subject: Int64, offset: UInt64)
         case failed(subject: Int64, SQLiteError)
+        /// A probe's commit: `nil` when it succeeded.
+        case probed(SQLiteError?)
+
+        /// Whether it is an append's.
+        var isAppend: Bool {
+            if case .probed = self { return false }
+            return true
+        }
     }
 
     /// What the writer knows of a subject (thread-only).
@@ -104,6 +115,7 @@ final class SQLiteWriter: @unchecked Sendable {
         let expireFront: SQLiteStatement
         let removeSubject: SQLiteStatement
         let removeEntries: SQLiteStatement
+        let probe: SQLiteStatement
     }
 
     /// A writer over `connection` (schema ready), knowing `subjects`, whose WAL
@@ -131,7 +143,8 @@ final class SQLiteWriter: @unchecked Sendable {
             firstTime: try connection.prepare(SQLiteSchema.firstTime),
             expireFront: try connection.prepare(SQLiteSchema.expireFront),
             removeSubject: try connection.prepare(SQLiteSchema.removeSubject),
-            removeEntries: try connection.prepare(SQLiteSchema.removeEntries))
+            removeEntries: try connection.prepare(SQLiteSchema.removeEntries),
+            probe: try connection.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('probe', ?1)"))
     }
 
     /// Starts the thread.
@@ -244,6 +257,10 @@ final class SQLiteWriter: @unchecked Sendable {
                 case let .retain(subject, retention):
                     subjects[subject]?.retention = retention
                     retained.insert(subject)
+                case .probe:
+                    statements.probe.bind(1, String(time))
+                    try statements.probe.run()
+                    outcomes.append(.probed(nil))
                 case let .remove(subject):
                     runs[subject] = nil
                     for statement in [statements.removeEntries, statements.removeSubject] {
@@ -297,6 +314,7 @@ final class SQLiteWriter: @unchecked Sendable {
                 switch operation {
                 case .create, .retain, .remove: retry.append(operation)
                 case let .append(subject, _): outcomes.append(.failed(subject: subject, error))
+                case .probe: outcomes.append(.probed(error))
                 }
             }
             if !retry.isEmpty {
