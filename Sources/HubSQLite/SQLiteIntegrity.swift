@@ -79,12 +79,17 @@ enum SQLiteIntegrity {
         }
         let connection = try SQLiteConnection(path: path, vfs: vfs)
         defer { connection.close() }
+        // A file shorter than its header says is refused at the first read unless the schema
+        // is "writable": then SQLite reads what there is, and the checks below say what is missing.
+        try? connection.execute("PRAGMA writable_schema = ON")
         do throws(SQLiteError) {
             try connection.execute("BEGIN IMMEDIATE; ROLLBACK")
         } catch where error.code & 0xFF == SQLITE_BUSY {
             // Another process holds it: the store's own open says so (or, shared, goes on).
             outcome.notices.append("\(path): not checked at open: another process is writing to it")
             return outcome
+        } catch {
+            damage.findings.append("\(path): cannot be read: \(error.storageProblem ?? error.description)")
         }
         if damage.walDamaged {
             // Nothing may change before the decision: recovery reads the WAL (and builds
