@@ -88,6 +88,12 @@ extension SQLiteStore {
         case quarantine
     }
 
+    /// The VFS another connection of this process opens a store's database through (the
+    /// `sqlite3_open_v2` name), so that the pages it writes carry their checksums: a
+    /// database written to without it (by the `sqlite3` shell, say) has pages the store
+    /// then finds damaged. Reading without it is harmless.
+    public static let checksummingVFS: String = (try? SQLiteVFS.name(shared: true, faults: nil)) ?? "unix"
+
     /// How many writes and syncs of the database and WAL went through the fault shim in
     /// this process (to pick a cut point for a later run).
     public static var faultOperations: Int64 { hub_fault_operations() }

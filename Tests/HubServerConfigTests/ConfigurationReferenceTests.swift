@@ -147,7 +147,9 @@ struct ConfigurationReferenceTests {
             if row.key.hasPrefix("pipelines.<name>."), row.key != "pipelines.<name>.source" {
                 yaml += indent + "source: \"sequence([1])\"\n"
             }
-            if row.key == "storage.sync" || row.key == "storage.shared" { yaml += indent + "path: /tmp/hub-example-storage\n" }
+            if ["storage.sync", "storage.shared", "storage.onCorruption"].contains(row.key) {
+                yaml += indent + "path: /tmp/hub-example-storage\n"
+            }
             if let siblings = Self.siblings(of: row.key) { yaml += indent + siblings + "\n" }
             do {
                 let configuration = try BrokerConfiguration.parse(yaml: yaml)
