@@ -33,6 +33,21 @@ public final class LogRecorder: @unchecked Sendable {
         entries.filter { $0.message == message }
     }
 
+    /// The entries with `message` once `condition` holds for them, or when `timeout`
+    /// has passed (for what a broker logs on one thread after a client saw its effect on
+    /// another, such as a relayed connection's close).
+    public func entries(
+        _ message: String, timeout: Duration = .seconds(10), until condition: ([Entry]) -> Bool
+    ) async -> [Entry] {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: timeout)
+        while true {
+            let found = entries(message)
+            if condition(found) || clock.now >= deadline { return found }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
     /// A logger that records here.
     public func logger() -> Logger {
         Logger(label: "hub.test") { _ in Handler(recorder: self) }
