@@ -89,6 +89,8 @@ public final class SQLiteStore: SubjectStore {
     public private(set) var unavailableReason: String?
     /// The sync policy.
     public let sync: Sync
+    /// The SQLite VFS the store's connections use.
+    private let vfs: String
     private let lock: StorageLock
     private let writer: SQLiteWriter
     private let checkpointer: SQLiteCheckpointer
@@ -170,6 +172,7 @@ public final class SQLiteStore: SubjectStore {
         commitsOnLoop = sync == .normal && commitOnLoop ?? true
 
         let vfs = try SQLiteVFS.name(shared: shared, faults: faults)
+        self.vfs = vfs
         let integrity = try SQLiteIntegrity.check(path: path, vfs: vfs, sync: sync, policy: onCorruption)
         integrityNotices = integrity.notices
         quarantined = integrity.quarantined
@@ -217,6 +220,10 @@ public final class SQLiteStore: SubjectStore {
         countColumn.reset()
         if !hasCount { try connection.execute(SQLiteSchema.addCountColumn) }
         try connection.execute(SQLiteSchema.markVersion)
+        let bootID = faults?.bootID ?? SQLiteStore.currentBootID()
+        if let reason = try SQLiteStore.markOpen(connection, bootID: bootID, sync: sync) {
+            integrityNotices.append(reason)
+        }
 
         var known: [String: SQLiteLog.Restored] = [:]
         var states: [Int64: SQLiteWriter.SubjectState] = [:]
@@ -396,7 +403,63 @@ public final class SQLiteStore: SubjectStore {
         writer.stop()
         reader.stop()
         checkpointer.stop()
+        SQLiteStore.markClosed(path: path, vfs: vfs)
         lock.release()
+    }
+
+    // MARK: Runs, and machines that stopped during one
+
+    /// This boot of the machine (Linux's `boot_id`), `nil` where unknown.
+    static func currentBootID() -> String? {
+        guard let text = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8) else { return nil }
+        let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        return id.isEmpty ? nil : id
+    }
+
+    /// Records, synced, that the store is open on this boot with `sync`. When the previous
+    /// run was open with `sync: normal` on another boot and never closed, the machine
+    /// stopped under it (a power loss, a kernel crash): values acknowledged since the last
+    /// checkpoint may be gone, and new values would take their offsets under the same
+    /// epoch. Every subject then begins a new epoch, so that a resuming subscriber is told
+    /// (`recovered: false`) instead of silently reading other values at offsets it had
+    /// seen; returns what to log.
+    private static func markOpen(_ connection: SQLiteConnection, bootID: String?, sync: Sync) throws(SQLiteError) -> String? {
+        var previous: [Substring] = []
+        let read = try connection.prepare("SELECT value FROM meta WHERE key = 'run'")
+        if try read.step(), let text = read.text(0) { previous = text.split(separator: " ") }
+        read.reset()
+        var notice: String?
+        if let bootID, previous.count == 3, previous[1] == "open", previous[2] == Sync.normal.rawValue,
+            previous[0] != Substring(bootID)
+        {
+            var ids: [Int64] = []
+            let list = try connection.prepare("SELECT id FROM subjects")
+            while try list.step() { ids.append(list.int64(0)) }
+            list.reset()
+            let renew = try connection.prepare("UPDATE subjects SET epoch = ?2 WHERE id = ?1")
+            for id in ids {
+                renew.bind(1, id)
+                renew.bind(2, MemoryStore.newEpoch())
+                try renew.run()
+            }
+            notice = "the machine stopped while the store was open with storage.sync: normal: values acknowledged "
+                + "since its last checkpoint may be lost, so every durable subject (\(ids.count)) begins a new epoch"
+        }
+        try connection.execute("PRAGMA synchronous = FULL")
+        let mark = try connection.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('run', ?1)")
+        mark.bind(1, "\(bootID ?? "-") open \(sync.rawValue)")
+        try mark.run()
+        try connection.execute("PRAGMA synchronous = \(sync == .full ? "FULL" : "NORMAL")")
+        return notice
+    }
+
+    /// Records that the store closed cleanly (best effort: a store that cannot write
+    /// now is treated as one that stopped).
+    private static func markClosed(path: String, vfs: String) {
+        guard let connection = try? SQLiteConnection(path: path, vfs: vfs) else { return }
+        defer { connection.close() }
+        try? connection.execute("PRAGMA synchronous = FULL")
+        try? connection.execute("UPDATE meta SET value = replace(value, ' open ', ' closed ') WHERE key = 'run'")
     }
 
     // MARK: For the logs

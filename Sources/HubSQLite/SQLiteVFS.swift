@@ -11,7 +11,8 @@ enum SQLiteVFS {
     static func name(shared: Bool, faults: SQLiteStore.FaultInjection?) throws(SQLiteError) -> String {
         let base = shared ? "unix" : SQLiteStore.exclusiveVFS
         var below = base
-        if let faults {
+        // A boot id alone needs no fault VFS (and must not reconfigure another store's faults).
+        if let faults, faults.cutAfter > 0 || faults.controlFile != nil {
             below = "hub-faults/\(base)"
             try check(hub_fault_vfs_register(below, base), registering: below)
             hub_fault_configure(faults.cutAfter, faults.seed, faults.controlFile)
@@ -35,7 +36,7 @@ extension SQLiteStore {
     /// Process-wide: the last store opened with faults sets them.
     public struct FaultInjection: Sendable, Hashable {
         /// The environment variable `hubcli serve` reads them from:
-        /// `cut=N,seed=S,control=PATH`, each part optional.
+        /// `cut=N,seed=S,control=PATH,boot=ID`, each part optional.
         public static let environmentVariable = "HUB_TEST_STORAGE_FAULTS"
 
         /// The write or sync (counted from 1, database and WAL together) at which the
@@ -48,15 +49,19 @@ extension SQLiteStore {
         /// as on a full disk), `eio` (writes and syncs fail with an I/O error), `eio-read`,
         /// `stall-sync=MS`, `stall-write=MS`. Empty or missing: no fault.
         public var controlFile: String?
+        /// The machine's boot, as the store reads it (`nil`: the real one): a new one after
+        /// a power cut is a machine that restarted.
+        public var bootID: String?
 
         /// Faults as given.
-        public init(cutAfter: Int64 = 0, seed: UInt64 = 0, controlFile: String? = nil) {
+        public init(cutAfter: Int64 = 0, seed: UInt64 = 0, controlFile: String? = nil, bootID: String? = nil) {
             self.cutAfter = cutAfter
             self.seed = seed
             self.controlFile = controlFile
+            self.bootID = bootID
         }
 
-        /// Faults from `cut=N,seed=S,control=PATH`; `nil` when a part is not understood.
+        /// Faults from `cut=N,seed=S,control=PATH,boot=ID`; `nil` when a part is not understood.
         public init?(parsing text: String) {
             self.init()
             for part in text.split(separator: ",") {
@@ -71,6 +76,8 @@ extension SQLiteStore {
                     seed = value
                 case "control":
                     controlFile = pair[1]
+                case "boot":
+                    bootID = pair[1]
                 default:
                     return nil
                 }

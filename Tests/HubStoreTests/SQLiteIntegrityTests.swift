@@ -186,10 +186,53 @@ struct SQLiteIntegrityTests {
         try await loop.run { store.value.close() }
     }
 
+    @Test("a store left open with sync: normal on a machine that stopped begins new epochs; a kill -9 or sync: full does not")
+    func machineStoppedUnderSyncNormal() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let loop = TestLoop()
+        let path = directory + "/" + SQLiteStore.fileName
+        func open(boot: String, sync: SQLiteStore.Sync) async throws -> (String, [Value]) {
+            let store = Confined(try SQLiteStore(
+                directory: directory, sync: sync, executor: loop, faults: SQLiteStore.FaultInjection(bootID: boot)))
+            let log = try await loop.run { Confined(try store.value.openLog(subject: "s", retention: HistoryRetention())) }
+            let epoch = try await log.position(on: loop).epoch
+            let values = try await log.read(after: 0, on: loop).map(\.value)
+            try await loop.run { store.value.close() }
+            return (epoch, values)
+        }
+        /// As a store that never closed: its run is still marked open.
+        func leaveOpen(_ mark: String) throws {
+            var handle: OpaquePointer?
+            #expect(sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE, SQLiteStore.checksummingVFS) == SQLITE_OK)
+            defer { sqlite3_close(handle) }
+            #expect(sqlite3_exec(handle, "UPDATE meta SET value = '\(mark)' WHERE key = 'run'", nil, nil, nil) == SQLITE_OK)
+        }
+        let store = Confined(try SQLiteStore(
+            directory: directory, sync: .normal, executor: loop, faults: SQLiteStore.FaultInjection(bootID: "boot-1")))
+        let log = try await loop.run { Confined(try store.value.openLog(subject: "s", retention: HistoryRetention())) }
+        _ = try await log.append("kept", on: loop).get()
+        let first = try await log.position(on: loop).epoch
+        try await loop.run { store.value.close() }
+
+        // Closed cleanly, then opened on another boot: the same epoch.
+        #expect(try await open(boot: "boot-2", sync: .normal) == (first, ["kept"]))
+        // Left open on the same boot (kill -9): the same epoch.
+        try leaveOpen("boot-2 open normal")
+        #expect(try await open(boot: "boot-2", sync: .normal) == (first, ["kept"]))
+        // Left open with sync: full on another boot: the same epoch (its acks were synced).
+        try leaveOpen("boot-2 open full")
+        #expect(try await open(boot: "boot-3", sync: .normal) == (first, ["kept"]))
+        // Left open with sync: normal, then another boot: a new epoch, the values kept.
+        try leaveOpen("boot-3 open normal")
+        let (renewed, values) = try await open(boot: "boot-4", sync: .normal)
+        #expect(renewed != first && values == ["kept"])
+    }
+
     @Test("fault injection is parsed from its environment form, and refused when malformed")
     func faultInjectionParsing() {
-        #expect(SQLiteStore.FaultInjection(parsing: "cut=12,seed=3,control=/tmp/x")
-            == SQLiteStore.FaultInjection(cutAfter: 12, seed: 3, controlFile: "/tmp/x"))
+        #expect(SQLiteStore.FaultInjection(parsing: "cut=12,seed=3,control=/tmp/x,boot=b")
+            == SQLiteStore.FaultInjection(cutAfter: 12, seed: 3, controlFile: "/tmp/x", bootID: "b"))
         #expect(SQLiteStore.FaultInjection(parsing: "") == SQLiteStore.FaultInjection())
         #expect(SQLiteStore.FaultInjection(parsing: "cut=-1") == nil)
         #expect(SQLiteStore.FaultInjection(parsing: "power=1") == nil)
