@@ -150,12 +150,20 @@ enum SQLiteIntegrity {
     /// The WAL copied in, then the pages' checksums, the file's length and the b-trees.
     private static func checkDatabase(_ connection: SQLiteConnection, path: String) throws(SQLiteError) -> [String] {
         var findings: [String] = []
+        var walCopied = true
         do throws(SQLiteError) {
-            try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            // Returns (busy, log, checkpointed): busy when another process reads an older snapshot.
+            let checkpoint = try connection.prepare("PRAGMA wal_checkpoint(TRUNCATE)")
+            if try checkpoint.step(), checkpoint.int64(0) != 0 { walCopied = false }
+            checkpoint.reset()
+        } catch where error.code & 0xFF == SQLITE_BUSY || error.code & 0xFF == SQLITE_LOCKED {
+            walCopied = false
         } catch {
-            findings.append("\(path): the WAL cannot be copied into it: \(error.description)")
+            findings.append("\(path): the WAL cannot be copied into it: \(error.storageProblem ?? error.description)")
         }
-        findings += scanPages(path: path)
+        // Pages the WAL still holds newer copies of may be half-written: the file's pages are
+        // checked only once the WAL is in it (quick_check reads the current pages either way).
+        if walCopied { findings += scanPages(path: path) }
         do throws(SQLiteError) {
             let check = try connection.prepare("PRAGMA quick_check(20)")
             var problems: [String] = []
