@@ -613,7 +613,7 @@ public final class SQLiteStore: SubjectStore {
     /// until a commit succeeds.
     private func noteFailure(_ error: SQLiteError) {
         guard let problem = error.storageProblem else { return }
-        unavailableReason = "the durable store is unavailable: \(problem) (\(error.description))"
+        unavailableReason = "\(problem) (\(error.description))"
         unavailableSince = DispatchTime.now().uptimeNanoseconds
     }
 

@@ -557,6 +557,13 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
                 metadata: ["subjects": "\(store.quarantined.joined(separator: ", "))"])
         }
         if storage.faults != nil { logger.warning("durable store: disk faults are injected (tests only)") }
+        // Not ready while the disk refuses the store's commits; each look tries the disk again
+        // (at most once a second). Checks run on this loop, the store's.
+        let unavailable = LoopBound(store, eventLoop: eventLoop)
+        readinessChecks.append(("durable store", {
+            unavailable.value.probeIfUnavailable()
+            return unavailable.value.unavailableReason
+        }))
         logger.info(
             "durable store open",
             metadata: ["path": "\(store.path)", "sync": "\(storage.sync.rawValue)", "shared": "\(storage.shared)"])
@@ -924,10 +931,6 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         if isDraining { return "draining" }
         for (name, check) in readinessChecks {
             if let reason = check() { return "\(name): \(reason)" }
-        }
-        if let store = hub.durableStore as? SQLiteStore {
-            store.probeIfUnavailable()
-            if let reason = store.unavailableReason { return reason }
         }
         return nil
     }
