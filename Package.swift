@@ -248,7 +248,8 @@ let package = Package(
         .testTarget(
             name: "HubStoreTests",
             dependencies: [
-                "NetworkTestSupport", "HubRegistry", "HubSQLite", "HubCluster", "CSQLite", "HubEngine", "HubValue", "HubWire",
+                "NetworkTestSupport", "HubRegistry", "HubSQLite", "HubCluster", "CSQLite", "CSQLiteVFS", "HubEngine", "HubValue",
+                "HubWire",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -152,7 +152,10 @@ int hub_wal_scan(const char *path, hub_wal_report *report, int64_t min_key, int6
             if (!frame_verifies(big_endian, frame, (int)page_size, salt, be32(before + 16), be32(before + 20))) continue;
             report->dropped_intact_frames++;
             if (commits_after > 0) report->damaged = 1;
-            if (be32(frame + 4) != 0) commits_after++;
+            if (be32(frame + 4) != 0) {
+                commits_after++;
+                report->intact_commit_after = 1;
+            }
         }
     }
 

@@ -45,8 +45,12 @@ enum SQLiteIntegrity {
     private static let minimumEntryKey: Int64 = 1 << Int64(SQLiteSchema.offsetBits)
 
     /// Checks the database at `path` (if there is one) and applies `policy` to damage.
+    ///
+    /// `sameBoot`: the previous run was on this boot of the machine, so no power cut came
+    /// between (a process that dies leaves its WAL's frames in order, the last one at most
+    /// unfinished): then a damaged frame that any intact commit follows is damage.
     static func check(
-        path: String, vfs: String, sync: SQLiteStore.Sync, policy: SQLiteStore.CorruptionPolicy
+        path: String, vfs: String, sync: SQLiteStore.Sync, policy: SQLiteStore.CorruptionPolicy, sameBoot: Bool = false
     ) throws(SQLiteError) -> Outcome {
         var outcome = Outcome()
         guard let size = fileSize(path), size > 0 else { return outcome }
@@ -59,11 +63,12 @@ enum SQLiteIntegrity {
             let status = hub_wal_scan(wal, &report, minimumEntryKey, &keys, Int32(keys.count), &found)
             if status == 0 {
                 let brokenHeader = report.header_valid == 0 && report.dropped_intact_frames > 0
-                if report.first_bad_frame >= 0, report.damaged != 0 || (brokenHeader && sync == .full) {
+                let afterSameBoot = sameBoot && report.intact_commit_after != 0
+                if report.first_bad_frame >= 0, report.damaged != 0 || afterSameBoot || (brokenHeader && sync == .full) {
                     let what = brokenHeader
                         ? "its header is damaged, and \(report.dropped_intact_frames) intact frames follow it"
-                        : "frame \(report.first_bad_frame + 1) of \(report.frames) is damaged, and \(report.dropped_intact_frames) intact frames (later commits) follow it"
-                    if sync == .full {
+                        : "frame \(report.first_bad_frame + 1) of \(report.frames) is damaged, and \(report.dropped_intact_frames) intact frames (a later commit) follow it"
+                    if sync == .full || afterSameBoot {
                         damage.findings.append("\(wal): \(what)")
                         damage.walDamaged = true
                         damage.droppedKeys = Array(keys.prefix(Int(min(found, Int32(keys.count)))))

@@ -165,7 +165,8 @@ public final class SQLiteStore: SubjectStore {
         self.path = path
         // Offsets are counted by this process's writer: two brokers on one database
         // would hand out the same offsets, so the second one is refused.
-        lock = try StorageLock(path: path + ".lock")
+        let bootID = faults?.bootID ?? SQLiteStore.currentBootID()
+        lock = try StorageLock(path: path + ".lock", boot: bootID)
         self.sync = sync
         self.maxPendingBytes = maxPendingBytes
         self.executor = executor
@@ -173,7 +174,9 @@ public final class SQLiteStore: SubjectStore {
 
         let vfs = try SQLiteVFS.name(shared: shared, faults: faults)
         self.vfs = vfs
-        let integrity = try SQLiteIntegrity.check(path: path, vfs: vfs, sync: sync, policy: onCorruption)
+        let sameBoot = bootID != nil && lock.previousBoot == bootID
+        let integrity = try SQLiteIntegrity.check(
+            path: path, vfs: vfs, sync: sync, policy: onCorruption, sameBoot: sameBoot)
         integrityNotices = integrity.notices
         quarantined = integrity.quarantined
         let isNew = (SQLiteIntegrity.fileSize(path) ?? 0) == 0
@@ -220,7 +223,6 @@ public final class SQLiteStore: SubjectStore {
         countColumn.reset()
         if !hasCount { try connection.execute(SQLiteSchema.addCountColumn) }
         try connection.execute(SQLiteSchema.markVersion)
-        let bootID = faults?.bootID ?? SQLiteStore.currentBootID()
         if let reason = try SQLiteStore.markOpen(connection, bootID: bootID, sync: sync) {
             integrityNotices.append(reason)
         }

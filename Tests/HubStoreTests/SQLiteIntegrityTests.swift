@@ -1,4 +1,5 @@
 import CSQLite
+import CSQLiteVFS
 import Foundation
 import HubRegistry
 import HubSQLite
@@ -140,12 +141,9 @@ struct SQLiteIntegrityTests {
             let sql = "INSERT INTO entries(key, time, value, count) VALUES ((1 << 44) | \(n), 1, '{\"n\":\(n)}', 1)"
             #expect(sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK)
         }
-        // SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE is variadic in C; keep the WAL by copying it.
-        let wal = path + "-wal"
-        let walCopy = try Data(contentsOf: URL(fileURLWithPath: wal))
+        #expect(hub_sqlite_keep_wal_on_close(UnsafeMutableRawPointer(handle)) == SQLITE_OK)
         sqlite3_close(handle)
-        try walCopy.write(to: URL(fileURLWithPath: wal))
-        try? FileManager.default.removeItem(atPath: path + "-shm")
+        let wal = path + "-wal"
         // Frame 3 of many: its page bytes changed.
         try flip(wal, at: 32 + 2 * (24 + 4096) + 24 + 2000)
         #expect {
@@ -155,6 +153,47 @@ struct SQLiteIntegrityTests {
         }
         let store = Confined(try SQLiteStore(directory: directory, executor: loop, onCorruption: .quarantine))
         #expect(try await loop.run { store.value.quarantined } == ["w"])
+        try await loop.run { store.value.close() }
+    }
+
+    @Test("a damaged frame of the WAL's last transaction: damage on the same boot, a possible power cut on another")
+    func damagedLastTransaction() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let loop = TestLoop()
+        _ = try await fill(directory, ["t": 5], on: loop)
+        let path = directory + "/" + SQLiteStore.fileName
+        var handle: OpaquePointer?
+        #expect(sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE, SQLiteStore.checksummingVFS) == SQLITE_OK)
+        #expect(sqlite3_exec(handle, "PRAGMA journal_mode = WAL", nil, nil, nil) == SQLITE_OK)
+        // One transaction of many pages, the WAL's last.
+        var sql = "BEGIN;"
+        for n in 6...40 {
+            sql += "INSERT INTO entries(key, time, value, count) VALUES ((1 << 44) | \(n), 1, '{\"n\":\(n),\"pad\":\"\(String(repeating: "z", count: 1500))\"}', 1);"
+        }
+        #expect(sqlite3_exec(handle, sql + "COMMIT", nil, nil, nil) == SQLITE_OK)
+        #expect(hub_sqlite_keep_wal_on_close(UnsafeMutableRawPointer(handle)) == SQLITE_OK)
+        sqlite3_close(handle)
+        let wal = path + "-wal"
+        let walCopy = try Data(contentsOf: URL(fileURLWithPath: wal))
+        let frames = (walCopy.count - 32) / (24 + 4096)
+        #expect(frames > 4)
+        // The transaction's first frame: intact frames, its commit included, follow it.
+        var damaged = walCopy
+        damaged[32 + 24 + 1000] ^= 0x40
+        try damaged.write(to: URL(fileURLWithPath: wal))
+        #expect {
+            _ = try SQLiteStore(directory: directory, executor: loop)
+        } throws: { error in
+            "\(error)".contains("frame 1 of \(frames) is damaged") && "\(error)".contains("'t'")
+        }
+        // Another boot: a power cut can leave the same picture of a commit that never
+        // completed; SQLite drops it, and the broker says so.
+        let store = Confined(try SQLiteStore(
+            directory: directory, executor: loop, faults: SQLiteStore.FaultInjection(bootID: "after-a-power-cut")))
+        #expect(try await loop.run { store.value.quarantined.isEmpty })
+        let log = try await loop.run { Confined(try store.value.openLog(subject: "t", retention: HistoryRetention(size: 100_000))) }
+        #expect(try await log.position(on: loop).lastOffset == 5)
         try await loop.run { store.value.close() }
     }
 

@@ -64,6 +64,10 @@ typedef struct {
     /// Frames of the current WAL that recovery drops although they verify against
     /// their predecessor's stored checksum.
     int64_t dropped_intact_frames;
+    /// 1 when one of those is a commit frame: a transaction's frames written after the bad
+    /// one. A process that dies writes a WAL's frames in order and stops, so without a
+    /// power cut (the same boot of the machine) this too is damage.
+    int intact_commit_after;
 } hub_wal_report;
 
 /// Reads the WAL at `path`. Keys (rowids at or above `min_key`) of table-leaf pages in
