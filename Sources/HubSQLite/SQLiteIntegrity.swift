@@ -249,9 +249,13 @@ enum SQLiteIntegrity {
     ) throws(SQLiteError) -> [Int64: Subject] {
         var subjects: [Int64: Subject] = [:]
         do throws(SQLiteError) {
-            let load = try connection.prepare("SELECT id, name FROM subjects")
+            // Every column, from the table itself (its name index could answer `id, name` alone):
+            // the rebuild copies the rows whole.
+            let load = try connection.prepare(
+                "SELECT id, name, epoch, last_offset, last_time, last_value FROM subjects NOT INDEXED")
             while try load.step() {
                 guard let name = load.text(1) else { continue }
+                _ = load.withBlob(5) { $0.count }
                 subjects[load.int64(0)] = Subject(id: load.int64(0), name: name)
             }
             load.reset()
@@ -353,10 +357,21 @@ enum SQLiteIntegrity {
         }
         try connection.execute("PRAGMA query_only = 0")
         try connection.execute("ATTACH DATABASE '\(fresh.replacingOccurrences(of: "'", with: "''"))' AS fresh")
-        try connection.execute("BEGIN")
+        // The meta rows on their own (a damaged page fails a statement and SQLite rolls back
+        // the whole transaction it is in): without them the store writes its own.
         try? connection.execute("INSERT INTO fresh.meta SELECT * FROM main.meta")
-        try copySubjects(connection, subjects: subjects, damaged: damaged)
-        try connection.execute("COMMIT")
+        do throws(SQLiteError) {
+            try connection.execute("BEGIN")
+            try copySubjects(connection, subjects: subjects, damaged: damaged)
+            try connection.execute("COMMIT")
+        } catch {
+            try? connection.execute("ROLLBACK")
+            try? connection.execute("DETACH DATABASE fresh")
+            throw SQLiteError(
+                code: error.code,
+                message: "cannot rebuild \(path) from what is readable (\(error.storageProblem ?? error.description)); "
+                    + "it is unchanged: restore the storage directory from a backup")
+        }
         try connection.execute("DETACH DATABASE fresh")
         connection.close()
         // The old WAL belongs to the old file: gone before the new file takes its name.
