@@ -99,10 +99,14 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        // The store's SQLite VFS shims, in C, registered at run time: page checksums, and
+        // the fault injection (power cuts, full disks, I/O errors, slow syncs) of its tests.
+        .target(name: "CSQLiteVFS", dependencies: ["CSQLite"], path: "Sources/CSQLiteVFS"),
         .target(
             name: "HubSQLite",
             dependencies: [
                 "CSQLite",
+                "CSQLiteVFS",
                 "HubEngine",
                 "HubValue",
                 "HubWire",
@@ -193,6 +197,7 @@ let package = Package(
                 "HubValue",
                 "HubWire",
                 "HubServer",
+                "HubSQLite",
                 "HubTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -260,7 +265,8 @@ let package = Package(
         .testTarget(
             name: "HubStoreTests",
             dependencies: [
-                "NetworkTestSupport", "HubRegistry", "HubSQLite", "HubCluster", "CSQLite", "HubEngine", "HubValue", "HubWire",
+                "NetworkTestSupport", "HubRegistry", "HubSQLite", "HubCluster", "CSQLite", "CSQLiteVFS", "HubEngine", "HubValue",
+                "HubWire",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -224,8 +224,15 @@ public final class JetStreamStore: SubjectStore {
         queue.sync { appends.publishAdded() }
     }
 
-    /// The hub's error for a failed JetStream request.
+    /// The hub's error for a failed JetStream request: `storage_unavailable` when NATS or
+    /// JetStream did not take it (unreachable, closed, not answered in time: sending again
+    /// later may succeed), `internal` for the rest.
     static func hubError(_ error: NATSError) -> HubError {
-        HubError(.internal, "the JetStream store failed: \(error)")
+        switch error.code {
+        case .publishFailed, .flushFailed, .closed, .jetStreamFailed:
+            return HubError(.storageUnavailable, "the JetStream store is unavailable: \(error)")
+        case .invalidURL, .connectFailed, .subscribeFailed:
+            return HubError(.internal, "the JetStream store failed: \(error)")
+        }
     }
 }

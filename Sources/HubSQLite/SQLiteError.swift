@@ -17,8 +17,26 @@ public struct SQLiteError: Error, Hashable, Sendable, CustomStringConvertible {
     /// `message (SQLite code N)`.
     public var description: String { "\(message) (SQLite code \(code))" }
 
-    /// The protocol error a client sees: `internal`, naming the store's failure.
+    /// Why the store cannot work now, in words, when this is a failure of the disk or the
+    /// file (full, an I/O error, a damaged page) rather than of the broker: `nil` otherwise.
+    public var storageProblem: String? {
+        switch code & 0xFF {
+        case SQLITE_FULL: return "the disk is full"
+        case SQLITE_IOERR:
+            return code == SQLITE_IOERR | (32 << 8) ? "a page of the database is damaged (its checksum does not match)" : "the disk fails with I/O errors"
+        case SQLITE_CORRUPT, SQLITE_NOTADB: return "the database file is damaged"
+        case SQLITE_CANTOPEN: return "the database's files cannot be opened"
+        case SQLITE_READONLY: return "the database cannot be written"
+        default: return nil
+        }
+    }
+
+    /// The protocol error a client sees: `storage_unavailable` for a failure of the disk
+    /// or the file, else `internal`; the message names the store's failure.
     var hubError: HubError {
-        HubError(.internal, "the durable store failed: \(description)")
+        if let problem = storageProblem {
+            return HubError(.storageUnavailable, "the durable store is unavailable: \(problem): \(description)")
+        }
+        return HubError(.internal, "the durable store failed: \(description)")
     }
 }

@@ -22,6 +22,8 @@ final class SQLiteLog: SubjectLog {
     }
 
     let id: Int64
+    /// The subject's name (for errors).
+    let name: String
     let epoch: String
     var retention: HistoryRetention
     private(set) var lastOffset: UInt64
@@ -34,8 +36,9 @@ final class SQLiteLog: SubjectLog {
     /// Whether no append is waiting for its commit.
     var isSettled: Bool { pending.isEmpty }
 
-    init(store: SQLiteStore, restored: Restored, retention: HistoryRetention) {
+    init(store: SQLiteStore, name: String, restored: Restored, retention: HistoryRetention) {
         self.store = store
+        self.name = name
         id = restored.id
         epoch = restored.epoch
         lastOffset = restored.lastOffset

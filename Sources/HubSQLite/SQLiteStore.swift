@@ -1,4 +1,5 @@
 import CSQLite
+import CSQLiteVFS
 import DequeModule
 import Foundation
 import HubEngine
@@ -79,8 +80,17 @@ public final class SQLiteStore: SubjectStore {
 
     /// The database file.
     public let path: String
+    /// What the checks at open found and did (damage refused is an error instead), for the log.
+    public private(set) var integrityNotices: [String] = []
+    /// The subjects whose damaged history was set aside at open, under a new epoch.
+    public private(set) var quarantined: [String] = []
+    /// Why durable appends fail now (a full disk, I/O errors), `nil` while they succeed:
+    /// set by a failed commit, cleared by the next one that succeeds.
+    public private(set) var unavailableReason: String?
     /// The sync policy.
     public let sync: Sync
+    /// The SQLite VFS the store's connections use.
+    private let vfs: String
     private let lock: StorageLock
     private let writer: SQLiteWriter
     private let checkpointer: SQLiteCheckpointer
@@ -108,7 +118,10 @@ public final class SQLiteStore: SubjectStore {
     private var byID: [Int64: SQLiteLog] = [:]
     private var nextID: Int64
     private var pendingBytes = 0
-    private var reads: [UInt64: (Result<[HistoryEntry], HubError>) -> Void] = [:]
+    private var reads: [UInt64: (subject: String, completion: (Result<[HistoryEntry], HubError>) -> Void)] = [:]
+    private var probing = false
+    private var lastProbe: UInt64 = 0
+    private var unavailableSince: UInt64 = 0
     private var nextRead: UInt64 = 0
     private var closed = false
     /// Each running pipeline's last checkpoint stored.
@@ -138,10 +151,19 @@ public final class SQLiteStore: SubjectStore {
     /// `sqlite3` shell, an online `.backup`), at the cost of SQLite's locking through the
     /// file system at every transaction; otherwise (the default) they get `database is
     /// locked` until ``close()``.
+    ///
+    /// Before it serves the database the store checks it (``SQLiteIntegrity``): the WAL's
+    /// frames, every page's checksum (kept in 8 reserved bytes of each page by the
+    /// checksum VFS; a database an earlier version made is converted once, by a VACUUM),
+    /// the file's length and `PRAGMA quick_check`. Damage is refused with an error that
+    /// names the file and the subjects, or quarantined (`onCorruption`). Pages read later
+    /// are checked too: a damaged one fails its read with `storage_unavailable`, never
+    /// reaches a subscriber. `faults` injects disk faults, for tests.
     public init(
         directory: String, sync: Sync = .full, executor: any StoreExecutor, clock: @escaping HistoryClock = systemHistoryClock,
         maxPendingBytes: Int = SQLiteStore.defaultMaxPendingBytes, checkpoint: Checkpointing = Checkpointing(),
-        commitOnLoop: Bool? = nil, loopCommitBudget: Duration = .milliseconds(2), shared: Bool = false
+        commitOnLoop: Bool? = nil, loopCommitBudget: Duration = .milliseconds(2), shared: Bool = false,
+        onCorruption: CorruptionPolicy = .refuse, faults: FaultInjection? = nil
     ) throws(SQLiteError) {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -152,20 +174,37 @@ public final class SQLiteStore: SubjectStore {
         self.path = path
         // Offsets are counted by this process's writer: two brokers on one database
         // would hand out the same offsets, so the second one is refused.
-        lock = try StorageLock(path: path + ".lock")
+        let bootID = faults?.bootID ?? SQLiteStore.currentBootID()
+        lock = try StorageLock(path: path + ".lock", boot: bootID)
         self.sync = sync
         self.maxPendingBytes = maxPendingBytes
         self.executor = executor
         commitsOnLoop = sync == .normal && commitOnLoop ?? true
 
-        let vfs = shared ? nil : SQLiteStore.exclusiveVFS
+        let vfs = try SQLiteVFS.name(shared: shared, faults: faults)
+        self.vfs = vfs
+        let sameBoot = bootID != nil && lock.previousBoot == bootID
+        let integrity = try SQLiteIntegrity.check(
+            path: path, vfs: vfs, sync: sync, policy: onCorruption, sameBoot: sameBoot)
+        integrityNotices = integrity.notices
+        quarantined = integrity.quarantined
+        let isNew = (SQLiteIntegrity.fileSize(path) ?? 0) == 0
         let connection = try SQLiteConnection(path: path, vfs: vfs)
-        try SQLiteStore.checkNotLockedElsewhere(connection, shared: shared)
         // 4 KiB pages for a new database (an existing one keeps its own): a commit rewrites
         // the last leaf of the history, and a lone value costs one page of WAL. 16 KiB pages
         // (versions before 3) wrote four times the bytes for it, and lost at window 1
         // without gaining at window 64 (bench-durable-vs-jetstream, README).
         try connection.execute("PRAGMA page_size = 4096")
+        // 8 bytes at the end of each page for its checksum: set (after the page size,
+        // which resets it, and before the first transaction, after which it waits for a
+        // VACUUM) before a new database's first page is written; an older database gets
+        // them with a VACUUM, once.
+        _ = hub_sqlite_reserve_bytes(UnsafeMutableRawPointer(connection.handle), 8)
+        try SQLiteStore.checkNotLockedElsewhere(connection, shared: shared)
+        if !isNew, SQLiteStore.reservedBytes(path) != 8 {
+            try connection.execute("VACUUM")
+            integrityNotices.append("\(path): converted to pages with checksums (VACUUM)")
+        }
         // WAL: readers never block the writer; a commit appends to the WAL file.
         try connection.execute("PRAGMA journal_mode = WAL")
         // 16 MB of page cache (SQLite's default is 2 MB): the pages a commit touches stay cached.
@@ -193,6 +232,9 @@ public final class SQLiteStore: SubjectStore {
         countColumn.reset()
         if !hasCount { try connection.execute(SQLiteSchema.addCountColumn) }
         try connection.execute(SQLiteSchema.markVersion)
+        if let reason = try SQLiteStore.markOpen(connection, bootID: bootID, sync: sync) {
+            integrityNotices.append(reason)
+        }
 
         var known: [String: SQLiteLog.Restored] = [:]
         var states: [Int64: SQLiteWriter.SubjectState] = [:]
@@ -278,6 +320,14 @@ public final class SQLiteStore: SubjectStore {
         }
     }
 
+    /// The reserved bytes a page of the database at `path` keeps (its header's byte 20).
+    static func reservedBytes(_ path: String) -> Int? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        guard let header = try? handle.read(upToCount: 100), header.count == 100 else { return nil }
+        return Int(header[header.startIndex + 20])
+    }
+
     /// The WAL checkpoints run since the store opened, in the background and inline (any thread).
     public var checkpoints: Int { checkpointer.checkpoints }
 
@@ -317,13 +367,13 @@ public final class SQLiteStore: SubjectStore {
         }
         let log: SQLiteLog
         if let restored = known.removeValue(forKey: name) {
-            log = SQLiteLog(store: self, restored: restored, retention: retention)
+            log = SQLiteLog(store: self, name: name, restored: restored, retention: retention)
             enqueue(.retain(subject: restored.id, retention: retention))
         } else {
             let id = try newSubjectID()
             let epoch = MemoryStore.newEpoch()
             log = SQLiteLog(
-                store: self, restored: SQLiteLog.Restored(id: id, epoch: epoch, lastOffset: 0, lastValue: nil),
+                store: self, name: name, restored: SQLiteLog.Restored(id: id, epoch: epoch, lastOffset: 0, lastValue: nil),
                 retention: retention)
             enqueue(.create(subject: id, name: name, epoch: epoch, retention: retention))
         }
@@ -372,7 +422,63 @@ public final class SQLiteStore: SubjectStore {
         writer.stop()
         reader.stop()
         checkpointer.stop()
+        SQLiteStore.markClosed(path: path, vfs: vfs)
         lock.release()
+    }
+
+    // MARK: Runs, and machines that stopped during one
+
+    /// This boot of the machine (Linux's `boot_id`), `nil` where unknown.
+    static func currentBootID() -> String? {
+        guard let text = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8) else { return nil }
+        let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        return id.isEmpty ? nil : id
+    }
+
+    /// Records, synced, that the store is open on this boot with `sync`. When the previous
+    /// run was open with `sync: normal` on another boot and never closed, the machine
+    /// stopped under it (a power loss, a kernel crash): values acknowledged since the last
+    /// checkpoint may be gone, and new values would take their offsets under the same
+    /// epoch. Every subject then begins a new epoch, so that a resuming subscriber is told
+    /// (`recovered: false`) instead of silently reading other values at offsets it had
+    /// seen; returns what to log.
+    private static func markOpen(_ connection: SQLiteConnection, bootID: String?, sync: Sync) throws(SQLiteError) -> String? {
+        var previous: [Substring] = []
+        let read = try connection.prepare("SELECT value FROM meta WHERE key = 'run'")
+        if try read.step(), let text = read.text(0) { previous = text.split(separator: " ") }
+        read.reset()
+        var notice: String?
+        if let bootID, previous.count == 3, previous[1] == "open", previous[2] == Sync.normal.rawValue,
+            previous[0] != Substring(bootID)
+        {
+            var ids: [Int64] = []
+            let list = try connection.prepare("SELECT id FROM subjects")
+            while try list.step() { ids.append(list.int64(0)) }
+            list.reset()
+            let renew = try connection.prepare("UPDATE subjects SET epoch = ?2 WHERE id = ?1")
+            for id in ids {
+                renew.bind(1, id)
+                renew.bind(2, MemoryStore.newEpoch())
+                try renew.run()
+            }
+            notice = "the machine stopped while the store was open with storage.sync: normal: values acknowledged "
+                + "since its last checkpoint may be lost, so every durable subject (\(ids.count)) begins a new epoch"
+        }
+        try connection.execute("PRAGMA synchronous = FULL")
+        let mark = try connection.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('run', ?1)")
+        mark.bind(1, "\(bootID ?? "-") open \(sync.rawValue)")
+        try mark.run()
+        try connection.execute("PRAGMA synchronous = \(sync == .full ? "FULL" : "NORMAL")")
+        return notice
+    }
+
+    /// Records that the store closed cleanly (best effort: a store that cannot write
+    /// now is treated as one that stopped).
+    private static func markClosed(path: String, vfs: String) {
+        guard let connection = try? SQLiteConnection(path: path, vfs: vfs) else { return }
+        defer { connection.close() }
+        try? connection.execute("PRAGMA synchronous = FULL")
+        try? connection.execute("UPDATE meta SET value = replace(value, ' open ', ' closed ') WHERE key = 'run'")
     }
 
     // MARK: For the logs
@@ -553,7 +659,7 @@ public final class SQLiteStore: SubjectStore {
             return
         }
         nextRead += 1
-        reads[nextRead] = completion
+        reads[nextRead] = (log.name, completion)
         // A row that straddles the size bound keeps values behind it (see SQLiteSchema).
         let size = UInt64(log.retention.size)
         let bound = log.lastOffset > size ? log.lastOffset - size : 0
@@ -567,11 +673,22 @@ public final class SQLiteStore: SubjectStore {
         for outcome in outcomes {
             switch outcome {
             case let .appended(subject, offset):
+                unavailableReason = nil
                 if let bytes = byID[subject]?.committed(offset: offset) { pendingBytes -= bytes }
             case let .failed(subject, error):
-                if let bytes = byID[subject]?.failed(error.hubError) { pendingBytes -= bytes }
+                let log = byID[subject]
+                noteFailure(error)
+                let hubError = error.hubError
+                let named = HubError(hubError.code, "subject '\(log?.name ?? "?")': \(hubError.message)", data: hubError.data)
+                if let bytes = log?.failed(named) { pendingBytes -= bytes }
             case let .checkpointed(pipeline, error):
+                // A checkpoint the disk refused makes the store unavailable as an append would.
+                if let error { noteFailure(error) } else { unavailableReason = nil }
                 checkpointed(pipeline, error)
+                continue
+            case let .probed(error):
+                probing = false
+                if let error { noteFailure(error) } else { unavailableReason = nil }
                 continue
             }
             // A removed log is forgotten once its last append has completed.
@@ -579,18 +696,41 @@ public final class SQLiteStore: SubjectStore {
         }
     }
 
+    /// A failed commit: the disk's or the file's failure makes the store unavailable
+    /// until a commit succeeds.
+    private func noteFailure(_ error: SQLiteError) {
+        guard let problem = error.storageProblem else { return }
+        unavailableReason = "\(problem) (\(error.description))"
+        unavailableSince = DispatchTime.now().uptimeNanoseconds
+    }
+
+    /// While the store is unavailable: has the writer try a small commit, at most once a
+    /// second, so that the store becomes available again without a publisher's value
+    /// (``unavailableReason`` is cleared when it succeeds). Call it where readiness is asked.
+    public func probeIfUnavailable() {
+        guard !closed, unavailableReason != nil, !probing else { return }
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard now &- lastProbe >= 1_000_000_000 else { return }
+        lastProbe = now
+        probing = true
+        submit([.probe], appends: 0)
+    }
+
     private func answered(read id: UInt64, _ result: Result<[HistoryEntry], SQLiteError>) {
-        guard let completion = reads.removeValue(forKey: id) else { return }
-        completion(result.mapError(\.hubError))
+        guard let (name, completion) = reads.removeValue(forKey: id) else { return }
+        completion(result.mapError { error in
+            let hubError = error.hubError
+            return HubError(hubError.code, "subject '\(name)': \(hubError.message)", data: hubError.data)
+        })
     }
 }
 
 extension SQLiteWriter.Outcome {
-    /// The subject the outcome is about (`nil` for a checkpoint's).
+    /// The subject the outcome is about (`nil` for a checkpoint's or a probe's).
     var subject: Int64? {
         switch self {
         case let .appended(subject, _), let .failed(subject, _): return subject
-        case .checkpointed: return nil
+        case .checkpointed, .probed: return nil
         }
     }
 }

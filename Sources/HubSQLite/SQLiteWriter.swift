@@ -40,6 +40,8 @@ final class SQLiteWriter: @unchecked Sendable {
         /// A running pipeline's checkpoint (its JSON), in place of its previous one: in the
         /// transaction of the appends submitted with it.
         case checkpoint(pipeline: String, state: [UInt8])
+        /// A small write of its own, to learn whether the disk takes writes again.
+        case probe
 
         /// Whether it appends a value (and so has an outcome).
         var isAppend: Bool {
@@ -48,17 +50,23 @@ final class SQLiteWriter: @unchecked Sendable {
         }
     }
 
-    /// The outcome of one ``Operation/append(subject:value:)`` or
-    /// ``Operation/checkpoint(pipeline:state:)``, in the order they were submitted.
+    /// The outcome of one ``Operation/append(subject:value:)``,
+    /// ``Operation/checkpoint(pipeline:state:)`` or ``Operation/probe``, in the order
+    /// they were submitted.
     enum Outcome: Sendable {
         case appended(subject: Int64, offset: UInt64)
         case failed(subject: Int64, SQLiteError)
         /// A checkpoint stored (`nil`), or not (the error).
         case checkpointed(pipeline: String, SQLiteError?)
+        /// A probe's commit: `nil` when it succeeded.
+        case probed(SQLiteError?)
 
         /// Whether it is an append's.
         var isAppend: Bool {
-            if case .checkpointed = self { return false }
+            switch self {
+            case .checkpointed, .probed: return false
+            case .appended, .failed: break
+            }
             return true
         }
     }
@@ -117,6 +125,7 @@ final class SQLiteWriter: @unchecked Sendable {
         let removeSubject: SQLiteStatement
         let removeEntries: SQLiteStatement
         let saveCheckpoint: SQLiteStatement
+        let probe: SQLiteStatement
     }
 
     /// A writer over `connection` (schema ready), knowing `subjects`, whose WAL
@@ -145,7 +154,8 @@ final class SQLiteWriter: @unchecked Sendable {
             expireFront: try connection.prepare(SQLiteSchema.expireFront),
             removeSubject: try connection.prepare(SQLiteSchema.removeSubject),
             removeEntries: try connection.prepare(SQLiteSchema.removeEntries),
-            saveCheckpoint: try connection.prepare(SQLiteSchema.saveCheckpoint))
+            saveCheckpoint: try connection.prepare(SQLiteSchema.saveCheckpoint),
+            probe: try connection.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('probe', ?1)"))
     }
 
     /// Starts the thread.
@@ -258,6 +268,10 @@ final class SQLiteWriter: @unchecked Sendable {
                 case let .retain(subject, retention):
                     subjects[subject]?.retention = retention
                     retained.insert(subject)
+                case .probe:
+                    statements.probe.bind(1, String(time))
+                    try statements.probe.run()
+                    outcomes.append(.probed(nil))
                 case let .remove(subject):
                     runs[subject] = nil
                     for statement in [statements.removeEntries, statements.removeSubject] {
@@ -320,6 +334,7 @@ final class SQLiteWriter: @unchecked Sendable {
                 case let .append(subject, _): outcomes.append(.failed(subject: subject, error))
                 // Not tried again: the pipeline restarts from the checkpoint stored before.
                 case let .checkpoint(pipeline, _): outcomes.append(.checkpointed(pipeline: pipeline, error))
+                case .probe: outcomes.append(.probed(error))
                 }
             }
             if !retry.isEmpty {

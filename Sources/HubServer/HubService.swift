@@ -128,15 +128,27 @@ public final class HubService: Sendable {
             /// When a durable value counts as stored (its `ack`): see ``SQLiteStore/Sync``.
             public var sync: SQLiteStore.Sync
             /// Whether other processes may open the database while the broker runs: see
-            /// ``SQLiteStore/init(directory:sync:executor:clock:maxPendingBytes:checkpoint:commitOnLoop:loopCommitBudget:shared:)``.
+            /// ``SQLiteStore/init(directory:sync:executor:clock:maxPendingBytes:checkpoint:commitOnLoop:loopCommitBudget:shared:onCorruption:faults:)``.
             public var shared: Bool
+            /// What the broker does when the checks at start find the database damaged:
+            /// refuse to start (the default), or set the damaged subjects' history aside.
+            public var onCorruption: SQLiteStore.CorruptionPolicy
+            /// Disk faults to inject, for tests (`hubcli serve` reads them from
+            /// ``SQLiteStore/FaultInjection/environmentVariable``); `nil` in production.
+            public var faults: SQLiteStore.FaultInjection?
 
             /// Storage in `path` with the sync policy `sync` (default: fsync at each group
-            /// commit), kept to the broker unless `shared`.
-            public init(path: String, sync: SQLiteStore.Sync = .full, shared: Bool = false) {
+            /// commit), kept to the broker unless `shared`, refusing a damaged database
+            /// unless `onCorruption` says otherwise.
+            public init(
+                path: String, sync: SQLiteStore.Sync = .full, shared: Bool = false,
+                onCorruption: SQLiteStore.CorruptionPolicy = .refuse, faults: SQLiteStore.FaultInjection? = nil
+            ) {
                 self.path = path
                 self.sync = sync
                 self.shared = shared
+                self.onCorruption = onCorruption
+                self.faults = faults
             }
         }
 
@@ -534,8 +546,24 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         guard let storage = configuration.storage, hub.durableStore == nil else { return }
         let store = try SQLiteStore(
             directory: storage.path, sync: storage.sync, executor: LoopStoreExecutor(eventLoop: eventLoop),
-            shared: storage.shared)
+            shared: storage.shared, onCorruption: storage.onCorruption, faults: storage.faults)
         hub.durableStore = store
+        for notice in store.integrityNotices {
+            logger.warning("durable store check", metadata: ["path": "\(store.path)", "found": "\(notice)"])
+        }
+        if !store.quarantined.isEmpty {
+            logger.error(
+                "durable subjects set aside: their history was damaged; they start over under a new epoch",
+                metadata: ["subjects": "\(store.quarantined.joined(separator: ", "))"])
+        }
+        if storage.faults != nil { logger.warning("durable store: disk faults are injected (tests only)") }
+        // Not ready while the disk refuses the store's commits; each look tries the disk again
+        // (at most once a second). Checks run on this loop, the store's.
+        let unavailable = LoopBound(store, eventLoop: eventLoop)
+        readinessChecks.append(("durable store", {
+            unavailable.value.probeIfUnavailable()
+            return unavailable.value.unavailableReason
+        }))
         logger.info(
             "durable store open",
             metadata: ["path": "\(store.path)", "sync": "\(storage.sync.rawValue)", "shared": "\(storage.shared)"])

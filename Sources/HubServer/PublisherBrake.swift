@@ -9,7 +9,11 @@ import HubRegistry
 /// It waits at most `maximumWait`: then the subscriptions still full end with
 /// `overflow` (``SubjectCongestion/failCongesting()``) and the connection reads on, so
 /// that one stuck subscriber cannot stop a subject's publishers for longer (nor a client
-/// that publishes into a subject it is itself too slow to read). Loop-confined.
+/// that publishes into a subject it is itself too slow to read).
+///
+/// It also stops reading while too much of what the connection sent waits for the
+/// durable store (``holdForStore()``): a slow disk slows its publishers down instead of
+/// refusing their values once the store's own bound is reached. Loop-confined.
 final class PublisherBrake {
     private let connection: any SessionConnection
     private let scheduler: any Scheduler
@@ -26,8 +30,25 @@ final class PublisherBrake {
         self.maximumWait = maximumWait
     }
 
-    /// Whether reading is paused now.
+    /// Whether reading is paused now for a congested subject.
     private(set) var isHolding = false
+    /// Whether reading is paused now for the durable store.
+    private(set) var isHoldingForStore = false
+
+    /// Pauses reading until ``releaseStore()``: the connection's values waiting for the
+    /// disk reached their bound. No time limit: the values are on their way to the disk.
+    func holdForStore() {
+        guard !isHoldingForStore else { return }
+        isHoldingForStore = true
+        if !isHolding { connection.pauseReading() }
+    }
+
+    /// Reads on, unless a congested subject still holds the connection.
+    func releaseStore() {
+        guard isHoldingForStore else { return }
+        isHoldingForStore = false
+        if !isHolding { connection.resumeReading() }
+    }
 
     /// Pauses reading while `congestion` is congested (nothing when it is not).
     func hold(until congestion: SubjectCongestion) {
@@ -36,7 +57,7 @@ final class PublisherBrake {
         guard waitingFor[key] == nil else { return }
         if !isHolding {
             isHolding = true
-            connection.pauseReading()
+            if !isHoldingForStore { connection.pauseReading() }
             timer = scheduler.schedule(after: scheduler.now.advanced(by: maximumWait)) { [weak self] in
                 self?.waitedTooLong()
             }
@@ -68,6 +89,6 @@ final class PublisherBrake {
         waitingFor.removeAll()
         guard isHolding else { return }
         isHolding = false
-        connection.resumeReading()
+        if !isHoldingForStore { connection.resumeReading() }
     }
 }

@@ -27,6 +27,13 @@ public final class Session {
     private let subscriptions = SessionSubscriptions()
     /// Slows this connection down while a subject it sends to is congested.
     private let brake: PublisherBrake
+    /// This connection's values waiting for the durable store: how many, and their bytes.
+    private var storing = 0
+    private var storingBytes = 0
+    /// From this many values (or ``maxStoringBytes``) waiting for the store, the session
+    /// stops reading the connection until half of them are stored.
+    static let maxStoring = 4096
+    static let maxStoringBytes = 8 << 20
     private let logger: Logger
     private var batchAll = false
     /// Who the client is, once authenticated (at once, as `anonymous`, on a server without auth).
@@ -487,8 +494,19 @@ public final class Session {
             hub.publish(value, to: subject, sender: sender)
             return
         }
+        let bytes = value.estimatedBytes
+        storing += 1
+        storingBytes += bytes
+        if storing >= Session.maxStoring || storingBytes >= Session.maxStoringBytes { brake.holdForStore() }
         hub.publish(value, to: subject, sender: sender) { [weak self] result in
             guard let self else { return }
+            self.storing -= 1
+            self.storingBytes -= bytes
+            if self.brake.isHoldingForStore, self.storing <= Session.maxStoring / 2,
+                self.storingBytes <= Session.maxStoringBytes / 2
+            {
+                self.brake.releaseStore()
+            }
             switch result {
             case .success:
                 if let ack { self.outbound.send(.ack(ack)) }

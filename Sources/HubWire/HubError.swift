@@ -34,6 +34,10 @@ public struct HubError: Error, Hashable, Sendable, CustomStringConvertible {
         case completed = "completed"
         /// A value the subject's JSON Schema refuses; `data` says where and why.
         case invalidValue = "invalid_value"
+        /// The durable store cannot take the value now (a full disk, I/O errors, a damaged
+        /// page): it was not stored and not delivered; values acknowledged before are kept.
+        /// Publishing again later may succeed.
+        case storageUnavailable = "storage_unavailable"
         /// The server is stopping.
         case shuttingDown = "shutting_down"
         /// A server bug.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HubCluster
 import HubServer
+import HubSQLite
 import HubTransport
 import Logging
 import ServiceLifecycle
@@ -144,6 +145,16 @@ struct Serve: AsyncParsableCommand {
                     message: "--node \(node) needs --cluster or the file's cluster section")
             }
             configuration.cluster?.node = node
+        }
+        // Disk faults for the fault-injection tests (scripts/faults): never set in production.
+        let faultVariable = SQLiteStore.FaultInjection.environmentVariable
+        if let text = ProcessInfo.processInfo.environment[faultVariable], !text.isEmpty, configuration.service.storage != nil {
+            guard let faults = SQLiteStore.FaultInjection(parsing: text) else {
+                throw ConfigurationError(
+                    file: configuration.file, line: 1, column: 1, path: "storage",
+                    message: "\(faultVariable)=\(text): expected cut=N,seed=S,control=PATH")
+            }
+            configuration.service.storage?.faults = faults
         }
         return configuration
     }

@@ -153,7 +153,9 @@ struct ConfigurationReferenceTests {
                     yaml += pipelineIndent + "run: true\n"
                 }
             }
-            if row.key == "storage.sync" || row.key == "storage.shared" { yaml += indent + "path: /tmp/hub-example-storage\n" }
+            if ["storage.sync", "storage.shared", "storage.onCorruption"].contains(row.key) {
+                yaml += indent + "path: /tmp/hub-example-storage\n"
+            }
             if let siblings = Self.siblings(of: row.key) { yaml += indent + siblings + "\n" }
             do {
                 let configuration = try BrokerConfiguration.parse(yaml: yaml)

@@ -21,7 +21,7 @@ struct SQLiteStoreTests {
         private var handle: OpaquePointer?
 
         init(path: String) throws {
-            guard sqlite3_open(path, &handle) == SQLITE_OK else { throw SQLiteError(code: -1, message: "open \(path)") }
+            guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, SQLiteStore.checksummingVFS) == SQLITE_OK else { throw SQLiteError(code: -1, message: "open \(path)") }
             guard sqlite3_exec(handle, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK else {
                 throw SQLiteError(code: -1, message: "lock \(path)")
             }
@@ -559,7 +559,7 @@ struct SQLiteStoreTests {
         let loop = TestLoop()
         func setVersion(_ version: String) throws {
             var handle: OpaquePointer?
-            guard sqlite3_open(path, &handle) == SQLITE_OK else { throw SQLiteError(code: -1, message: "open \(path)") }
+            guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, SQLiteStore.checksummingVFS) == SQLITE_OK else { throw SQLiteError(code: -1, message: "open \(path)") }
             defer { sqlite3_close(handle) }
             guard sqlite3_exec(handle, "UPDATE meta SET value = '\(version)' WHERE key = 'schema'", nil, nil, nil) == SQLITE_OK else {
                 throw SQLiteError(code: -1, message: "update \(path)")
@@ -567,7 +567,7 @@ struct SQLiteStoreTests {
         }
         func version() throws -> String? {
             var handle: OpaquePointer?
-            guard sqlite3_open(path, &handle) == SQLITE_OK else { throw SQLiteError(code: -1, message: "open \(path)") }
+            guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, SQLiteStore.checksummingVFS) == SQLITE_OK else { throw SQLiteError(code: -1, message: "open \(path)") }
             defer { sqlite3_close(handle) }
             var statement: OpaquePointer?
             sqlite3_prepare_v2(handle, "SELECT value FROM meta WHERE key = 'schema'", -1, &statement, nil)
@@ -599,7 +599,7 @@ struct SQLiteStoreTests {
     /// Runs `sql` on a connection of its own to `path`.
     private func execute(_ sql: String, on path: String) throws {
         var handle: OpaquePointer?
-        guard sqlite3_open(path, &handle) == SQLITE_OK else { throw SQLiteError(code: -1, message: "open \(path)") }
+        guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, SQLiteStore.checksummingVFS) == SQLITE_OK else { throw SQLiteError(code: -1, message: "open \(path)") }
         defer { sqlite3_close(handle) }
         var message: UnsafeMutablePointer<CChar>?
         guard sqlite3_exec(handle, sql, nil, nil, &message) == SQLITE_OK else {
@@ -683,7 +683,7 @@ struct SQLiteStoreTests {
     /// many it holds.
     private func rows(at path: String) throws -> [(last: Int64, count: Int64)] {
         var handle: OpaquePointer?
-        guard sqlite3_open(path, &handle) == SQLITE_OK else { throw SQLiteError(code: -1, message: "open \(path)") }
+        guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, SQLiteStore.checksummingVFS) == SQLITE_OK else { throw SQLiteError(code: -1, message: "open \(path)") }
         defer { sqlite3_close(handle) }
         var statement: OpaquePointer?
         sqlite3_prepare_v2(handle, "SELECT key & ((1 << 44) - 1), count FROM entries ORDER BY key", -1, &statement, nil)
@@ -930,7 +930,7 @@ struct SQLiteStoreTests {
             #expect(try await valuesAfterReopening(directory, name, on: loop) == values.map { Value.string($0) }, "\(name)")
         }
         var handle: OpaquePointer?
-        sqlite3_open(path, &handle)
+        sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE, SQLiteStore.checksummingVFS)
         defer { sqlite3_close(handle) }
         var statement: OpaquePointer?
         sqlite3_prepare_v2(handle, "SELECT id FROM subjects WHERE name = 'fresh'", -1, &statement, nil)

@@ -21,6 +21,7 @@ export declare const ErrorCode: {
   readonly LIMIT_EXCEEDED: "limit_exceeded";
   readonly COMPLETED: "completed";
   readonly INVALID_VALUE: "invalid_value";
+  readonly STORAGE_UNAVAILABLE: "storage_unavailable";
   readonly SHUTTING_DOWN: "shutting_down";
   readonly INTERNAL: "internal";
   readonly INVALID_URL: "invalid_url";

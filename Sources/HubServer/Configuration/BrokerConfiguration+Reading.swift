@@ -298,7 +298,11 @@ extension BrokerConfiguration {
         if let field = fields["sync"] { sync = try reader.choice(field.value, field.path, SQLiteStore.Sync.allCases) }
         var shared = false
         if let field = fields["shared"] { shared = try reader.bool(field.value, field.path) }
-        service.storage = HubService.Configuration.Storage(path: path, sync: sync, shared: shared)
+        var onCorruption = SQLiteStore.CorruptionPolicy.refuse
+        if let field = fields["onCorruption"] {
+            onCorruption = try reader.choice(field.value, field.path, SQLiteStore.CorruptionPolicy.allCases)
+        }
+        service.storage = HubService.Configuration.Storage(path: path, sync: sync, shared: shared, onCorruption: onCorruption)
     }
 
     /// A `history`: `{size: N, ttl: "10m"}`, either bound optional (size defaults to

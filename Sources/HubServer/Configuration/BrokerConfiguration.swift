@@ -154,7 +154,7 @@ public struct BrokerConfiguration: Sendable {
     /// The keys of `metrics`.
     public static let metricsKeys = ["nameLabels", "statsInterval"]
     /// The keys of `storage`.
-    public static let storageKeys = ["path", "sync", "shared"]
+    public static let storageKeys = ["path", "sync", "shared", "onCorruption"]
     /// The keys of `defaults`.
     public static let defaultsKeys = ["history"]
     /// The keys of a `history` (a subject's, or `defaults.history`).

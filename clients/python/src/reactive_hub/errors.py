@@ -21,6 +21,7 @@ class ErrorCode:
     LIMIT_EXCEEDED = "limit_exceeded"
     COMPLETED = "completed"
     INVALID_VALUE = "invalid_value"
+    STORAGE_UNAVAILABLE = "storage_unavailable"
     SHUTTING_DOWN = "shutting_down"
     INTERNAL = "internal"
     # The client's (the same names as the Swift and JS clients').
