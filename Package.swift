@@ -31,7 +31,6 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
-        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
     ],
     targets: [
         // MARK: the layers, bottom up
@@ -105,6 +104,14 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
+        // JWT signatures (HS256, ES256, RS256) are checked with the system's libcrypto,
+        // which libwebsockets links for TLS already.
+        .systemLibrary(
+            name: "COpenSSL",
+            path: "Sources/COpenSSL",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
         .systemLibrary(
             name: "CWebsockets",
             path: "Sources/CWebsockets",
@@ -137,7 +144,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "JWTKit", package: "jwt-kit"),
+                "COpenSSL",
             ]
         ),
         // The cluster's backplane: the NATS C client from the system, as libwebsockets is
@@ -185,7 +192,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-            ]
+            ],
+            // `hubcli --version`: VERSION is a link to the repository's VERSION file
+            // (BuildInfo.swift).
+            resources: [.embedInCode("VERSION")]
         ),
         .executableTarget(
             name: "hub-bench",
@@ -287,7 +297,7 @@ let package = Package(
                 "HubTransport",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "JWTKit", package: "jwt-kit"),
+                "COpenSSL",
             ]
         ),
         .testTarget(

@@ -5,9 +5,6 @@ import HubWire
 /// `hubcli`: the Reactive Hub broker launcher and command-line client.
 @main
 struct HubCLI: AsyncParsableCommand {
-    /// hubcli's release.
-    static let version = "0.1.0"
-
     static let configuration = CommandConfiguration(
         commandName: "hubcli",
         abstract: "Reactive Hub: a broker of subjects, triggers and pipelines with Combine's demand over WebSocket.",
@@ -36,7 +33,7 @@ struct HubCLI: AsyncParsableCommand {
             answers with an error; 64 for a usage error (an unknown command or
             option, a missing or invalid argument).
             """,
-        version: "hubcli \(version) (protocol v1)",
+        version: BuildInfo.versionLine,
         subcommands: [
             Serve.self, Subscribe.self, Send.self, Complete.self, Fail.self, Delete.self, Trigger.self, List.self,
             Stats.self, Top.self, Drain.self, Bench.self,

@@ -115,7 +115,14 @@ struct HubCLIShellTests {
         }
         let version = try await run(hubcli, ["--version"])
         #expect(version.status == 0)
-        #expect(version.stdout == "hubcli 0.1.0 (protocol v1)\n")
+        // The release from VERSION, and the commit: `unknown` unless scripts/package
+        // stamped the build (scripts/package-test checks the packaged one's).
+        let release = try String(
+            contentsOf: HubCLIExecutable.packageRoot.appendingPathComponent("VERSION"), encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(!release.isEmpty)
+        let line = version.stdout.wholeMatch(of: /hubcli (.+) \(commit (unknown|[0-9a-f]{7,40}(-dirty)?), protocol v1\)\n/)
+        #expect(line?.output.1 == Substring(release), "\(version.stdout)")
         let help = try await run(hubcli, ["--help"])
         #expect(help.stdout.contains("64 for a usage error") && help.stdout.contains("$HUB_URL"))
         let subscribeHelp = try await run(hubcli, ["subscribe", "--help"])

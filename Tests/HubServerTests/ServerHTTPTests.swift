@@ -83,4 +83,27 @@ struct ServerHTTPTests {
         #expect(root302.headers["location"] == "/dashboard/")
         #expect(try await HTTPTestClient.request(port: harness.port, path: "/dashboard/nothing.js").status == 404)
     }
+
+    @Test func theJSClientIsServedForPagesToImportOnEveryListener() async throws {
+        var configuration = HubService.Configuration()
+        configuration.admin = .init(host: "127.0.0.1", port: 0)
+        let harness = try await HubServerHarness(configuration)
+        defer { Task { await harness.stop() } }
+        let adminPort = await harness.service.adminPort
+        let onDisk = try String(
+            contentsOf: HubCLIExecutable.packageRoot.appendingPathComponent("clients/js/hub.js"), encoding: .utf8)
+        #expect(onDisk.contains("export class Hub"))
+        // On the WebSocket port even with an admin listener: it is that port's client.
+        for port in [harness.port, adminPort] {
+            let response = try await HTTPTestClient.request(
+                port: port, path: "/client/hub.js", headers: ["Origin": "https://app.example"])
+            #expect(response.status == 200, "port \(port)")
+            #expect(response.headers["content-type"] == "text/javascript; charset=utf-8", "port \(port)")
+            #expect(response.headers["access-control-allow-origin"] == "*", "port \(port)")
+            #expect(response.headers["x-content-type-options"] == "nosniff", "port \(port)")
+            #expect(response.text == onDisk, "/client/hub.js is not clients/js/hub.js: run scripts/embed-dashboard")
+        }
+        #expect(try await HTTPTestClient.request(port: harness.port, path: "/client/").status == 404)
+        #expect(try await HTTPTestClient.request(port: harness.port, path: "/client/hub.d.ts").status == 404)
+    }
 }

@@ -2,24 +2,24 @@ import Foundation
 import HubRegistry
 import HubValue
 import HubWire
-import JWTKit
 
 /// Verifies JSON Web Tokens (RFC 7519) presented as bearer tokens: the signature with
-/// one of the configured keys (HS256, ES256 or RS256, through vapor/jwt-kit), then the
-/// claims `exp`, `nbf` (with a leeway), `aud` and `iss` when configured, and `sub`.
+/// one of the configured keys (HS256, ES256 or RS256, ``JWTSignatureKey``, with the
+/// system's libcrypto), then the claims `exp`, `nbf` (with a leeway), `aud` and `iss`
+/// when configured, and `sub`.
 ///
 /// The header's `alg` must be the algorithm of the key that verifies: a token never
 /// chooses how it is checked (no `none`, no HS256 with an RSA public key as its secret).
-/// With a `kid` in the header only the key with that id is tried. Immutable once made:
-/// ``make(_:)`` builds the keys (jwt-kit's key collection is an actor) before the
-/// service runs; ``verify(_:now:)`` is synchronous, for the event loop.
+/// With a `kid` in the header only the key with that id is tried. Immutable once made
+/// (``make(_:)`` parses the keys before the service runs); ``verify(_:now:)`` is
+/// synchronous, for the event loop.
 public final class JWTVerifier: Sendable {
     /// One key a token may be signed with.
     public struct Key: Sendable {
         /// Its id (the header's `kid`), if it has one.
         public var kid: String?
-        /// The algorithm object that checks signatures (its `name` is the header's `alg`).
-        public var algorithm: any JWTAlgorithm
+        /// What checks signatures (its ``JWTSignatureKey/algorithm`` is the header's `alg`).
+        public var signatureKey: JWTSignatureKey
     }
 
     /// What a verified token says.
@@ -55,26 +55,15 @@ public final class JWTVerifier: Sendable {
     }
 
     /// The verifier of `configuration`, if any.
-    public static func make(_ configuration: JWTConfiguration?) async throws -> JWTVerifier? {
+    public static func make(_ configuration: JWTConfiguration?) throws -> JWTVerifier? {
         guard let configuration else { return nil }
-        return try await make(configuration)
+        return try make(configuration)
     }
 
-    /// The verifier of `configuration`: builds each key with jwt-kit.
-    public static func make(_ configuration: JWTConfiguration) async throws -> JWTVerifier {
-        var keys: [Key] = []
-        for (index, key) in configuration.keys.enumerated() {
-            let collection = JWTKeyCollection()
-            let internalID = JWKIdentifier(string: "hub-key-\(index)")
-            switch key.material {
-            case .secret(let secret):
-                await collection.add(hmac: HMACKey(from: Data(secret.utf8)), digestAlgorithm: .sha256, kid: internalID)
-            case .ecdsaPublicKey(let pem):
-                await collection.add(ecdsa: try ES256PublicKey(pem: pem), kid: internalID)
-            case .rsaPublicKey(let pem):
-                await collection.add(rsa: try Insecure.RSA.PublicKey(pem: pem), digestAlgorithm: .sha256, kid: internalID)
-            }
-            keys.append(Key(kid: key.kid, algorithm: try await collection.getKey(for: internalID)))
+    /// The verifier of `configuration`: parses each key.
+    public static func make(_ configuration: JWTConfiguration) throws -> JWTVerifier {
+        let keys = try configuration.keys.map { key throws(JWTConfigurationError) in
+            Key(kid: key.kid, signatureKey: try JWTSignatureKey(key))
         }
         return JWTVerifier(
             keys: keys, audience: configuration.audience, issuer: configuration.issuer,
@@ -102,7 +91,7 @@ public final class JWTVerifier: Sendable {
         guard let alg = header["alg"]?.stringValue else { throw Self.refused("the token's header has no 'alg'") }
         let kid = header["kid"]?.stringValue
         // Keys of the header's algorithm; with a `kid`, the key of that id (else those without one).
-        var candidates = keys.filter { $0.algorithm.name == alg }
+        var candidates = keys.filter { $0.signatureKey.algorithm == alg }
         if let kid {
             let named = candidates.filter { $0.kid == kid }
             candidates = named.isEmpty ? candidates.filter { $0.kid == nil } : named
@@ -114,9 +103,7 @@ public final class JWTVerifier: Sendable {
             throw Self.refused("the token has no signature")
         }
         let signingInput = Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
-        let verified = candidates.contains { key in
-            (try? key.algorithm.verify(signature, signs: signingInput)) == true
-        }
+        let verified = candidates.contains { $0.signatureKey.verify(signature, signs: signingInput) }
         guard verified else { throw Self.refused("the token's signature does not verify") }
         guard let payloadBytes = Self.base64URLDecode(parts[1]), let payload = try? Value.parse(payloadBytes, maxDepth: 64),
               case .object = payload else {
@@ -238,15 +225,8 @@ public struct JWTConfiguration: Sendable, Hashable {
 
         /// Parses the key now (a PEM that does not parse is an error here, not at the
         /// first token).
-        public func validate() throws {
-            switch material {
-            case .secret(let secret):
-                guard !secret.isEmpty else { throw JWTConfigurationError("an HS256 secret cannot be empty") }
-            case .ecdsaPublicKey(let pem):
-                _ = try ES256PublicKey(pem: pem)
-            case .rsaPublicKey(let pem):
-                _ = try Insecure.RSA.PublicKey(pem: pem)
-            }
+        public func validate() throws(JWTConfigurationError) {
+            _ = try JWTSignatureKey(self)
         }
     }
 

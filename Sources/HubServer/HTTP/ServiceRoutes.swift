@@ -9,11 +9,13 @@ import HubTransport
 /// | `GET /ready` | `200 ready` while serving; `503` with the reason while starting, draining or stopping, or while a readiness check fails |
 /// | `GET /metrics` | Prometheus text (with auth: an accepted `Authorization: Bearer` token, else `401`) |
 /// | `GET /dashboard/` | the dashboard (static files inside the binary; its data comes over WebSocket, through the same auth) |
+/// | `GET /client/hub.js` | the JS client (clients/js/hub.js, inside the binary), for `import { Hub } from "/client/hub.js"`; any origin may load it |
 /// | `GET /` | `302` to `/dashboard/` (a WebSocket upgrade on `/` is the protocol) |
 /// | anything else | `404` |
 ///
-/// With an admin listener, the main port keeps only `/health` and `/ready` (load
-/// balancers probe the port they send traffic to); everything else is on the admin one.
+/// With an admin listener, the main port keeps only `/health`, `/ready` (load
+/// balancers probe the port they send traffic to) and `/client/hub.js` (the client of
+/// that port); everything else is on the admin one.
 struct ServiceRoutes {
     /// Which listener a request came in on.
     enum Listener {
@@ -38,6 +40,8 @@ struct ServiceRoutes {
             } else {
                 respond(plain(200, "ready"))
             }
+        case "/client/hub.js":
+            respond(clientScript())
         default:
             if listener == .main && adminSplit {
                 respond(.notFound(request.path))
@@ -83,6 +87,21 @@ struct ServiceRoutes {
                 ],
                 text: asset.text))
         }
+    }
+
+    /// The JS client as an ES module. Pages of other origins may import it too (a module
+    /// script is fetched with CORS): it is public code, and what it connects to is
+    /// guarded by the WebSocket's own auth.
+    static func clientScript() -> HTTPResponse {
+        guard let client = DashboardAssets.files["hub.js"] else { return .notFound("/client/hub.js") }
+        return HTTPResponse(
+            status: 200, contentType: client.contentType,
+            headers: [
+                .init("cache-control", "no-cache"),
+                .init("access-control-allow-origin", "*"),
+                .init("x-content-type-options", "nosniff"),
+            ],
+            text: client.text)
     }
 
     /// `401` asking for a bearer token.

@@ -1,13 +1,13 @@
+import COpenSSL
 import Foundation
 import HubServer
 import HubValue
-import JWTKit
 import NetworkTestSupport
 
 /// Keys and tokens for the JWT tests: an HS256 secret, and ES256 and RS256 key pairs
 /// made with the `openssl` command line (installed by scripts/dev); tokens are signed
-/// here with jwt-kit's signers, so that their header and claims can be anything a
-/// client might send (expired, wrong audience, `alg: none`…).
+/// here with libcrypto (``JWTTestSigner``), so that their header and claims can be
+/// anything a client might send (expired, wrong audience, `alg: none`…).
 struct JWTTestKeys: Sendable {
     static let secret = "test-hs256-secret-that-is-long-enough"
 
@@ -15,29 +15,31 @@ struct JWTTestKeys: Sendable {
     let ecdsaPublicPEM: String
     let rsaPublicPEM: String
     /// Signers with the private keys.
-    let hs256: any JWTAlgorithm
-    let es256: any JWTAlgorithm
-    let rs256: any JWTAlgorithm
+    let hs256: JWTTestSigner
+    let es256: JWTTestSigner
+    let rs256: JWTTestSigner
 
     /// Made once per test process.
     static func make() async throws -> JWTTestKeys {
-        let rsaPrivate = try Insecure.RSA.PrivateKey(pem: String(contentsOfFile: try TestCertificate.get().privateKeyPath, encoding: .utf8))
-        let ecPrivate = try ES256PrivateKey(pem: try openssl(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"]))
-        let collection = JWTKeyCollection()
-        await collection.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256, kid: "hs")
-        await collection.add(ecdsa: ecPrivate, kid: "es")
-        await collection.add(rsa: rsaPrivate, digestAlgorithm: .sha256, kid: "rs")
+        let rsaPrivate = try String(contentsOfFile: try TestCertificate.get().privateKeyPath, encoding: .utf8)
+        let ecPrivate = try openssl(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"])
         return JWTTestKeys(
-            ecdsaPublicPEM: ecPrivate.publicKey.pemRepresentation, rsaPublicPEM: rsaPrivate.publicKey.pemRepresentation,
-            hs256: try await collection.getKey(for: "hs"), es256: try await collection.getKey(for: "es"),
-            rs256: try await collection.getKey(for: "rs"))
+            ecdsaPublicPEM: try publicKey(of: ecPrivate), rsaPublicPEM: try publicKey(of: rsaPrivate),
+            hs256: .hmac(secret), es256: try .privateKey(ecPrivate, algorithm: "ES256"),
+            rs256: try .privateKey(rsaPrivate, algorithm: "RS256"))
     }
 
     /// An HS256 signer over `secret`.
-    static func hmacSigner(_ secret: String) async throws -> any JWTAlgorithm {
-        let collection = JWTKeyCollection()
-        await collection.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256, kid: "any")
-        return try await collection.getKey(for: "any")
+    static func hmacSigner(_ secret: String) async throws -> JWTTestSigner {
+        .hmac(secret)
+    }
+
+    /// The PEM public key of the PEM private key `pem`.
+    static func publicKey(of pem: String) throws -> String {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("jwt-test-\(UUID().uuidString).pem")
+        try pem.write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        return try openssl(["pkey", "-in", file.path, "-pubout"])
     }
 
     /// The broker's JWT configuration for these keys (ES256 with kid `es-1`).
@@ -52,14 +54,14 @@ struct JWTTestKeys: Sendable {
     }
 
     /// A compact JWS of `claims` with `header`, signed by `signer` (or with `signature` as is).
-    static func token(_ claims: Value, header: Value, signer: (any JWTAlgorithm)?, signature: [UInt8]? = nil) throws -> String {
+    static func token(_ claims: Value, header: Value, signer: JWTTestSigner?, signature: [UInt8]? = nil) throws -> String {
         let input = base64URL(header.jsonBytes()) + "." + base64URL(claims.jsonBytes())
         let signed = try signature ?? signer?.sign(Array(input.utf8)) ?? []
         return input + "." + base64URL(signed)
     }
 
     /// A token signed by `signer` (its algorithm in the header, `kid` if given).
-    func token(_ claims: Value, with signer: any JWTAlgorithm, kid: String? = nil) throws -> String {
+    func token(_ claims: Value, with signer: JWTTestSigner, kid: String? = nil) throws -> String {
         var header: Value = ["alg": .string(signer.name), "typ": "JWT"]
         if let kid, case .object(var members) = header {
             members["kid"] = .string(kid)
@@ -99,4 +101,50 @@ struct JWTTestKeys: Sendable {
 /// An `openssl` command that could not run or failed.
 struct OpenSSLFailure: Error, CustomStringConvertible {
     var description: String
+}
+
+/// Signs test tokens: an HS256 secret, or an EC or RSA private key (libcrypto).
+struct JWTTestSigner: @unchecked Sendable {
+    /// The JWS algorithm (`HS256`, `ES256`, `RS256`).
+    let name: String
+    private let secret: [UInt8]?
+    private let key: PrivateKey?
+
+    /// An EVP private key, freed with the last signer that holds it.
+    final class PrivateKey: @unchecked Sendable {
+        let pointer: OpaquePointer
+        init(_ pointer: OpaquePointer) { self.pointer = pointer }
+        deinit { hub_key_free(pointer) }
+    }
+
+    static func hmac(_ secret: String) -> JWTTestSigner {
+        JWTTestSigner(name: "HS256", secret: Array(secret.utf8), key: nil)
+    }
+
+    static func privateKey(_ pem: String, algorithm: String) throws -> JWTTestSigner {
+        var text = pem
+        let parsed = text.withUTF8 { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { hub_private_key_from_pem($0.baseAddress, $0.count) }
+        }
+        guard let parsed else { throw OpenSSLFailure(description: "not a PEM private key") }
+        return JWTTestSigner(name: algorithm, secret: nil, key: PrivateKey(parsed))
+    }
+
+    /// The JWS signature of `input`.
+    func sign(_ input: [UInt8]) throws -> [UInt8] {
+        if let secret {
+            var mac = [UInt8](repeating: 0, count: 32)
+            guard hub_hmac_sha256(secret, secret.count, input, input.count, &mac) == 1 else {
+                throw OpenSSLFailure(description: "HMAC failed")
+            }
+            return mac
+        }
+        guard let key else { return [] }
+        var signature = [UInt8](repeating: 0, count: 1024)
+        var length = signature.count
+        guard hub_sign_sha256(key.pointer, input, input.count, &signature, &length) == 1 else {
+            throw OpenSSLFailure(description: "signing failed")
+        }
+        return Array(signature.prefix(length))
+    }
 }

@@ -5,10 +5,13 @@
         async for value in hub.subscribe("prices", prefetch=16):
             print(value)
 """
+from pathlib import Path
+
 from .errors import ErrorCode, HubError
 from .hub import SUBPROTOCOL, Hub
 from .reconnect import ReconnectPolicy
 from .subscription import Subscription
 
 __all__ = ["Hub", "Subscription", "HubError", "ErrorCode", "ReconnectPolicy", "SUBPROTOCOL", "__version__"]
-__version__ = "0.1.0"
+# The release: the repository's VERSION, shipped inside the package.
+__version__ = Path(__file__).with_name("VERSION").read_text(encoding="utf-8").strip()
