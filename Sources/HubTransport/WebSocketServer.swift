@@ -42,6 +42,9 @@ public final class WebSocketServer: WebSocketEndpoint {
     /// Accepted sockets that have not sent a whole request yet (their upgrade, or an HTTP
     /// request and its body; or the next one on a keep-alive connection), oldest first.
     private var pendingHandshakes = PendingHandshakes()
+    /// Keep-alive sockets between requests: bounded and timed like pending handshakes,
+    /// but kept apart from them (they have sent a request already).
+    private var idleKeepAlive = PendingHandshakes()
     /// Sockets displaced from ``pendingHandshakes``, closed by ``closeDisplaced()``.
     private var displaced: Set<OpaquePointer> = []
     private var displacedClose: TimerQueue.Entry?
@@ -227,7 +230,13 @@ public final class WebSocketServer: WebSocketEndpoint {
         guard let oldest = pendingHandshakes.add(wsi, deadline: deadline, limit: configuration.maximumPendingHandshakes)
         else { return true }
         displacedHandshakeCount += 1
-        displaced.insert(oldest)
+        closeSoon(displacing: oldest)
+        return true
+    }
+
+    /// Closes `wsi`, displaced from a bounded set of waiting sockets.
+    private func closeSoon(displacing wsi: OpaquePointer) {
+        displaced.insert(wsi)
         // Not from inside lws's callback about another socket, and not with lws's own
         // asynchronous kill either (it waits for the once-a-second timeout check, and the
         // descriptors would pile up meanwhile): from a timer due now, which runs outside
@@ -237,15 +246,16 @@ public final class WebSocketServer: WebSocketEndpoint {
                 self?.closeDisplaced()
             }
         }
-        return true
     }
 
     func requestArrived(_ wsi: OpaquePointer) {
         pendingHandshakes.remove(wsi)
+        idleKeepAlive.remove(wsi)
     }
 
     func freed(_ wsi: OpaquePointer) {
         pendingHandshakes.remove(wsi)
+        idleKeepAlive.remove(wsi)
         displaced.remove(wsi)
     }
 
@@ -267,6 +277,9 @@ public final class WebSocketServer: WebSocketEndpoint {
 
     /// lws frees `socket`'s wsi.
     func socketFreed(_ socket: ServerSocket) {
+        // A keep-alive socket waiting for its next request is among the pending
+        // handshakes, whether or not lws counted it as accepted (handed-over sockets).
+        if let wsi = socket.wsi { freed(wsi) }
         socket.destroyed()
         sockets[ObjectIdentifier(socket)] = nil
         closing[ObjectIdentifier(socket)] = nil
@@ -274,7 +287,10 @@ public final class WebSocketServer: WebSocketEndpoint {
 
     /// A keep-alive socket waits for its next request: bounded and timed like a handshake.
     func waitingForRequest(_ wsi: OpaquePointer) {
-        _ = accepted(wsi)
+        let deadline = EventLoop.monotonicNanoseconds() + Int64(max(1, configuration.handshakeTimeout)) * 1_000_000_000
+        if let oldest = idleKeepAlive.add(wsi, deadline: deadline, limit: configuration.maximumPendingHandshakes) {
+            closeSoon(displacing: oldest)
+        }
     }
 
     /// `socket` closes at its deadline unless its peer closes first.
@@ -366,6 +382,9 @@ public final class WebSocketServer: WebSocketEndpoint {
         let now = EventLoop.monotonicNanoseconds()
         for wsi in pendingHandshakes.removeExpired(now: now) {
             timedOutHandshakeCount += 1
+            cws_kill_sync(wsi)
+        }
+        for wsi in idleKeepAlive.removeExpired(now: now) {
             cws_kill_sync(wsi)
         }
         if !closing.isEmpty {

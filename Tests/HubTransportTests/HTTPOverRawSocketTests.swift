@@ -225,6 +225,25 @@ struct HTTPOverRawSocketTests {
         #expect(try await onLoop(loop) { server.value.timedOutHandshakeCount } == 1)
     }
 
+    /// A keep-alive socket that sends no next request is closed after the handshake
+    /// timeout too; it is not counted as a pending handshake meanwhile.
+    @Test func anIdleKeepAliveSocketIsClosedAfterTheHandshakeTimeout() async throws {
+        let (loop, server, port) = try await start(Echo(), configuration: .init(handshakeTimeout: 1))
+        defer { loop.shutdown() }
+        let client = try RawSocket(port: port, timeoutSeconds: 10)
+        let started = ContinuousClock.now
+        let closed = await Blocking.run { () -> Bool in
+            client.write("GET /a HTTP/1.1\r\nHost: h\r\n\r\n")
+            return client.readToEnd()
+        }
+        #expect(client.responses().count == 1, "\(client.text.prefix(120))")
+        #expect(client.text.contains("connection: keep-alive"))
+        #expect(closed)
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(try await onLoop(loop) { server.value.pendingHandshakeCount } == 0)
+        #expect(try await onLoop(loop) { server.value.timedOutHandshakeCount } == 0)
+    }
+
     @Test func aStreamedAnswerGoesOutPieceByPieceAndHearsThePeerLeave() async throws {
         let delegate = Echo()
         let (loop, _, port) = try await start(delegate)
