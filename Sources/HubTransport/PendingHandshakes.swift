@@ -22,6 +22,12 @@ struct PendingHandshakes {
         return sockets.removeFirst().key
     }
 
+    /// Gives `wsi`, if it is waiting, the new `deadline` (it moves to the end).
+    mutating func restart(_ wsi: OpaquePointer, deadline: Int64) {
+        guard sockets.removeValue(forKey: wsi) != nil else { return }
+        sockets[wsi] = deadline
+    }
+
     /// `wsi` sent its request, or was freed.
     mutating func remove(_ wsi: OpaquePointer) {
         sockets.removeValue(forKey: wsi)

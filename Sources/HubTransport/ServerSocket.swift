@@ -84,7 +84,10 @@ final class ServerSocket {
         if !timeoutCleared {
             // A TLS socket keeps the timeout lws set when its handshake completed.
             timeoutCleared = true
-            if server.configuration.tls != nil { cws_clear_timeout(wsi) }
+            if server.configuration.tls != nil {
+                cws_clear_timeout(wsi)
+                server.tlsEstablished(wsi)
+            }
         }
         let buffer = UnsafeMutableRawBufferPointer(start: input, count: length)
         switch mode {

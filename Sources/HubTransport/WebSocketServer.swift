@@ -248,6 +248,14 @@ public final class WebSocketServer: WebSocketEndpoint {
         }
     }
 
+    /// The first bytes of a TLS socket arrived, its TLS handshake done: its time to send
+    /// a whole request starts now (as lws's request timeout did after TLS), so that slow
+    /// TLS handshakes under load do not use it up.
+    func tlsEstablished(_ wsi: OpaquePointer) {
+        let deadline = EventLoop.monotonicNanoseconds() + Int64(max(1, configuration.handshakeTimeout)) * 1_000_000_000
+        pendingHandshakes.restart(wsi, deadline: deadline)
+    }
+
     func requestArrived(_ wsi: OpaquePointer) {
         pendingHandshakes.remove(wsi)
         idleKeepAlive.remove(wsi)
