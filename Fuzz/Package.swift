@@ -3,7 +3,7 @@ import PackageDescription
 
 // libFuzzer harnesses for the parts that read what clients send (issue 12): the JSON
 // reader, the wire decoder, the pipeline parser and compiler (and a short run of what
-// compiles), and the WebSocket frame handling. A package of its own, so that the
+// compiles), the WebSocket frame handling and the HTTP/1.1 request parser. A package of its own, so that the
 // broker's build is untouched: each harness only links with `-sanitize=fuzzer`, which
 // scripts/fuzz passes (`scripts/fuzz --seconds 30`, or one harness: `scripts/fuzz
 // FuzzJSON --seconds 600`). Crashes land in Fuzz/crashes/ and become regression
@@ -33,6 +33,9 @@ let package = Package(
             ]),
         .executableTarget(
             name: "FuzzFrames",
+            dependencies: ["FuzzDriver", .product(name: "HubTransport", package: "ReactiveHub")]),
+        .executableTarget(
+            name: "FuzzHTTP",
             dependencies: ["FuzzDriver", .product(name: "HubTransport", package: "ReactiveHub")]),
     ]
 )

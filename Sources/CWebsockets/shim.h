@@ -12,6 +12,7 @@
 #define EV_COMPAT3 0
 #include <ev.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -127,21 +128,36 @@ static inline int cws_append_handshake_header(struct lws *wsi, enum lws_token_in
     return lws_add_http_header_by_token(wsi, token, value, value_len, p, end);
 }
 
+
 /*
- * Whether the peer of `wsi` hung up or shut its side down (POLLHUP, POLLERR or
- * POLLRDHUP on its socket). lws 4.1 stops reading an HTTP connection that read its end
- * and relies on poll()'s report to close it, which its libev glue never passes on.
+ * Server sockets in lws's raw-skt role: lws accepts (and does TLS), reads, writes and
+ * tells when a socket is writable; the hub parses HTTP/1.1 and WebSocket frames itself.
  */
-#ifndef POLLRDHUP
-#define POLLRDHUP 0x2000
-#endif
-static inline int cws_peer_hung_up(struct lws *wsi) {
-    struct pollfd p;
-    p.fd = lws_get_socket_fd(wsi);
-    p.events = POLLRDHUP;
-    p.revents = 0;
-    if (p.fd < 0) return 0;
-    return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLRDHUP)) != 0;
+static const uint64_t cws_option_adopt_apply_listen_accept_config = LWS_SERVER_OPTION_ADOPT_APPLY_LISTEN_ACCEPT_CONFIG;
+/* Bytes written as they are (lws_write on a raw socket). */
+static const int cws_write_raw = LWS_WRITE_RAW;
+
+/* Adopts an accepted socket into `vh` in the raw-skt role, bound to the protocol named
+   `protocol` (TLS first when the vhost has it). On failure lws closes the descriptor. */
+static inline struct lws *cws_adopt_raw_socket(struct lws_vhost *vh, int fd, const char *protocol) {
+    lws_sock_file_fd_type desc;
+    desc.sockfd = fd;
+    return lws_adopt_descriptor_vhost(vh, (lws_adoption_type)(LWS_ADOPT_SOCKET | LWS_ADOPT_ALLOW_SSL), desc,
+                                      protocol, NULL);
+}
+
+/* Cancels the timeout lws set on `wsi` itself (a TLS server socket gets one when its
+   TLS handshake completes, which lws's raw role never clears). */
+static inline void cws_clear_timeout(struct lws *wsi) {
+    lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0);
+}
+
+/* Shuts down the sending side of `wsi`'s socket (a FIN after what was written), so that
+   the peer sees the end while what it still sends is read and dropped: a close after
+   unread input would reset the connection and could lose the last answer. */
+static inline void cws_shutdown_write(struct lws *wsi) {
+    int fd = lws_get_socket_fd(wsi);
+    if (fd >= 0) shutdown(fd, SHUT_WR);
 }
 
 /* Monotonic clock (CLOCK_MONOTONIC) in nanoseconds. */

@@ -1,6 +1,6 @@
 /// The WebSocket frame header encoder (RFC 6455 section 5.2): the one place where the
-/// transport frames messages itself (preframed queue entries, write batches). lws frames
-/// the rest (large messages and their fragments).
+/// transport frames messages itself (preframed queue entries, write batches, and every
+/// frame a server connection writes). lws frames a client connection's large messages.
 enum FrameHeader {
     /// The header's length in bytes for a payload of `payloadLength` bytes, the masking
     /// key included when `masked`.
@@ -18,6 +18,23 @@ enum FrameHeader {
 
     /// The opcode of a ping (a control frame).
     static let pingOpcode: UInt8 = 0x9
+
+    /// Writes an unmasked header (server frames) at `destination`: FIN when `fin`,
+    /// `opcode` (0 for a continuation), the 7-, 16- or 64-bit length. There must be
+    /// ``length(payloadLength:masked:)`` bytes.
+    @inline(__always)
+    static func write(into destination: UnsafeMutableRawPointer, fin: Bool, opcode: UInt8, payloadLength: Int) {
+        destination.storeBytes(of: (fin ? 0x80 : 0) | opcode, as: UInt8.self)
+        if payloadLength < 126 {
+            destination.storeBytes(of: UInt8(payloadLength), toByteOffset: 1, as: UInt8.self)
+        } else if payloadLength < 1 << 16 {
+            destination.storeBytes(of: 126, toByteOffset: 1, as: UInt8.self)
+            destination.storeBytes(of: UInt16(payloadLength).bigEndian, toByteOffset: 2, as: UInt16.self)
+        } else {
+            destination.storeBytes(of: 127, toByteOffset: 1, as: UInt8.self)
+            destination.storeBytes(of: UInt64(payloadLength).bigEndian, toByteOffset: 2, as: UInt64.self)
+        }
+    }
 
     /// Appends the header of a final (unfragmented) frame of `kind` carrying
     /// `payloadLength` bytes (see ``append(to:opcode:payloadLength:maskingKey:)``).

@@ -1,183 +1,170 @@
-import CWebsockets
-
 /// One plain HTTP request on a server's port and its answer, confined to the loop.
 ///
-/// The server hands it to its delegate (``WebSocketServerDelegate/server(_:didReceive:)``),
-/// which calls ``respond(_:)`` once, at once or later on the loop (for example after
-/// collecting figures from other loops). The response goes out in separate writes, as
-/// libwebsockets wants: the status line and headers first, then the body in chunks of
-/// at most ``bodyChunkSize`` bytes, each on its own writable callback. A request whose
-/// connection closes before the answer is simply dropped (``isOpen`` turns false).
+/// The server hands it to its delegate (``WebSocketServerDelegate/server(_:didReceive:)``)
+/// once the request and its body have arrived. The delegate answers once, now or later
+/// on the loop, either with ``respond(_:)`` (a whole response, sent with a
+/// `content-length`) or with a stream: ``startStreaming(status:contentType:headers:)``
+/// sends the status and headers at once, then each ``write(_:)`` sends a piece of the
+/// body as the application produces it (chunked on HTTP/1.1), until ``endStream()`` or
+/// the peer goes away. A stream's ``handler`` hears when the bytes queued so far are all
+/// out (write more) and when the peer closed.
+///
+/// Answers on a keep-alive connection go out in the order of the requests. A request
+/// whose connection closes before the answer is dropped (``isOpen`` turns false).
 public final class HTTPExchange {
     /// The request.
     public let request: HTTPRequest
-    /// The largest body write (bytes).
-    static let bodyChunkSize = 16 << 10
+    /// Hears about a streamed answer: its queue drained, or the peer closed.
+    public var handler: (any HTTPExchangeHandler)?
 
-    private enum Phase {
-        /// Waiting for the request body to finish arriving.
-        case receivingBody
-        /// Waiting for ``respond(_:)``.
+    private enum Phase: Equatable {
+        /// Waiting for ``respond(_:)`` or ``startStreaming(status:contentType:headers:)``.
         case awaitingResponse
-        /// The response is set: the headers go out on the next writable callback.
-        case sendingHeaders(HTTPResponse)
-        /// The headers are out; the body from `offset` on goes next.
-        case sendingBody(HTTPResponse, offset: Int)
-        /// The response is out (or the connection closed).
+        /// Streaming the body: `chunked` on HTTP/1.1 (else until the connection closes).
+        case streaming(chunked: Bool)
+        /// The answer is out (or the connection closed).
         case finished
     }
 
-    private var wsi: OpaquePointer?
-    private var phase: Phase
+    private var socket: ServerSocket?
+    private var phase = Phase.awaitingResponse
+    private let keepsAlive: Bool
     private let eventLoop: EventLoop
 
-    init(request: HTTPRequest, wsi: OpaquePointer, eventLoop: EventLoop, expectsBody: Bool) {
-        assert(EventLoop.owning(wsi) === eventLoop, "an HTTP exchange was given a wsi of another event loop's context")
+    init(request: HTTPRequest, socket: ServerSocket, keepsAlive: Bool) {
         self.request = request
-        self.wsi = wsi
-        self.eventLoop = eventLoop
-        phase = expectsBody ? .receivingBody : .awaitingResponse
+        self.socket = socket
+        self.keepsAlive = keepsAlive
+        self.eventLoop = socket.eventLoop
     }
 
-    /// Whether the connection is still there and the response not yet sent.
+    /// Whether the connection is still there and the answer not yet complete.
     public var isOpen: Bool {
-        guard wsi != nil else { return false }
-        if case .finished = phase { return false }
-        return true
+        socket != nil && phase != .finished
     }
 
-    /// Whether the request still waits for its body.
-    var isReceivingBody: Bool {
-        if case .receivingBody = phase { return true }
+    /// Whether the answer is being streamed (started and not ended).
+    public var isStreaming: Bool {
+        if case .streaming = phase { return socket != nil }
         return false
     }
+
+    /// Bytes of the answer queued and not yet handed to the socket.
+    public var queuedBytes: Int { socket?.queuedOutputBytes ?? 0 }
 
     /// Answers the request (loop thread only; once: later calls are ignored). For a
     /// `HEAD` request only the headers are sent.
     public func respond(_ response: HTTPResponse) {
         eventLoop.preconditionInEventLoop()
-        switch phase {
-        case .awaitingResponse, .receivingBody:
-            phase = .sendingHeaders(response)
-            if let wsi { lws_callback_on_writable(wsi) }
-        case .sendingHeaders, .sendingBody, .finished:
-            return
-        }
+        guard phase == .awaitingResponse, let socket else { return }
+        phase = .finished
+        let head = HTTPResponseEncoding.head(
+            status: response.status, contentType: response.contentType, headers: response.headers,
+            framing: .length(response.body.count), keepsAlive: keepsAlive)
+        socket.queue(head)
+        if request.method != "HEAD" { socket.queue(response.body) }
+        finish(socket, keepsAlive: keepsAlive)
     }
 
-    /// The body finished arriving: the request may be answered.
-    func bodyCompleted() {
-        if case .receivingBody = phase { phase = .awaitingResponse }
+    /// Starts a streamed answer: the status line and headers go out now; the body follows
+    /// with ``write(_:)`` until ``endStream()``. On HTTP/1.1 the body is chunked and the
+    /// connection stays open afterwards; on HTTP/1.0 it ends when the connection closes.
+    /// For `HEAD` only the headers are sent and the answer is complete at once.
+    /// Returns `false` (and sends nothing) when the request was answered already or its
+    /// connection closed. Loop thread only.
+    @discardableResult
+    public func startStreaming(
+        status: Int = 200, contentType: String, headers: [HTTPResponse.Header] = []
+    ) -> Bool {
+        eventLoop.preconditionInEventLoop()
+        guard phase == .awaitingResponse, let socket else { return false }
+        let chunked = request.version != "HTTP/1.0"
+        let keepsAlive = chunked && self.keepsAlive
+        socket.queue(HTTPResponseEncoding.head(
+            status: status, contentType: contentType, headers: headers,
+            framing: chunked ? .chunked : .untilClose, keepsAlive: keepsAlive))
+        if request.method == "HEAD" {
+            phase = .finished
+            finish(socket, keepsAlive: keepsAlive)
+            return true
+        }
+        phase = .streaming(chunked: chunked)
+        return true
+    }
+
+    /// Sends one piece of a streamed body. Returns `false` (and drops it) when no stream
+    /// is open (not started, ended, or the peer closed). Empty pieces send nothing.
+    /// Loop thread only.
+    @discardableResult
+    public func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        eventLoop.preconditionInEventLoop()
+        guard case .streaming(let chunked) = phase, let socket else { return false }
+        guard !bytes.isEmpty else { return true }
+        if chunked {
+            var framed: [UInt8] = []
+            framed.reserveCapacity(bytes.count + 12)
+            HTTPResponseEncoding.appendChunk(bytes, to: &framed)
+            socket.queue(framed)
+        } else {
+            socket.queue(bytes)
+        }
+        return true
+    }
+
+    /// Sends one piece of a streamed body (see ``write(_:)-(UnsafeRawBufferPointer)``).
+    @discardableResult
+    public func write<Bytes: Collection>(_ bytes: Bytes) -> Bool where Bytes.Element == UInt8 {
+        if let written = bytes.withContiguousStorageIfAvailable({ write(UnsafeRawBufferPointer($0)) }) {
+            return written
+        }
+        return Array(bytes).withUnsafeBytes { write($0) }
+    }
+
+    /// Ends a streamed answer (the last chunk on HTTP/1.1; the connection closes on
+    /// HTTP/1.0). Loop thread only; ignored when no stream is open.
+    public func endStream() {
+        eventLoop.preconditionInEventLoop()
+        guard case .streaming(let chunked) = phase, let socket else { return }
+        phase = .finished
+        if chunked { socket.queue(HTTPResponseEncoding.lastChunk) }
+        finish(socket, keepsAlive: chunked && keepsAlive)
+    }
+
+    private func finish(_ socket: ServerSocket, keepsAlive: Bool) {
+        self.socket = nil
+        handler = nil
+        socket.exchangeFinished(self, keepsAlive: keepsAlive)
+    }
+
+    /// Everything queued was handed to the socket after a wait: a stream may write more.
+    func outputDrained() {
+        guard isStreaming else { return }
+        handler?.exchangeDidDrain(self)
     }
 
     /// The connection closed: nothing more is written.
     func connectionClosed() {
-        wsi = nil
+        let wasStreaming = isStreaming
+        socket = nil
         phase = .finished
+        let handler = self.handler
+        self.handler = nil
+        if wasStreaming { handler?.exchangeDidClose(self) }
     }
+}
 
-    /// The connection can take one write: the headers, or the next piece of the body.
-    /// Returns nonzero to close the connection.
-    func writable() -> Int32 {
-        guard let wsi else { return -1 }
-        switch phase {
-        case .receivingBody, .awaitingResponse, .finished:
-            return 0
-        case .sendingHeaders(let response):
-            let bodyLength = request.method == "HEAD" ? 0 : response.body.count
-            guard HTTPExchange.writeHeaders(response, contentLength: response.body.count, on: wsi) == 0 else { return -1 }
-            if bodyLength == 0 {
-                return finish(wsi)
-            }
-            phase = .sendingBody(response, offset: 0)
-            lws_callback_on_writable(wsi)
-            return 0
-        case .sendingBody(let response, let offset):
-            let count = min(HTTPExchange.bodyChunkSize, response.body.count - offset)
-            let last = offset + count == response.body.count
-            var scratch = [UInt8](repeating: 0, count: cws_lws_pre)
-            scratch.reserveCapacity(cws_lws_pre + count)
-            scratch.append(contentsOf: response.body[offset..<(offset + count)])
-            let written = scratch.withUnsafeMutableBufferPointer { buffer in
-                cws_write(wsi, buffer.baseAddress! + cws_lws_pre, count, last ? cws_write_http_final : cws_write_http)
-            }
-            guard written >= count else { return -1 }
-            if last { return finish(wsi) }
-            phase = .sendingBody(response, offset: offset + count)
-            lws_callback_on_writable(wsi)
-            return 0
-        }
-    }
+/// Hears about a streamed answer of an ``HTTPExchange``, on the loop thread.
+public protocol HTTPExchangeHandler: AnyObject {
+    /// Everything the stream queued was handed to the socket after the socket made it
+    /// wait: write more now (back pressure: write while ``HTTPExchange/queuedBytes`` is
+    /// small, then wait for this).
+    func exchangeDidDrain(_ exchange: HTTPExchange)
 
-    /// The response is out: the connection serves its next request, or closes.
-    private func finish(_ wsi: OpaquePointer) -> Int32 {
-        phase = .finished
-        self.wsi = nil
-        return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
-    }
+    /// The peer closed the connection before the stream ended.
+    func exchangeDidClose(_ exchange: HTTPExchange)
+}
 
-    /// Writes the status line and headers (with `content-length`). Returns nonzero on failure.
-    private static func writeHeaders(_ response: HTTPResponse, contentLength: Int, on wsi: OpaquePointer) -> Int32 {
-        var extra = 0
-        for header in response.headers { extra += header.name.utf8.count + header.value.utf8.count + 4 }
-        var buffer = [UInt8](repeating: 0, count: cws_lws_pre + 1024 + response.contentType.utf8.count + extra)
-        return buffer.withUnsafeMutableBufferPointer { storage -> Int32 in
-            let start = storage.baseAddress! + cws_lws_pre
-            let end = storage.baseAddress! + storage.count - 1
-            var cursor: UnsafeMutablePointer<UInt8>? = start
-            guard lws_add_http_common_headers(
-                wsi, UInt32(response.status), response.contentType, lws_filepos_t(contentLength), &cursor, end) == 0
-            else { return 1 }
-            for header in response.headers {
-                let added = "\(header.name):".withCString { name in
-                    header.value.withCString { value in
-                        name.withMemoryRebound(to: UInt8.self, capacity: header.name.utf8.count + 1) { name in
-                            value.withMemoryRebound(to: UInt8.self, capacity: header.value.utf8.count + 1) { value in
-                                lws_add_http_header_by_name(wsi, name, value, Int32(header.value.utf8.count), &cursor, end)
-                            }
-                        }
-                    }
-                }
-                guard added == 0 else { return 1 }
-            }
-            return lws_finalize_write_http_header(wsi, start, &cursor, end) == 0 ? 0 : 1
-        }
-    }
-
-    /// The request on `wsi` as lws parsed it; `uri` is the path lws passed to `LWS_CALLBACK_HTTP`.
-    static func request(on wsi: OpaquePointer, uri: UnsafeMutableRawPointer?, length: Int) -> (HTTPRequest, expectsBody: Bool) {
-        let methods: [(lws_token_indexes, String)] = [
-            (WSI_TOKEN_GET_URI, "GET"), (WSI_TOKEN_POST_URI, "POST"), (WSI_TOKEN_HEAD_URI, "HEAD"),
-            (WSI_TOKEN_PUT_URI, "PUT"), (WSI_TOKEN_DELETE_URI, "DELETE"), (WSI_TOKEN_OPTIONS_URI, "OPTIONS"),
-            (WSI_TOKEN_PATCH_URI, "PATCH"),
-        ]
-        let method = methods.first(where: { lws_hdr_total_length(wsi, $0.0) > 0 }).map(\.1) ?? "GET"
-        let path: String
-        if let uri, length > 0 {
-            path = String(decoding: UnsafeRawBufferPointer(start: uri, count: length), as: UTF8.self)
-        } else {
-            path = WebSocketCallbackDispatcher.header(wsi, WSI_TOKEN_GET_URI) ?? "/"
-        }
-        var query: [HTTPRequest.QueryItem] = []
-        var fragment = [CChar](repeating: 0, count: 1024)
-        var index: Int32 = 0
-        while query.count < 32 {
-            let count = lws_hdr_copy_fragment(wsi, &fragment, Int32(fragment.count), WSI_TOKEN_HTTP_URI_ARGS, index)
-            guard count > 0 else { break }
-            let text = String(decoding: fragment.prefix(Int(count)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            if let equals = text.firstIndex(of: "=") {
-                query.append(.init(name: String(text[..<equals]), value: String(text[text.index(after: equals)...])))
-            } else {
-                query.append(.init(name: text, value: ""))
-            }
-            index += 1
-        }
-        let lengthHeader = WebSocketCallbackDispatcher.header(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH)
-        let contentLength = lengthHeader.flatMap { Int($0) } ?? 0
-        let request = HTTPRequest(
-            method: method, path: path, query: query,
-            authorization: WebSocketCallbackDispatcher.header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION),
-            peer: WebSocketCallbackDispatcher.peer(wsi))
-        return (request, contentLength > 0)
-    }
+extension HTTPExchangeHandler {
+    /// Nothing.
+    public func exchangeDidDrain(_ exchange: HTTPExchange) {}
 }

@@ -1,18 +1,27 @@
 /// A plain HTTP request that arrived on a ``WebSocketServer``'s port (not an upgrade).
 ///
-/// libwebsockets has parsed it; the server hands it to its delegate inside an
-/// ``HTTPExchange``, which is answered with an ``HTTPResponse``.
+/// The server has parsed it (``HTTPRequestParser``) and read its body; it hands it to its
+/// delegate inside an ``HTTPExchange``, which is answered with an ``HTTPResponse`` or a
+/// streamed response.
 public struct HTTPRequest: Sendable, Hashable {
-    /// The request method in capitals (`GET`, `POST`, `HEAD`, ...).
+    /// The request method as sent (`GET`, `POST`, `HEAD`, ...; methods are case-sensitive).
     public var method: String
-    /// The path, without the query (for example `/metrics`); percent-decoded by lws.
+    /// The path, without the query (for example `/metrics`), percent-decoded.
     public var path: String
-    /// The query's `name=value` pairs in order (a bare `name` has an empty value).
+    /// The query's `name=value` pairs in order (a bare `name` has an empty value),
+    /// percent-decoded, `+` read as a space.
     public var query: [QueryItem]
     /// The `Authorization` header, if present.
     public var authorization: String?
     /// The peer's address, if known (for logs).
     public var peer: String?
+    /// The header fields in the order sent, names lower-cased.
+    public var headers: [Header]
+    /// The body (empty when none was sent), at most the server's
+    /// ``WebSocketServer/Configuration/maximumRequestBodySize``.
+    public var body: [UInt8]
+    /// The protocol version, `HTTP/1.1` or `HTTP/1.0`.
+    public var version: String
 
     /// One `name=value` pair of the query.
     public struct QueryItem: Sendable, Hashable {
@@ -28,17 +37,43 @@ public struct HTTPRequest: Sendable, Hashable {
         }
     }
 
+    /// One header field.
+    public struct Header: Sendable, Hashable {
+        /// The name, lower case.
+        public var name: String
+        /// The value, without surrounding blanks.
+        public var value: String
+
+        /// A field.
+        public init(_ name: String, _ value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
     /// A request.
-    public init(method: String, path: String, query: [QueryItem] = [], authorization: String? = nil, peer: String? = nil) {
+    public init(
+        method: String, path: String, query: [QueryItem] = [], authorization: String? = nil, peer: String? = nil,
+        headers: [Header] = [], body: [UInt8] = [], version: String = "HTTP/1.1"
+    ) {
         self.method = method
         self.path = path
         self.query = query
         self.authorization = authorization
         self.peer = peer
+        self.headers = headers
+        self.body = body
+        self.version = version
     }
 
     /// The value of the first query item named `name`.
     public func queryValue(_ name: String) -> String? {
         query.first { $0.name == name }?.value
+    }
+
+    /// The value of the first header field named `name` (case-insensitive).
+    public func header(_ name: String) -> String? {
+        let lowered = name.lowercased()
+        return headers.first { $0.name == lowered }?.value
     }
 }

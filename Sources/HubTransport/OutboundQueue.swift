@@ -10,7 +10,8 @@ import DequeModule
 ///   queued behind it, or it is full, it becomes an entry of its own.
 /// - Coalescing messages grow under a key until their first byte is written.
 /// - Server side, several small unframed messages at the head are framed into one write
-///   *batch*; every other message is written by lws, in fragments when large.
+///   *batch*; every other message is written in fragments when large, framed by the
+///   connection (server side) or by lws (client side).
 struct OutboundQueue {
     /// What to write next.
     enum WriteStep: Equatable {
@@ -283,6 +284,12 @@ struct OutboundQueue {
         return entries[entries.startIndex].storage.withUnsafeMutableBytes { buffer in
             body(UnsafeMutableRawBufferPointer(rebasing: buffer[OutboundFrame.headroom...]))
         }
+    }
+
+    /// Gives access to the head entry's whole storage, headroom included (to write a
+    /// frame header in front of a payload piece). There must be an entry.
+    mutating func withHeadStorage<Result>(_ body: (UnsafeMutableRawBufferPointer) -> Result) -> Result {
+        entries[entries.startIndex].storage.withUnsafeMutableBytes(body)
     }
 
     /// `step` was written completely: drops what it wrote, recycling the buffers into

@@ -3,9 +3,10 @@
 ///
 /// lws would silently share one listening socket between vhosts of one context that ask
 /// for the same port: the loop refuses the second server instead. Likewise for servers
-/// of handed-over sockets: lws gives them all the same port, and binds each connection,
-/// once its request is parsed, to the first vhost of the context on that port, whichever
-/// server adopted it; so a loop has at most one. Loop-confined.
+/// of handed-over sockets: lws gives them all the same port (and, in its http role,
+/// bound each connection to the first vhost of the context on that port, whichever
+/// server adopted it; raw sockets stay with theirs, but one such server a loop is all
+/// the broker needs). Loop-confined.
 struct PortRegistry {
     private var ports: Set<Int> = []
     private var servesHandedOverSockets = false

@@ -1,9 +1,10 @@
 import CWebsockets
 
 /// The one libwebsockets protocol callback of every WebSocket vhost, servers' and
-/// clients' alike: it finds the connection (in the per-session slot, which holds an
-/// unretained pointer to it) and the endpoint (through the protocol's `user`, an
-/// ``EndpointReference``) and forwards the event.
+/// clients' alike: it finds the endpoint (through the protocol's `user`, an
+/// ``EndpointReference``) and what the per-session slot holds (an unretained pointer: a
+/// server's ``ServerSocket``, in lws's raw-skt role, or a client's
+/// ``WebSocketConnection``, in lws's ws client role) and forwards the event.
 enum WebSocketCallbackDispatcher {
     /// The protocol table of `endpoint`'s vhosts: one protocol named `name`, served by
     /// the dispatcher, with a per-session slot for the connection. lws points at the
@@ -31,6 +32,11 @@ enum WebSocketCallbackDispatcher {
         slot.storeBytes(of: Unmanaged.passUnretained(connection).toOpaque(), as: UnsafeMutableRawPointer?.self)
     }
 
+    /// Stores `socket` in the per-session `slot`.
+    static func attach(_ socket: ServerSocket, to slot: UnsafeMutableRawPointer) {
+        slot.storeBytes(of: Unmanaged.passUnretained(socket).toOpaque(), as: UnsafeMutableRawPointer?.self)
+    }
+
     /// Forwards one lws event; returns what lws expects (nonzero closes or refuses).
     static func dispatch(
         _ wsi: OpaquePointer?, _ reason: lws_callback_reasons, _ user: UnsafeMutableRawPointer?,
@@ -39,15 +45,33 @@ enum WebSocketCallbackDispatcher {
         // lws services a context on the thread of the loop that owns it, and only there.
         if let wsi { EventLoop.assertOwnerThread(of: wsi) }
         switch reason {
-        case LWS_CALLBACK_RECEIVE, LWS_CALLBACK_CLIENT_RECEIVE:
+        case LWS_CALLBACK_RAW_RX:
+            guard let wsi, let socket = socket(wsi, user) else { return -1 }
+            socket.eventLoop.noteInput()
+            return socket.receive(input, length)
+        case LWS_CALLBACK_RAW_WRITEABLE:
+            guard let wsi, let socket = socket(wsi, user) else { return -1 }
+            socket.eventLoop.noteActivity()
+            return socket.writable()
+        case LWS_CALLBACK_RAW_ADOPT:
+            // A server's socket, accepted or handed over, in the raw-skt role.
+            guard let wsi, let user, let server = endpoint(wsi) as? WebSocketServer else { return -1 }
+            server.eventLoop.noteActivity()
+            return server.adopted(wsi, slot: user)
+        case LWS_CALLBACK_RAW_CLOSE:
+            guard let wsi, let socket = socket(wsi, user) else { return 0 }
+            socket.eventLoop.noteActivity()
+            socket.closed()
+            return 0
+        case LWS_CALLBACK_CLIENT_RECEIVE:
             guard let wsi, let connection = connection(wsi, user) else { return -1 }
             connection.eventLoop.noteInput()
             return connection.handleReceive(wsi, input, length)
-        case LWS_CALLBACK_RECEIVE_PONG, LWS_CALLBACK_CLIENT_RECEIVE_PONG:
+        case LWS_CALLBACK_CLIENT_RECEIVE_PONG:
             guard let wsi, let connection = connection(wsi, user) else { return 0 }
             connection.handlePong()
             return 0
-        case LWS_CALLBACK_SERVER_WRITEABLE, LWS_CALLBACK_CLIENT_WRITEABLE:
+        case LWS_CALLBACK_CLIENT_WRITEABLE:
             guard let wsi, let connection = connection(wsi, user) else { return -1 }
             connection.eventLoop.noteActivity()
             return connection.handleWritable()
@@ -57,12 +81,6 @@ enum WebSocketCallbackDispatcher {
             // `input` is the accepted socket's descriptor; `wsi` the listener's.
             guard let wsi, let server = endpoint(wsi) as? WebSocketServer else { return 0 }
             return server.distribute(accepted: Int32(truncatingIfNeeded: Int(bitPattern: input)))
-        case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
-            guard let wsi else { return 1 }
-            acceptor(wsi)?.requestArrived(wsi)
-            guard let user, let endpoint = endpoint(wsi) else { return 1 }
-            endpoint.eventLoop.noteActivity()
-            return endpoint.filter(wsi, slot: user)
         case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER:
             guard let wsi, let input, let connection = connection(wsi, user) else { return 0 }
             return connection.appendHandshakeHeaders(wsi, cursor: input, space: length)
@@ -72,7 +90,7 @@ enum WebSocketCallbackDispatcher {
                 connection.subprotocol = header(wsi, WSI_TOKEN_PROTOCOL)
             }
             return 0
-        case LWS_CALLBACK_ESTABLISHED, LWS_CALLBACK_CLIENT_ESTABLISHED:
+        case LWS_CALLBACK_CLIENT_ESTABLISHED:
             guard let wsi, let endpoint = endpoint(wsi), let connection = connection(wsi, user) else { return -1 }
             connection.eventLoop.noteActivity()
             endpoint.established(connection, wsi: wsi)
@@ -82,7 +100,7 @@ enum WebSocketCallbackDispatcher {
             // reason set (1002) instead of being echoed.
             guard let wsi, let connection = connection(wsi, user) else { return 0 }
             return connection.handlePeerClose(input, length)
-        case LWS_CALLBACK_CLOSED, LWS_CALLBACK_CLIENT_CLOSED:
+        case LWS_CALLBACK_CLIENT_CLOSED:
             guard let wsi, let connection = connection(wsi, user) else { return 0 }
             connection.eventLoop.noteActivity()
             if let endpoint = endpoint(wsi) {
@@ -97,15 +115,6 @@ enum WebSocketCallbackDispatcher {
             let message = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "connection error"
             connection.handleConnectionError(lwsMessage: message)
             return 0
-        case LWS_CALLBACK_HTTP, LWS_CALLBACK_HTTP_BODY, LWS_CALLBACK_HTTP_BODY_COMPLETION, LWS_CALLBACK_HTTP_WRITEABLE,
-            LWS_CALLBACK_CLOSED_HTTP:
-            // Plain HTTP on a server's port (no mount: lws hands it to protocols[0], ours).
-            if reason == LWS_CALLBACK_HTTP, let wsi { acceptor(wsi)?.requestArrived(wsi) }
-            guard let wsi, let endpoint = endpoint(wsi) else {
-                return lws_callback_http_dummy(wsi, reason, user, input, length)
-            }
-            endpoint.eventLoop.noteActivity()
-            return endpoint.http(wsi, reason, input, length)
         case LWS_CALLBACK_WSI_CREATE:
             if let wsi, let reference = endpointReference(wsi), reference.endpoint.accepted(wsi) {
                 reference.endpoint.eventLoop.acceptors[wsi] = reference
@@ -114,13 +123,17 @@ enum WebSocketCallbackDispatcher {
         case LWS_CALLBACK_WSI_DESTROY:
             guard let wsi else { return 0 }
             EventLoop.owning(wsi)?.acceptors.removeValue(forKey: wsi)?.endpoint.freed(wsi)
-            guard let slot = user ?? lws_wsi_user(wsi), let connection = connection(in: slot) else {
-                // A plain HTTP connection (its slot holds no WebSocket connection).
-                endpoint(wsi)?.httpConnectionDestroyed(wsi)
+            guard let slot = user ?? lws_wsi_user(wsi), let raw = slot.load(as: UnsafeMutableRawPointer?.self) else {
                 return 0
             }
             slot.storeBytes(of: nil, as: UnsafeMutableRawPointer?.self)
-            if let endpoint = endpoint(wsi) {
+            let endpoint = endpoint(wsi)
+            if let server = endpoint as? WebSocketServer {
+                server.socketFreed(Unmanaged<ServerSocket>.fromOpaque(raw).takeUnretainedValue())
+                return 0
+            }
+            let connection = Unmanaged<WebSocketConnection>.fromOpaque(raw).takeUnretainedValue()
+            if let endpoint {
                 endpoint.destroyed(connection)
             } else {
                 connection.handleDestroyed()
@@ -129,6 +142,15 @@ enum WebSocketCallbackDispatcher {
         default:
             return lws_callback_http_dummy(wsi, reason, user, input, length)
         }
+    }
+
+    /// The server socket in `wsi`'s per-session slot (`user`, or the wsi's user space).
+    @inline(__always)
+    private static func socket(_ wsi: OpaquePointer, _ user: UnsafeMutableRawPointer?) -> ServerSocket? {
+        guard let slot = user ?? lws_wsi_user(wsi), let raw = slot.load(as: UnsafeMutableRawPointer?.self) else {
+            return nil
+        }
+        return Unmanaged<ServerSocket>.fromOpaque(raw).takeUnretainedValue()
     }
 
     /// The connection in `wsi`'s per-session slot (`user`, or the wsi's user space).
@@ -152,14 +174,6 @@ enum WebSocketCallbackDispatcher {
     private static func endpointReference(_ wsi: OpaquePointer) -> EndpointReference? {
         guard let proto = lws_get_protocol(wsi), let raw = proto.pointee.user else { return nil }
         return Unmanaged<EndpointReference>.fromOpaque(raw).takeUnretainedValue()
-    }
-
-    /// The endpoint that accepted `wsi` and keeps track of it (``WebSocketEndpoint/accepted(_:)``),
-    /// as its loop noted it: lws binds a connection to a vhost when it parses the request,
-    /// which need not be the one that accepted it, and what the acceptor keeps of the wsi
-    /// must not outlive it.
-    private static func acceptor(_ wsi: OpaquePointer) -> (any WebSocketEndpoint)? {
-        EventLoop.owning(wsi)?.acceptors[wsi]?.endpoint
     }
 
     /// The peer's address of `wsi` (for logs), if lws knows it.

@@ -5,11 +5,17 @@ import Synchronization
 
 /// One WebSocket connection (server- or client-side), confined to its event loop's thread.
 ///
-/// The connection performs the effects that three value-type state machines decide:
+/// The connection performs the effects that value-type state machines decide:
 /// ``CloseHandshake`` (its life and close), ``OutboundQueue`` (what to write, in which
-/// shape: preframed small messages, batches, fragments) and ``InboundAssembler``
-/// (reassembly of lws's chunks into messages, bounded by ``Limits/maximumMessageSize``;
-/// beyond it the connection is closed with 1009).
+/// shape: preframed small messages, batches, fragments), ``InboundAssembler``
+/// (reassembly of fragments into messages, bounded by ``Limits/maximumMessageSize``;
+/// beyond it the connection is closed with 1009) and, server side,
+/// ``WebSocketFrameParser`` (the client's frames, read from the raw socket).
+///
+/// A server connection runs on a socket in lws's raw-skt role (``ServerSocket``): it
+/// parses frames, unmasks, answers pings, frames every write and runs the close
+/// handshake itself. A client connection runs in lws's ws client role, which frames and
+/// parses for it.
 public final class WebSocketConnection {
     /// Which side of the connection this object is.
     public enum Role: Sendable, Hashable {
@@ -101,6 +107,21 @@ public final class WebSocketConnection {
     /// The keepalive its server's sweep advances (server connections with a ping interval).
     @exclusivity(unchecked) var keepalive: Keepalive?
 
+    // The raw socket's side (server connections).
+    /// Whether this side frames, parses and closes itself (a server connection).
+    private let framesItself: Bool
+    /// The socket the connection runs on (server connections).
+    weak var socket: ServerSocket?
+    @exclusivity(unchecked) private var frames: WebSocketFrameParser
+    /// The payload of the last ping not answered yet (one pong answers a flood).
+    @exclusivity(unchecked) private var pendingPong: [UInt8]?
+    /// Bytes read while reading was paused, parsed once it resumes.
+    @exclusivity(unchecked) private var pendingInput: [UInt8] = []
+    /// Whether this side's close frame went out.
+    @exclusivity(unchecked) private var closeFrameSent = false
+    /// Whether the connection failed (a close frame for a broken rule): input is dropped.
+    @exclusivity(unchecked) private var hasFailed = false
+
     init(
         eventLoop: EventLoop, role: Role, requestPath: String, authorization: String?, limits: Limits,
         logger: Logger
@@ -114,6 +135,8 @@ public final class WebSocketConnection {
         self.logger = logger
         self.outbound = OutboundQueue(limits: limits, role: role)
         self.inbound = InboundAssembler(maximumMessageSize: limits.maximumMessageSize)
+        self.framesItself = role == .server
+        self.frames = WebSocketFrameParser(maximumMessageSize: limits.maximumMessageSize)
         self.validatesText = eventLoop.configuration.validatesUTF8
     }
 
@@ -251,7 +274,13 @@ public final class WebSocketConnection {
         guard isReadingPaused else { return }
         isReadingPaused = false
         guard let wsi else { return }
+        if framesItself, !pendingInput.isEmpty {
+            // What was read before the pause is parsed first, outside lws's callbacks.
+            eventLoop.executeSoon { [weak self] in self?.parsePendingInput() }
+            return
+        }
         lws_rx_flow_control(wsi, 1)
+        if framesItself { return }
         // What lws read before the pause waits in its buffer list, which it services only
         // on a pass of its loop: wake the loop, or those messages would wait for the
         // peer's next bytes (forever, when it sent everything before the pause).
@@ -338,6 +367,171 @@ public final class WebSocketConnection {
         return 0
     }
 
+    // MARK: - The raw socket (server connections)
+
+    /// Bytes read from the socket after the upgrade. Returns nonzero to close it now.
+    func receive(raw buffer: UnsafeMutableRawBufferPointer) -> Int32 {
+        guard let wsi, !hasFailed else { return 0 }
+        keepalive?.peerWasHeard()
+        if isReadingPaused || !pendingInput.isEmpty {
+            pendingInput.append(contentsOf: buffer)
+            return 0
+        }
+        return parseFrames(buffer, wsi)
+    }
+
+    /// Parses the frames in `buffer` (unmasking them in place) and acts on them, until
+    /// the bytes run out, reading is paused (the rest waits), or the connection ends.
+    private func parseFrames(_ buffer: UnsafeMutableRawBufferPointer, _ wsi: OpaquePointer) -> Int32 {
+        var offset = 0
+        while true {
+            if isReadingPaused {
+                if offset < buffer.count { pendingInput.append(contentsOf: buffer[offset...]) }
+                return 0
+            }
+            switch frames.next(buffer, &offset) {
+            case .needMore:
+                return 0
+            case .data(let start, let count, let kind, let endsMessage):
+                let chunk = UnsafeRawBufferPointer(rebasing: buffer[start..<(start + count)])
+                bytesReceived &+= count
+                switch inbound.receive(chunk, isBinary: kind == .binary, completesMessage: endsMessage) {
+                case .awaitMore:
+                    break
+                case .deliverChunk:
+                    guard isWellFormed(chunk) else {
+                        fail(.invalidPayload, "text message is not UTF-8")
+                        return 0
+                    }
+                    deliver(chunk)
+                case .deliverAssembled:
+                    var message = inbound.takeMessage()
+                    let wellFormed = message.withUnsafeBytes { bytes in
+                        guard isWellFormed(bytes) else { return false }
+                        deliver(bytes)
+                        return true
+                    }
+                    inbound.recycle(&message)
+                    guard wellFormed else {
+                        fail(.invalidPayload, "text message is not UTF-8")
+                        return 0
+                    }
+                case .tooLarge:
+                    fail(.messageTooBig, "message too big")
+                    return 0
+                }
+            case .control(let opcode, let payload):
+                switch opcode {
+                case 0x9:
+                    // A pong answers the latest ping (RFC 6455 §5.5.3): a flood costs one.
+                    pendingPong = payload
+                    scheduleControlWrite()
+                case 0x8:
+                    return receivedClose(payload, wsi)
+                default:
+                    break  // a pong: the peer was heard
+                }
+            case .failure(let code, let reason):
+                fail(code, reason)
+                return 0
+            }
+            if hasFailed || handshake.isAborting || self.wsi == nil { return 0 }
+        }
+    }
+
+    /// Parses what was read while reading was paused (after ``resumeReading()``).
+    private func parsePendingInput() {
+        guard !isReadingPaused, let wsi else { return }
+        var input: [UInt8] = []
+        swap(&input, &pendingInput)
+        let result = input.withUnsafeMutableBytes { parseFrames($0, wsi) }
+        if result != 0 {
+            cws_kill_async(wsi)
+            eventLoop.requestLibWebSocketsService()
+            return
+        }
+        if !isReadingPaused, self.wsi != nil { lws_rx_flow_control(wsi, 1) }
+    }
+
+    /// The peer's close frame (`payload`: big-endian code, then the reason). A valid one is
+    /// answered with the same code (or acknowledges this side's close) and the socket
+    /// closes (returns -1); one that breaks RFC 6455 §5.5.1/§7.4 is answered with 1002,
+    /// a reason that is not UTF-8 with 1007.
+    private func receivedClose(_ payload: [UInt8], _ wsi: OpaquePointer) -> Int32 {
+        frames.stop()
+        switch CloseFramePayload.parse(payload) {
+        case .invalid(let code, let reason):
+            logger.debug("invalid close frame from the peer", metadata: ["reason": "\(reason)"])
+            fail(code, reason)
+            return 0
+        case .valid(let code, let reason):
+            handshake.peerClosed(code: code, reason: reason)
+            if !closeFrameSent {
+                // Echo the code at once; what was queued is dropped (the peer reads no more).
+                outbound.removeAll()
+                pendingPong = nil
+                writeCloseFrame(wsi, code: code, reason: "")
+            }
+            return -1
+        }
+    }
+
+    /// Fails the connection (RFC 6455 §7.1.7): the close frame with `code` goes out
+    /// before anything still queued, nothing more is read or delivered, and the socket
+    /// closes once the peer has seen the frame (``ServerSocket/beginLingering()``).
+    private func fail(_ code: WebSocketCloseCode, _ reason: String) {
+        guard !hasFailed, let wsi else { return }
+        hasFailed = true
+        frames.stop()
+        logger.debug("closing a connection that broke RFC 6455", metadata: [
+            "connection": "\(id)", "peer": "\(peer ?? "-")", "code": "\(code.rawValue)", "reason": "\(reason)",
+        ])
+        _ = handshake.closeNow(code: code, reason: reason)
+        outbound.removeAll()
+        pendingPong = nil
+        inbound.reset()
+        if !closeFrameSent { writeCloseFrame(wsi, code: code, reason: reason) }
+        socket?.connectionLingers()
+    }
+
+    /// Writes a close frame carrying `code` (none when `nil`) and `reason` (at most 123
+    /// bytes of UTF-8, cut at a scalar boundary).
+    private func writeCloseFrame(_ wsi: OpaquePointer, code: WebSocketCloseCode?, reason: String) {
+        closeFrameSent = true
+        var frame: [UInt8] = [0x88, 0]
+        if let code {
+            frame.append(UInt8(code.rawValue >> 8))
+            frame.append(UInt8(code.rawValue & 0xFF))
+            frame.append(contentsOf: CloseFramePayload.truncatedReason(reason))
+        }
+        frame[1] = UInt8(frame.count - 2)
+        _ = writeRaw(wsi, frame)
+    }
+
+    /// Writes the pong that answers the latest ping, if one is due.
+    private func writePendingPong(_ wsi: OpaquePointer) -> Bool {
+        guard let payload = pendingPong else { return true }
+        pendingPong = nil
+        return writeRaw(wsi, [0x8A, UInt8(payload.count)] + payload)
+    }
+
+    /// Hands `bytes` to lws as they are; `false` when the socket failed.
+    private func writeRaw(_ wsi: OpaquePointer, _ bytes: [UInt8]) -> Bool {
+        var bytes = bytes
+        let written = bytes.withUnsafeMutableBufferPointer { cws_write(wsi, $0.baseAddress, $0.count, cws_write_raw) }
+        writeCalls += 1
+        bytesWritten &+= bytes.count
+        return written >= bytes.count
+    }
+
+    /// Has the pending pong written at the end of the pass (or the next writable callback).
+    private func scheduleControlWrite() {
+        if writableRequested { return }
+        guard !flushScheduled, handshake.isEstablished, wsi != nil else { return }
+        flushScheduled = true
+        eventLoop.scheduleFlush(self)
+    }
+
     /// The peer answered a ping.
     func handlePong() {
         keepalive?.peerWasHeard()
@@ -387,11 +581,13 @@ public final class WebSocketConnection {
     func handleWritable() -> Int32 {
         writableRequested = false
         guard let wsi else { return -1 }
-        let action = handshake.writable(queueIsEmpty: outbound.isEmpty)
-        guard action == .write else {
-            sendCloseFrame(wsi, action)
-            return -1
+        if framesItself {
+            // Failed, or waiting for the peer's close: nothing more to write.
+            if hasFailed || closeFrameSent { return handshake.isAborting ? -1 : 0 }
         }
+        let action = handshake.writable(queueIsEmpty: outbound.isEmpty)
+        guard action == .write else { return closeWith(wsi, action) }
+        if framesItself, !writePendingPong(wsi) { return -1 }
         // Callbacks may come unrequested (or after lws sent the rest of our last write).
         if outbound.isEmpty {
             handler?.connectionDidDrainOutbound(self)
@@ -403,10 +599,7 @@ public final class WebSocketConnection {
         // would otherwise often close first, with its own code).
         if outbound.isEmpty, handshake.pending != nil, lws_partial_buffered(wsi) == 0 {
             let next = handshake.writable(queueIsEmpty: true)
-            if next != .write {
-                sendCloseFrame(wsi, next)
-                return -1
-            }
+            if next != .write { return closeWith(wsi, next) }
         }
         // lws asks for a writable callback itself when it kept part of the write: say so,
         // so that nothing newer is written before that part.
@@ -415,6 +608,21 @@ public final class WebSocketConnection {
         } else {
             handler?.connectionDidDrainOutbound(self)
         }
+        return 0
+    }
+
+    /// Performs a close `action` from a writable callback; returns what lws must be told.
+    /// A client connection has lws send the close frame and close (nonzero). A server
+    /// connection writes its close frame and waits for the peer's (closing the socket at
+    /// it, or at the deadline), or closes at once when aborting.
+    private func closeWith(_ wsi: OpaquePointer, _ action: CloseHandshake.WritableAction) -> Int32 {
+        guard framesItself else {
+            sendCloseFrame(wsi, action)
+            return -1
+        }
+        guard case .sendClose(let code, let reason) = action else { return -1 }
+        if !closeFrameSent { writeCloseFrame(wsi, code: code, reason: reason) }
+        socket?.setDeadline(seconds: ServerSocket.closeAcknowledgementSeconds)
         return 0
     }
 
@@ -427,6 +635,13 @@ public final class WebSocketConnection {
     func flush() {
         flushScheduled = false
         guard let wsi, !writableRequested, handshake.isEstablished else { return }
+        if framesItself {
+            guard !hasFailed, !closeFrameSent else { return }
+            if pendingPong != nil, lws_partial_buffered(wsi) == 0, !writePendingPong(wsi) {
+                abort()
+                return
+            }
+        }
         // A close is due after the queue: a writable callback writes both (see handleWritable).
         if handshake.pending != nil {
             requestWritable()
@@ -447,7 +662,7 @@ public final class WebSocketConnection {
             steps += 1
             if lws_partial_buffered(wsi) != 0 || steps == WebSocketConnection.stepsPerFlush { break }
         }
-        if !outbound.isEmpty || handshake.pending != nil || lws_partial_buffered(wsi) != 0 {
+        if !outbound.isEmpty || handshake.pending != nil || lws_partial_buffered(wsi) != 0 || pendingPong != nil {
             requestWritable()
         } else {
             handler?.connectionDidDrainOutbound(self)
@@ -468,17 +683,29 @@ public final class WebSocketConnection {
         case .idle:
             return true
         case .preframed(let count):
-            // LWS_WRITE_HTTP on a ws connection writes the bytes as they are (lws's raw
-            // path; lws keeps what the socket does not take and holds back the next
-            // writable callback until it is sent): they are complete frames already.
+            // Complete frames already: written as they are (LWS_WRITE_HTTP on a client's
+            // ws connection is lws's raw path; lws keeps what the socket does not take and
+            // holds back the next writable callback until it is sent).
             expected = count
-            result = outbound.withHeadPayload { cws_write(wsi, $0.baseAddress, count, cws_write_http) }
+            result = outbound.withHeadPayload { cws_write(wsi, $0.baseAddress, count, cws_write_raw) }
         case .batch(let batch):
             var scratch = eventLoop.buffers.takeScratch()
             outbound.encodeBatch(batch, into: &scratch)
             expected = batch.byteCount
-            result = scratch.withUnsafeMutableBufferPointer { cws_write(wsi, $0.baseAddress, batch.byteCount, cws_write_http) }
+            result = scratch.withUnsafeMutableBufferPointer { cws_write(wsi, $0.baseAddress, batch.byteCount, cws_write_raw) }
             eventLoop.buffers.returnScratch(&scratch)
+        case .payload(let write) where framesItself:
+            // The frame header goes in the bytes before this piece: the headroom, or the
+            // part of the payload written already (lws sent or copied it).
+            let opcode = write.isFirst ? FrameHeader.opcode(write.kind) : 0
+            let headerLength = FrameHeader.length(payloadLength: write.count, masked: false)
+            expected = headerLength + write.count
+            result = outbound.withHeadStorage { storage in
+                let start = OutboundFrame.headroom + write.offset - headerLength
+                FrameHeader.write(
+                    into: storage.baseAddress! + start, fin: write.isLast, opcode: opcode, payloadLength: write.count)
+                return cws_write(wsi, storage.baseAddress! + start, expected, cws_write_raw)
+            }
         case .payload(let write):
             let initial = write.kind == .text ? cws_write_text : cws_write_binary
             let flags = write.isFragmented
@@ -500,32 +727,28 @@ public final class WebSocketConnection {
     /// returns -1), or nothing when it is an abort.
     private func sendCloseFrame(_ wsi: OpaquePointer, _ action: CloseHandshake.WritableAction) {
         guard case .sendClose(let code, let reason) = action else { return }
-        var bytes = Array(reason.utf8.prefix(123))
+        var bytes = CloseFramePayload.truncatedReason(reason)
         bytes.withUnsafeMutableBufferPointer { buffer in
             cws_close_reason(wsi, Int32(code.rawValue), buffer.baseAddress, buffer.count)
         }
     }
 
-    /// The peer sent a close frame (`input`: big-endian code, then the reason).
+    /// The peer sent a close frame (`input`: big-endian code, then the reason), client
+    /// side (lws's `WS_PEER_INITIATED_CLOSE`).
     ///
     /// A close frame that breaks RFC 6455 §5.5.1/§7.4 (a one-byte payload, a code no
     /// peer may send such as 1005 or 5000) is not echoed: lws is given 1002 as this
     /// side's close reason and told to close (returns nonzero), so that it answers with
     /// that close frame.
     func handlePeerClose(_ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
-        guard let input, length > 0 else {
-            handshake.peerClosed(code: nil, reason: "")
+        let payload = UnsafeRawBufferPointer(start: input, count: input == nil ? 0 : length)
+        switch CloseFramePayload.parse(payload) {
+        case .valid(let code, let reason):
+            handshake.peerClosed(code: code, reason: reason)
             return 0
+        case .invalid(let code, let reason):
+            return refuseClose(code, reason)
         }
-        let bytes = UnsafeRawBufferPointer(start: input, count: length)
-        guard length >= 2 else { return refuseClose(.protocolError, "close payload of one byte") }
-        let code = WebSocketCloseCode(UInt16(bytes[0]) << 8 | UInt16(bytes[1]))
-        guard code.isValidOnTheWire else { return refuseClose(.protocolError, "invalid close code \(code.rawValue)") }
-        // RFC 6455 §5.5.1 and §8.1: the reason is UTF-8; lws 4.1 echoes it unchecked.
-        let reason = UnsafeRawBufferPointer(rebasing: bytes[2...])
-        guard UTF8Validation.isValid(reason) else { return refuseClose(.invalidPayload, "close reason is not UTF-8") }
-        handshake.peerClosed(code: code, reason: String(decoding: reason, as: UTF8.self))
-        return 0
     }
 
     /// Answers an invalid close frame with `code` and `reason` (and records them as how
@@ -534,7 +757,7 @@ public final class WebSocketConnection {
         logger.debug("invalid close frame from the peer", metadata: ["reason": "\(reason)"])
         handshake.peerClosed(code: code, reason: reason)
         if let wsi {
-            var bytes = Array(reason.utf8.prefix(123))
+            var bytes = CloseFramePayload.truncatedReason(reason)
             lws_close_reason(wsi, lws_close_status(rawValue: UInt32(code.rawValue)), &bytes, bytes.count)
         }
         return -1
@@ -566,6 +789,8 @@ public final class WebSocketConnection {
         wsi = nil
         outbound.removeAll()
         inbound.reset()
+        pendingInput = []
+        pendingPong = nil
         switch ending {
         case .alreadyEnded:
             break

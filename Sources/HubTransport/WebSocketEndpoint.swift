@@ -6,29 +6,18 @@ protocol WebSocketEndpoint: AnyObject {
     /// The loop the endpoint runs on.
     var eventLoop: EventLoop { get }
 
-    /// An upgrade request arrived (servers): create its connection and store it in `slot`,
-    /// the per-session data; return nonzero to refuse the handshake.
-    func filter(_ wsi: OpaquePointer, slot: UnsafeMutableRawPointer) -> Int32
-
-    /// The opening handshake of `connection` finished.
+    /// The opening handshake of `connection` finished (clients: lws's ws client role).
     func established(_ connection: WebSocketConnection, wsi: OpaquePointer)
 
-    /// lws reports `connection` closed.
+    /// lws reports `connection` closed (clients).
     func closed(_ connection: WebSocketConnection)
 
-    /// lws frees `connection`'s wsi: nothing reaches it afterwards.
+    /// lws frees `connection`'s wsi: nothing reaches it afterwards (clients).
     func destroyed(_ connection: WebSocketConnection)
-
-    /// A plain HTTP event on `wsi` (servers): a request, its body, a writable callback
-    /// or the close. Returns what lws expects (nonzero closes).
-    func http(_ wsi: OpaquePointer, _ reason: lws_callback_reasons, _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32
-
-    /// lws frees `wsi`, a plain HTTP connection (servers).
-    func httpConnectionDestroyed(_ wsi: OpaquePointer)
 
     /// lws created `wsi` for an accepted socket (servers), before it sent anything.
     /// Returns whether the endpoint keeps track of it: then ``requestArrived(_:)`` and
-    /// ``freed(_:)`` reach this endpoint for `wsi`, even after lws bound it to another.
+    /// ``freed(_:)`` reach this endpoint for `wsi`.
     func accepted(_ wsi: OpaquePointer) -> Bool
 
     /// `wsi`, which this endpoint accepted, sent its upgrade or HTTP request.
@@ -48,9 +37,6 @@ extension WebSocketEndpoint {
     /// Nothing: clients do not accept sockets.
     func freed(_ wsi: OpaquePointer) {}
 
-    /// Refuses: only servers accept connections.
-    func filter(_ wsi: OpaquePointer, slot: UnsafeMutableRawPointer) -> Int32 { 1 }
-
     /// Opens the connection and tells its handler.
     func established(_ connection: WebSocketConnection, wsi: OpaquePointer) {
         connection.didEstablish(wsi)
@@ -62,13 +48,10 @@ extension WebSocketEndpoint {
         connection.handleClosed()
     }
 
-    /// lws's default HTTP handling (clients serve no HTTP).
-    func http(_ wsi: OpaquePointer, _ reason: lws_callback_reasons, _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
-        lws_callback_http_dummy(wsi, reason, nil, input, length)
+    /// Forgets the connection.
+    func destroyed(_ connection: WebSocketConnection) {
+        connection.handleDestroyed()
     }
-
-    /// Nothing to forget.
-    func httpConnectionDestroyed(_ wsi: OpaquePointer) {}
 }
 
 /// What a vhost's protocol `user` pointer points at: its endpoint (a class box, since an

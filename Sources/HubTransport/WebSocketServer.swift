@@ -1,7 +1,12 @@
 import CWebsockets
 import Logging
 
-/// A WebSocket server endpoint: one lws vhost listening on `host:port` of an ``EventLoop``.
+/// A WebSocket and HTTP/1.1 server endpoint: one lws vhost listening on `host:port` of an
+/// ``EventLoop`` (or serving sockets another loop's server accepted).
+///
+/// lws accepts the sockets (and runs TLS) in its raw-skt role; the server speaks HTTP/1.1
+/// and RFC 6455 itself on them (``ServerSocket``): plain requests with their bodies go to
+/// the delegate as ``HTTPExchange``s, upgrade requests become ``WebSocketConnection``s.
 ///
 /// Confined to the loop thread: create it, ``start()`` it and use it there. After
 /// ``start()`` the loop keeps the server alive until the loop shuts down.
@@ -26,18 +31,25 @@ public final class WebSocketServer: WebSocketEndpoint {
 
     private let logger: Logger
     private var vhost: OpaquePointer?
+    /// The name of the vhost's protocol (what adopted sockets are bound to).
+    private var protocolName: UnsafePointer<CChar>?
+    /// Every socket lws has adopted for the server, until it frees it.
+    private var sockets: [ObjectIdentifier: ServerSocket] = [:]
+    /// The WebSocket connections among them.
     private var connections: [ObjectIdentifier: WebSocketConnection] = [:]
-    /// The plain HTTP requests in progress, by connection.
-    private var exchanges: [OpaquePointer: HTTPExchange] = [:]
-    /// The timer of ``watchForHangUps()`` while it runs.
-    private var hangUpCheck: TimerQueue.Entry?
-    /// Accepted sockets that have not sent their upgrade or HTTP request yet, oldest first.
+    /// Sockets that close at their deadline unless the peer closes first.
+    private var closing: [ObjectIdentifier: ServerSocket] = [:]
+    /// Accepted sockets that have not sent a whole request yet (their upgrade, or an HTTP
+    /// request and its body; or the next one on a keep-alive connection), oldest first.
     private var pendingHandshakes = PendingHandshakes()
+    /// Keep-alive sockets between requests: bounded and timed like pending handshakes,
+    /// but kept apart from them (they have sent a request already).
+    private var idleKeepAlive = PendingHandshakes()
     /// Sockets displaced from ``pendingHandshakes``, closed by ``closeDisplaced()``.
     private var displaced: Set<OpaquePointer> = []
     private var displacedClose: TimerQueue.Entry?
-    /// The once-a-second timer of ``sweepKeepalives()``.
-    private var keepaliveSweep: TimerQueue.Entry?
+    /// The once-a-second timer of ``sweep()``.
+    private var sweepTimer: TimerQueue.Entry?
 
     /// Creates a server on `eventLoop` (loop thread only). Call ``start()`` to listen.
     ///
@@ -54,8 +66,11 @@ public final class WebSocketServer: WebSocketEndpoint {
         self.logger = logger ?? eventLoop.logger
     }
 
-    /// Connections known to the server, open or still in their handshake (for tests).
+    /// Connections known to the server, open or closing (for tests).
     var trackedConnectionCount: Int { connections.count }
+
+    /// Sockets lws has adopted for the server and not freed yet (for tests).
+    var trackedSocketCount: Int { sockets.count }
 
     /// The open connections.
     public var openConnections: [WebSocketConnection] {
@@ -63,6 +78,9 @@ public final class WebSocketServer: WebSocketEndpoint {
     }
 
     /// Starts listening.
+    ///
+    /// Every socket is served in lws's raw-skt role: lws accepts it (and runs TLS), the
+    /// server reads its HTTP requests and WebSocket frames itself (``ServerSocket``).
     ///
     /// - Throws: ``TransportError`` `invalid_argument` for a bad port,
     ///   `tls_configuration_failed` naming a TLS file that cannot be read, `listen_failed`
@@ -95,12 +113,10 @@ public final class WebSocketServer: WebSocketEndpoint {
         info.iface = UnsafePointer(arena.cString(configuration.host))
         info.vhost_name = UnsafePointer(arena.cString("hub-server-\(ObjectIdentifier(self).hashValue)"))
         info.protocols = UnsafePointer(protocols)
-        info.timeout_secs_ah_idle = UInt32(max(1, configuration.handshakeTimeout))
-        // lws's keepalive off (a policy without a hang-up time: without any policy lws
-        // would use its default, a ping every 300 s): the server keeps its connections
-        // alive itself (``sweepKeepalives()``), as lws's validity timers cost a walk over
-        // every connection at each ping and pong.
-        info.retry_and_idle_policy = UnsafePointer(arena.keepalivePolicy(pingInterval: 0, idleTimeout: 0))
+        // Accepted sockets go to the raw-skt role, bound to the server's protocol.
+        info.options |= cws_option_adopt_apply_listen_accept_config
+        info.listen_accept_role = UnsafePointer(arena.cString("raw-skt"))
+        info.listen_accept_protocol = protocols[0].name
         info.options |= cws_option_fail_upon_unable_to_bind
         if !configuration.host.contains(":") {
             info.options |= cws_option_disable_ipv6
@@ -117,10 +133,11 @@ public final class WebSocketServer: WebSocketEndpoint {
             }
             throw TransportError(code: .listenFailed, message: message)
         }
+        protocolName = protocols[0].name
         guard configuration.listens else {
             self.vhost = vhost
             eventLoop.ports.registerHandedOverSockets()
-            startKeepalive()
+            startSweep()
             logger.debug("serving handed-over sockets")
             return
         }
@@ -131,17 +148,16 @@ public final class WebSocketServer: WebSocketEndpoint {
         }
         self.vhost = vhost
         self.port = bound
-        startKeepalive()
+        startSweep()
         eventLoop.ports.register(bound)
         logger.debug("listening", metadata: ["host": "\(configuration.host)", "port": "\(bound)"])
     }
 
-    private func startKeepalive() {
-        guard configuration.pingInterval > 0 else { return }
-        keepaliveSweep = eventLoop.scheduleTimer(
+    private func startSweep() {
+        sweepTimer = eventLoop.scheduleTimer(
             deadline: EventLoop.monotonicNanoseconds() + 1_000_000_000, interval: 1_000_000_000
         ) { [weak self] in
-            self?.sweepKeepalives()
+            self?.sweep()
         }
     }
 
@@ -172,7 +188,7 @@ public final class WebSocketServer: WebSocketEndpoint {
             return
         }
         // On failure lws closes the descriptor itself.
-        if lws_adopt_socket_vhost(vhost, socket.descriptor) == nil {
+        if cws_adopt_raw_socket(vhost, socket.descriptor, protocolName) == nil {
             logger.debug("a handed-over socket could not be adopted")
         }
     }
@@ -207,21 +223,20 @@ public final class WebSocketServer: WebSocketEndpoint {
         if let maximumPendingHandshakes { configuration.maximumPendingHandshakes = max(1, maximumPendingHandshakes) }
     }
 
-    /// Plain HTTP requests in progress (for tests).
-    var pendingExchangeCount: Int { exchanges.count }
-
-    /// Accepted sockets still waiting for their upgrade or HTTP request.
-    public var pendingHandshakeCount: Int { pendingHandshakes.count }
-
-    /// Sockets closed because more were waiting for their handshake than allowed.
-    public private(set) var displacedHandshakeCount = 0
-
-    // MARK: - Events from the callback dispatcher
+    // MARK: - Events from the callback dispatcher and the sockets
 
     func accepted(_ wsi: OpaquePointer) -> Bool {
-        guard let oldest = pendingHandshakes.add(wsi, limit: configuration.maximumPendingHandshakes) else { return true }
+        let deadline = EventLoop.monotonicNanoseconds() + Int64(max(1, configuration.handshakeTimeout)) * 1_000_000_000
+        guard let oldest = pendingHandshakes.add(wsi, deadline: deadline, limit: configuration.maximumPendingHandshakes)
+        else { return true }
         displacedHandshakeCount += 1
-        displaced.insert(oldest)
+        closeSoon(displacing: oldest)
+        return true
+    }
+
+    /// Closes `wsi`, displaced from a bounded set of waiting sockets.
+    private func closeSoon(displacing wsi: OpaquePointer) {
+        displaced.insert(wsi)
         // Not from inside lws's callback about another socket, and not with lws's own
         // asynchronous kill either (it waits for the once-a-second timeout check, and the
         // descriptors would pile up meanwhile): from a timer due now, which runs outside
@@ -231,15 +246,24 @@ public final class WebSocketServer: WebSocketEndpoint {
                 self?.closeDisplaced()
             }
         }
-        return true
+    }
+
+    /// The first bytes of a TLS socket arrived, its TLS handshake done: its time to send
+    /// a whole request starts now (as lws's request timeout did after TLS), so that slow
+    /// TLS handshakes under load do not use it up.
+    func tlsEstablished(_ wsi: OpaquePointer) {
+        let deadline = EventLoop.monotonicNanoseconds() + Int64(max(1, configuration.handshakeTimeout)) * 1_000_000_000
+        pendingHandshakes.restart(wsi, deadline: deadline)
     }
 
     func requestArrived(_ wsi: OpaquePointer) {
         pendingHandshakes.remove(wsi)
+        idleKeepAlive.remove(wsi)
     }
 
     func freed(_ wsi: OpaquePointer) {
         pendingHandshakes.remove(wsi)
+        idleKeepAlive.remove(wsi)
         displaced.remove(wsi)
     }
 
@@ -250,34 +274,62 @@ public final class WebSocketServer: WebSocketEndpoint {
         }
     }
 
-    func filter(_ wsi: OpaquePointer, slot: UnsafeMutableRawPointer) -> Int32 {
-        guard !isClosed, !isRefusingUpgrades else { return 1 }
-        // RFC 6455 §4.2.1: version 13 only (lws would also upgrade drafts 7 and 8).
-        guard WebSocketCallbackDispatcher.header(wsi, WSI_TOKEN_VERSION) == "13" else {
-            _ = lws_return_http_status(wsi, 426, "only Sec-WebSocket-Version: 13 is supported")
-            return 1
-        }
-        let request = WebSocketUpgradeRequest(
-            path: WebSocketCallbackDispatcher.header(wsi, WSI_TOKEN_GET_URI) ?? "/",
-            authorization: WebSocketCallbackDispatcher.header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION))
-        guard delegate.server(self, shouldAccept: request) else { return 1 }
-        let connection = WebSocketConnection(
-            eventLoop: eventLoop, role: .server, requestPath: request.path,
-            authorization: request.authorization, limits: configuration.limits, logger: logger)
-        connection.peer = WebSocketCallbackDispatcher.peer(wsi)
-        if configuration.pingInterval > 0 {
-            connection.keepalive = Keepalive(pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout)
-        }
-        if lws_hdr_total_length(wsi, WSI_TOKEN_PROTOCOL) > 0 {
-            // lws only binds a connection that offered subprotocols to a matching one: ours.
-            connection.subprotocol = configuration.subprotocol
-        }
-        connections[ObjectIdentifier(connection)] = connection
-        WebSocketCallbackDispatcher.attach(connection, to: slot)
+    /// lws adopted `wsi` in the raw-skt role: its socket, kept in the per-session `slot`.
+    func adopted(_ wsi: OpaquePointer, slot: UnsafeMutableRawPointer) -> Int32 {
+        guard !eventLoop.isDestroying else { return -1 }
+        let socket = ServerSocket(server: self, wsi: wsi)
+        sockets[ObjectIdentifier(socket)] = socket
+        WebSocketCallbackDispatcher.attach(socket, to: slot)
         return 0
     }
 
-    func established(_ connection: WebSocketConnection, wsi: OpaquePointer) {
+    /// lws frees `socket`'s wsi.
+    func socketFreed(_ socket: ServerSocket) {
+        // A keep-alive socket waiting for its next request is among the pending
+        // handshakes, whether or not lws counted it as accepted (handed-over sockets).
+        if let wsi = socket.wsi { freed(wsi) }
+        socket.destroyed()
+        sockets[ObjectIdentifier(socket)] = nil
+        closing[ObjectIdentifier(socket)] = nil
+    }
+
+    /// A keep-alive socket waits for its next request: bounded and timed like a handshake.
+    func waitingForRequest(_ wsi: OpaquePointer) {
+        let deadline = EventLoop.monotonicNanoseconds() + Int64(max(1, configuration.handshakeTimeout)) * 1_000_000_000
+        if let oldest = idleKeepAlive.add(wsi, deadline: deadline, limit: configuration.maximumPendingHandshakes) {
+            closeSoon(displacing: oldest)
+        }
+    }
+
+    /// `socket` closes at its deadline unless its peer closes first.
+    func closesLater(_ socket: ServerSocket) {
+        closing[ObjectIdentifier(socket)] = socket
+    }
+
+    /// A complete plain HTTP request, for the delegate.
+    func deliver(_ exchange: HTTPExchange) {
+        eventLoop.noteActivity()
+        delegate.server(self, didReceive: exchange)
+    }
+
+    /// The connection of an upgrade request the server accepts.
+    func makeConnection(for request: WebSocketUpgradeRequest, subprotocol: String?, peer: String?) -> WebSocketConnection {
+        let connection = WebSocketConnection(
+            eventLoop: eventLoop, role: .server, requestPath: request.path,
+            authorization: request.authorization, limits: configuration.limits, logger: logger)
+        connection.peer = peer
+        connection.subprotocol = subprotocol
+        if configuration.pingInterval > 0 {
+            connection.keepalive = Keepalive(pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout)
+        }
+        connections[ObjectIdentifier(connection)] = connection
+        return connection
+    }
+
+    /// The 101 answer of `connection` is out: it opens (or is closed at once when the
+    /// server is closed or full).
+    func upgraded(_ connection: WebSocketConnection, wsi: OpaquePointer) {
+        eventLoop.noteActivity()
         connection.didEstablish(wsi)
         if isClosed {
             connection.isRefused = true
@@ -297,7 +349,9 @@ public final class WebSocketServer: WebSocketEndpoint {
         connection.notifyOpen()
     }
 
-    func closed(_ connection: WebSocketConnection) {
+    /// The socket of `connection` closed.
+    func connectionClosed(_ connection: WebSocketConnection) {
+        eventLoop.noteActivity()
         if connection.isCounted {
             connection.isCounted = false
             openConnectionCount -= 1
@@ -306,78 +360,55 @@ public final class WebSocketServer: WebSocketEndpoint {
         connection.handleClosed()
     }
 
-    func destroyed(_ connection: WebSocketConnection) {
-        closed(connection)
+    /// lws frees the socket of `connection`.
+    func connectionDestroyed(_ connection: WebSocketConnection) {
+        connectionClosed(connection)
         connection.handleDestroyed()
         connections[ObjectIdentifier(connection)] = nil
     }
 
-    func http(_ wsi: OpaquePointer, _ reason: lws_callback_reasons, _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
-        switch reason {
-        case LWS_CALLBACK_HTTP:
-            exchanges.removeValue(forKey: wsi)?.connectionClosed()
-            let (request, expectsBody) = HTTPExchange.request(on: wsi, uri: input, length: length)
-            let exchange = HTTPExchange(request: request, wsi: wsi, eventLoop: eventLoop, expectsBody: expectsBody)
-            exchanges[wsi] = exchange
-            watchForHangUps()
-            if !expectsBody { delegate.server(self, didReceive: exchange) }
-            return 0
-        case LWS_CALLBACK_HTTP_BODY:
-            // Bodies are not used: what arrives is read and dropped.
-            return 0
-        case LWS_CALLBACK_HTTP_BODY_COMPLETION:
-            guard let exchange = exchanges[wsi], exchange.isReceivingBody else { return 0 }
-            exchange.bodyCompleted()
-            delegate.server(self, didReceive: exchange)
-            return 0
-        case LWS_CALLBACK_HTTP_WRITEABLE:
-            guard let exchange = exchanges[wsi] else { return 0 }
-            let result = exchange.writable()
-            if !exchange.isOpen { exchanges.removeValue(forKey: wsi) }
-            return result
-        case LWS_CALLBACK_CLOSED_HTTP:
-            exchanges.removeValue(forKey: wsi)?.connectionClosed()
-            return 0
-        default:
-            return lws_callback_http_dummy(wsi, reason, nil, input, length)
-        }
+    /// Plain HTTP requests being answered (for tests).
+    var pendingExchangeCount: Int {
+        sockets.values.reduce(0) { $0 + ($1.exchange == nil ? 0 : 1) }
     }
 
-    /// A second passed for every open connection's keepalive: silent peers are pinged,
-    /// and those silent for the idle timeout hung up on (a flag test per connection).
-    private func sweepKeepalives() {
+    /// Accepted sockets still waiting for their upgrade or HTTP request.
+    public var pendingHandshakeCount: Int { pendingHandshakes.count }
+
+    /// Sockets closed because more were waiting for their handshake than allowed.
+    public private(set) var displacedHandshakeCount = 0
+
+    /// Sockets closed because they did not send a whole request within
+    /// ``Configuration/handshakeTimeout``.
+    public private(set) var timedOutHandshakeCount = 0
+
+    /// Once a second: sockets that have waited too long for their request, and closing
+    /// sockets past their deadline, are closed; then every open connection's keepalive
+    /// advances (silent peers are pinged, those silent for the idle timeout hung up on:
+    /// a flag test per connection).
+    private func sweep() {
+        let now = EventLoop.monotonicNanoseconds()
+        for wsi in pendingHandshakes.removeExpired(now: now) {
+            timedOutHandshakeCount += 1
+            cws_kill_sync(wsi)
+        }
+        for wsi in idleKeepAlive.removeExpired(now: now) {
+            cws_kill_sync(wsi)
+        }
+        if !closing.isEmpty {
+            var due: [OpaquePointer] = []
+            for (key, socket) in closing {
+                guard let deadline = socket.deadline else {
+                    closing[key] = nil
+                    continue
+                }
+                if deadline <= now, let wsi = socket.wsi { due.append(wsi) }
+            }
+            for wsi in due { cws_kill_sync(wsi) }
+        }
+        guard configuration.pingInterval > 0 else { return }
         for connection in connections.values where connection.isCounted {
             connection.keepaliveSecondPassed()
         }
-    }
-
-    /// On libev, lws learns that the peer of an HTTP connection waiting for its answer
-    /// went away only from a `POLLHUP` libev never reports: while exchanges are pending,
-    /// their sockets are checked every 100 ms, and a hung-up one is closed.
-    private func watchForHangUps() {
-        guard eventLoop.eventLibrary == .libev, hangUpCheck == nil else { return }
-        let interval: Int64 = 100_000_000
-        hangUpCheck = eventLoop.scheduleTimer(
-            deadline: EventLoop.monotonicNanoseconds() + interval, interval: interval
-        ) { [weak self] in
-            self?.closeHungUpExchanges()
-        }
-    }
-
-    private func closeHungUpExchanges() {
-        guard !exchanges.isEmpty else {
-            if let hangUpCheck { eventLoop.cancelTimer(hangUpCheck) }
-            hangUpCheck = nil
-            return
-        }
-        // On libev timers run after the loop's pass, outside lws's callbacks: the
-        // connection can be closed at once.
-        for wsi in exchanges.keys where cws_peer_hung_up(wsi) != 0 {
-            cws_kill_sync(wsi)
-        }
-    }
-
-    func httpConnectionDestroyed(_ wsi: OpaquePointer) {
-        exchanges.removeValue(forKey: wsi)?.connectionClosed()
     }
 }

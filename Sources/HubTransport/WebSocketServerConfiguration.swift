@@ -22,15 +22,23 @@ extension WebSocketServer {
         public var pingInterval: UInt16
         /// Seconds of silence (no message, no pong) before the server hangs up.
         public var idleTimeout: UInt16
-        /// Seconds a connection may take to send its upgrade (or HTTP) request before it
-        /// is dropped (lws's `timeout_secs_ah_idle`, 10 by default there): sockets that
-        /// connect and send nothing hold a descriptor only this long.
+        /// Seconds a connection may take to send its upgrade request, or an HTTP request
+        /// and its body (and a keep-alive connection its next request), before it is
+        /// dropped: sockets that connect and send nothing, or send slowly, hold a
+        /// descriptor only this long.
         public var handshakeTimeout: UInt16
+        /// The largest body of a plain HTTP request (larger ones are answered 413 and
+        /// closed, as soon as their `Content-Length` or chunk sizes say so).
+        public var maximumRequestBodySize: Int
+        /// The largest head of an HTTP request, request line and header fields (larger
+        /// ones are answered 431, a request line over half of it 414, and closed).
+        public var maximumRequestHeadSize: Int
         /// The most accepted sockets still waiting for their upgrade (or HTTP) request: a
         /// newcomer beyond it closes the one that has waited longest, so that sockets
         /// that connect and send nothing cannot hold every descriptor (issue 12).
         public var maximumPendingHandshakes: Int
-        /// The size of lws's receive chunk (bytes).
+        /// The size of lws's receive chunk of a client connection (bytes); server sockets
+        /// read what the loop's service buffer holds.
         public var receiveBufferSize: Int
         /// The certificate and key to serve `wss://` with; `nil` serves plain `ws://`.
         public var tls: TLSConfiguration?
@@ -46,14 +54,17 @@ extension WebSocketServer {
         /// Creates a configuration; defaults: `127.0.0.1`, ephemeral port, `hub.v1`, 1 MiB
         /// messages, 10,000 connections (more are closed with 1008), ping
         /// after 30 s, hang up after 60 s, no TLS, 5 s to send the upgrade request, 1,000
-        /// sockets waiting to send it.
+        /// sockets waiting to send it, 1 MiB request bodies, 16 KiB request heads.
         public init(
             host: String = "127.0.0.1", port: Int = 0, subprotocol: String = "hub.v1",
             limits: WebSocketConnection.Limits = .init(), maximumConnections: Int = 10_000,
             connectionLimitCloseCode: WebSocketCloseCode = .policyViolation,
             pingInterval: UInt16 = 30, idleTimeout: UInt16 = 60, receiveBufferSize: Int = 32 << 10,
-            tls: TLSConfiguration? = nil, handshakeTimeout: UInt16 = 5, maximumPendingHandshakes: Int = 1000
+            tls: TLSConfiguration? = nil, handshakeTimeout: UInt16 = 5, maximumPendingHandshakes: Int = 1000,
+            maximumRequestBodySize: Int = 1 << 20, maximumRequestHeadSize: Int = 16 << 10
         ) {
+            self.maximumRequestBodySize = max(0, maximumRequestBodySize)
+            self.maximumRequestHeadSize = max(256, maximumRequestHeadSize)
             self.tls = tls
             self.handshakeTimeout = handshakeTimeout
             self.maximumPendingHandshakes = max(1, maximumPendingHandshakes)
@@ -66,6 +77,13 @@ extension WebSocketServer {
             self.pingInterval = pingInterval
             self.idleTimeout = idleTimeout
             self.receiveBufferSize = receiveBufferSize
+        }
+
+        /// The parser's bounds for this configuration.
+        var requestLimits: HTTPRequestParser.Limits {
+            HTTPRequestParser.Limits(
+                maximumRequestLineLength: maximumRequestHeadSize / 2, maximumHeadSize: maximumRequestHeadSize,
+                maximumHeaderCount: 100, maximumBodySize: maximumRequestBodySize)
         }
     }
 }

@@ -243,6 +243,9 @@ class _Core:
         self._next_id = 1
         self._next_ack = 1
         self._pending_failure: Optional[HubError] = None
+        # Why the last open connection ended (for a request whose connection ended
+        # before the request could be queued).
+        self._last_loss: Optional[HubError] = None
 
     @property
     def url(self) -> str:
@@ -362,6 +365,7 @@ class _Core:
             failure = await self._read(ws)
             self._writer.cancel()
             self._ws = None
+            self._last_loss = failure
             self._outbox = None
             if self.state == "closed":
                 return
@@ -557,12 +561,15 @@ class _Core:
 
         async def attempt() -> Dict[str, Any]:
             await self.connection()
+            if self._outbox is None:
+                # The connection opened and ended before this task ran (the hub may close
+                # at once, refusing the token): its failure, as requests it held got.
+                raise self._last_loss or HubError(ErrorCode.DISCONNECTED, f"the connection to {self.url} ended")
             ack = self._next_ack
             self._next_ack += 1
             future: "asyncio.Future[Dict[str, Any]]" = loop.create_future()
             self._acks[ack] = future
             try:
-                assert self._outbox is not None
                 self._outbox.put_nowait(f'{text[:-1]},"ack":{ack}}}')
                 return await future
             finally:
