@@ -3,6 +3,10 @@ import HubRegistry
 import HubValue
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Issue 8's new pipeline forms, end to end: a real broker on a loopback port, a client
 /// that speaks protocol v1 over a real WebSocket, and the pipeline text as a client sends it.
 @Suite("Pipeline forms over the wire")
@@ -119,9 +123,24 @@ struct PipelineFormsWireTests {
 
             try await client.send(json(["op": "subscribe", "id": 2, "pipeline": "count(0)", "demand": "unlimited"]))
             #expect(try await client.next()["op"] == "subscribed")
-            #expect(try await client.values(100, id: 2) == (0..<100).map { Value.int(Int64($0)) })
-            let counted = try await client.next()
-            #expect(counted["op"] == "error" && counted["id"] == 2 && counted["code"] == "limit_exceeded", "\(counted)")
+            if Self.underAddressSanitizer {
+                // AddressSanitizer's frames are about three times larger: the stack check
+                // stops the nesting first, at a level it names, after that level's values.
+                var values: [Value] = []
+                var message = try await client.next()
+                while message["op"] == "next", message["id"] == 2 {
+                    if let value = message["value"] { values.append(value) }
+                    values += message["values"]?.arrayValue ?? []
+                    message = try await client.next()
+                }
+                #expect(values.count >= 50 && values == (0..<values.count).map { Value.int(Int64($0)) }, "\(values)")
+                #expect(message["op"] == "error" && message["id"] == 2 && message["code"] == "limit_exceeded", "\(message)")
+                #expect(values.count == 100 || message["data"]?["limit"] == "stack", "\(message)")
+            } else {
+                #expect(try await client.values(100, id: 2) == (0..<100).map { Value.int(Int64($0)) })
+                let counted = try await client.next()
+                #expect(counted["op"] == "error" && counted["id"] == 2 && counted["code"] == "limit_exceeded", "\(counted)")
+            }
         }
     }
 
@@ -157,4 +176,12 @@ struct PipelineFormsWireTests {
             #expect(try await client.values(1, id: 2) == [1])
         }
     }
+
+    /// Whether this test process runs under AddressSanitizer (its runtime's entry point
+    /// is among the process's symbols).
+    static let underAddressSanitizer: Bool = {
+        guard let process = dlopen(nil, RTLD_NOW) else { return false }
+        defer { dlclose(process) }
+        return dlsym(process, "__asan_init") != nil
+    }()
 }
