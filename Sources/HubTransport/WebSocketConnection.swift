@@ -352,14 +352,7 @@ public final class WebSocketConnection {
             guard isWellFormed(chunk) else { return refuseMalformedText(wsi) }
             deliver(chunk)
         case .deliverAssembled:
-            var message = inbound.takeMessage()
-            let wellFormed = message.withUnsafeBytes { bytes in
-                guard isWellFormed(bytes) else { return false }
-                deliver(bytes)
-                return true
-            }
-            inbound.recycle(&message)
-            guard wellFormed else { return refuseMalformedText(wsi) }
+            guard deliverAssembled() else { return refuseMalformedText(wsi) }
         case .tooLarge:
             sendCloseFrame(wsi, handshake.closeNow(code: .messageTooBig, reason: "message too big"))
             return -1
@@ -405,14 +398,7 @@ public final class WebSocketConnection {
                     }
                     deliver(chunk)
                 case .deliverAssembled:
-                    var message = inbound.takeMessage()
-                    let wellFormed = message.withUnsafeBytes { bytes in
-                        guard isWellFormed(bytes) else { return false }
-                        deliver(bytes)
-                        return true
-                    }
-                    inbound.recycle(&message)
-                    guard wellFormed else {
+                    guard deliverAssembled() else {
                         fail(.invalidPayload, "text message is not UTF-8")
                         return 0
                     }
@@ -558,6 +544,19 @@ public final class WebSocketConnection {
 
     /// Whether a complete inbound message may be delivered: binary, or text that is
     /// well-formed UTF-8 (when the loop checks it: ``EventLoop/Configuration/validatesUTF8``).
+    /// Delivers the message the assembler completed and recycles its buffer; false,
+    /// delivering nothing, when it is text that is not UTF-8.
+    private func deliverAssembled() -> Bool {
+        var message = inbound.takeMessage()
+        let wellFormed = message.withUnsafeBytes { bytes in
+            guard isWellFormed(bytes) else { return false }
+            deliver(bytes)
+            return true
+        }
+        inbound.recycle(&message)
+        return wellFormed
+    }
+
     private func isWellFormed(_ message: UnsafeRawBufferPointer) -> Bool {
         inbound.kind != .text || !validatesText || UTF8Validation.isValid(message)
     }
