@@ -386,9 +386,10 @@ public final class Hub: PipelineEnvironment {
 
     /// Throws `invalid_value` (and logs it with `sender`) when `subject` has a schema that
     /// `value` does not match: the message and `data` say where in the value and why.
-    /// A table subject also refuses a value that is not a change (`invalid_value`).
+    /// A table subject also refuses a value that is not a change (`invalid_value`) and one
+    /// it has no room for (`limit_exceeded`).
     public func validate(_ value: Value, for subject: HubSubject, sender: String?) throws(HubError) {
-        if let table = subject.table { _ = try SubjectTable.check(value, table: table.name) }
+        if let table = subject.table { _ = try table.validate(value) }
         guard let schema = subject.schema, let problem = schema.validate(value) else { return }
         let error = Hub.refusal(problem, subject: subject.name, what: "value")
         logger.warning("value refused by the subject's schema", metadata: [

@@ -81,6 +81,19 @@ public final class SubjectTable {
     /// when it is not a change, `limit_exceeded` when the table has no room for it. The
     /// normalised change, to store; call ``release(_:)`` with it once it is stored or failed.
     func admit(_ value: Value) throws(HubError) -> TableChange {
+        let change = try validate(value)
+        guard let newValue = change.value else { return change }
+        let size = change.key.utf8.count + newValue.estimatedBytes
+        let isNew = rows[change.key] == nil && pendingNewKeys[change.key] == nil
+        if isNew || pendingNewKeys[change.key] != nil { pendingNewKeys[change.key, default: 0] += 1 }
+        pendingBytes += size
+        return change
+    }
+
+    /// Checks `value` as a change of this table, and that the table has room for it now
+    /// (counting the changes being stored), without reserving it: `invalid_value`,
+    /// `limit_exceeded`. A sender hears of a full table before its value is accepted.
+    public func validate(_ value: Value) throws(HubError) -> TableChange {
         let change = try Self.check(value, table: name)
         guard let newValue = change.value else { return change }
         let size = change.key.utf8.count + newValue.estimatedBytes
@@ -97,8 +110,6 @@ public final class SubjectTable {
                 "table '\(name)' would hold more than \(limits.maxBytes) bytes (maxBytes): delete keys or raise the bound",
                 data: ["limit": "maxBytes", "max": .int(Int64(limits.maxBytes))])
         }
-        if isNew || pendingNewKeys[change.key] != nil { pendingNewKeys[change.key, default: 0] += 1 }
-        pendingBytes += size
         return change
     }
 

@@ -40,7 +40,7 @@ public struct TableChange: Hashable, Sendable {
         guard key.utf8.count <= maxKeyBytes else {
             return .failure(Refusal("a table key has at most \(maxKeyBytes) bytes (got \(key.utf8.count))"))
         }
-        return .success(TableChange(key: key, value: changed.isNull ? nil : changed))
+        return .success(TableChange(key: key, value: changed.isNull ? Value?.none : changed))
     }
 
     /// The key of a stored change (its values were checked when it was sent): `nil` if it is none.

@@ -1,0 +1,36 @@
+import HubEngine
+import HubRegistry
+import HubTesting
+import HubValue
+import HubWire
+import Testing
+
+/// A table subject in a hub over the memory store: what its table holds after upserts and
+/// deletes, its bounds counting the changes being stored, and its snapshot's order.
+@Suite("Table subjects in the hub")
+struct TableSubjectTests {
+    private func hub() throws -> (Hub, HubSubject) {
+        let hub = Hub(configuration: .init(autoCreate: false), scheduler: ImmediateScheduler.shared)
+        let subject = try hub.declareSubject("t", table: SubjectTable.Limits(maxKeys: 2, maxBytes: 1 << 20))
+        return (hub, subject)
+    }
+
+    @Test func upsertsAndDeletesKeepTheLatestValuePerKey() throws {
+        let (hub, subject) = try hub()
+        try hub.send(["key": "a", "value": 1], to: "t")
+        try hub.send(["key": "b", "value": 2], to: "t")
+        try hub.send(["key": "a", "value": 3], to: "t")
+        #expect(try hub.lookup("a", inTable: "t") == HistoryEntry(offset: 3, value: 3))
+        try hub.send(["key": "b", "value": .null], to: "t")
+        #expect(try hub.lookup("b", inTable: "t") == nil)
+        #expect(subject.table?.count == 1)
+        // The room the delete freed is taken again.
+        try hub.send(["key": 5, "value": "five"], to: "t")
+        #expect(subject.table?.snapshot() == [
+            HistoryEntry(offset: 3, value: ["key": "a", "value": 3]),
+            HistoryEntry(offset: 5, value: ["key": "5", "value": "five"]),
+        ])
+        #expect(throws: HubError.self) { try hub.send(["key": "c", "value": 1], to: "t") }
+        #expect(throws: HubError.self) { try hub.send(["key": "c"], to: "t") }
+    }
+}
