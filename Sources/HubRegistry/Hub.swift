@@ -235,11 +235,18 @@ public final class Hub: PipelineEnvironment {
         if durable || history != nil || table != nil {
             var retention = history ?? HistoryRetention()
             retention.keepsLatestPerKey = table != nil
+            let store = try store(durable: durable, for: name)
+            if table != nil, !store.keepsTables {
+                throw HubError(
+                    .badMessage,
+                    "table subject '\(name)': its store (JetStream, in a cluster) does not keep tables yet; "
+                        + "table subjects need a broker on its own (memory, or SQLite with durable)")
+            }
             subject = HubSubject(
                 name: name, initialValue: initialValue,
                 bufferSize: bufferSize ?? configuration.defaultBufferSize,
                 overflow: overflow ?? configuration.defaultOverflow, schema: schema,
-                log: try store(durable: durable, for: name).openLog(subject: name, retention: retention),
+                log: try store.openLog(subject: name, retention: retention),
                 retention: retention, isDurable: durable, table: table)
         } else {
             subject = HubSubject(
