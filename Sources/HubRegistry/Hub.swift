@@ -691,7 +691,8 @@ public final class Hub: PipelineEnvironment {
         }
         guard let table = subject.table else { return replay(since, lenient, onStart).eraseToAnyPublisher() }
         return Publishers.TableReplay(
-            table: table, history: history, since: since, changes: { since, onStart in replay(since, false, onStart) },
+            table: table, history: history, since: since, memory: memory,
+            changes: { since, onStart in replay(since, false, onStart) },
             onStart: onStart
         ).eraseToAnyPublisher()
     }

@@ -232,6 +232,30 @@ struct ServerTableTests {
         }
     }
 
+    @Test("a snapshot counts in the connection's memory budget: one that does not fit is limit_exceeded")
+    func snapshotInTheBudget() async throws {
+        var session = SessionConfiguration()
+        session.connectionBudget.maxBytes = 64 << 10
+        try await withServer(serviceConfiguration(session: session), setUp: { hub in
+            try hub.declareSubject("big", history: HistoryRetention(size: 10), table: SubjectTable.Limits(maxKeys: 10_000))
+            for key in 0..<5000 { try hub.send(["key": .int(Int64(key)), "value": 1], to: "big") }
+        }) { server in
+            let client = try await server.connect()
+            // Refused as a subscription is: one error carrying its id, instead of subscribed.
+            try await client.send(json(["op": "subscribe", "id": 1, "to": "big", "demand": 1]))
+            let refused = try await client.next()
+            #expect(refused["op"] == "error" && refused["id"] == 1)
+            #expect(refused["code"] == "limit_exceeded", "\(refused)")
+            // The budget is given back: a small table's snapshot still fits.
+            try await server.withHub { hub in
+                for key in 0..<4999 { try hub.send(["key": .int(Int64(key)), "value": .null], to: "big") }
+            }
+            try await client.send(json(["op": "subscribe", "id": 2, "to": "big", "demand": 5]))
+            #expect(try await client.next()["op"] == "subscribed")
+            #expect(try await client.values(1, id: 2) == [change("4999", 1)])
+        }
+    }
+
     /// The integer the query `sql` gives on the store's database in `directory`.
     static func count(_ sql: String, in directory: String) throws -> Int64 {
         var db: OpaquePointer?

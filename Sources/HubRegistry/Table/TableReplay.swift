@@ -1,4 +1,5 @@
 import HubEngine
+import HubPipeline
 import HubValue
 import HubWire
 
@@ -22,6 +23,10 @@ extension Publishers {
     ///
     /// `onStart` hears, once and before any value, the epoch, the offset the
     /// subscription starts from (L for a snapshot) and whether a `since` was recovered.
+    ///
+    /// The snapshot (one reference per live key, at most the table's `maxKeys`) is
+    /// counted in the subscriber's `memory` budget while it is being delivered: a budget
+    /// without room for it fails the subscription with `limit_exceeded`.
     public struct TableReplay: Publisher {
         public typealias Output = HistoryEntry
         public typealias Failure = HubError
@@ -29,6 +34,7 @@ extension Publishers {
         let table: SubjectTable
         let history: SubjectHistory
         let since: HistorySince?
+        let memory: ResourceBudget?
         /// The replay of the changelog after a position (its buffer, budget and pacing).
         let changes: (HistorySince, @escaping (HistoryPosition, Bool?) -> Void) -> HistoryReplay
         let onStart: (HistoryPosition, Bool?) -> Void
@@ -36,13 +42,14 @@ extension Publishers {
         /// A subscription to `table` (whose changelog is `history`) from `since`; `changes`
         /// makes the replay of the changelog from a position.
         public init(
-            table: SubjectTable, history: SubjectHistory, since: HistorySince?,
+            table: SubjectTable, history: SubjectHistory, since: HistorySince?, memory: ResourceBudget? = nil,
             changes: @escaping (HistorySince, @escaping (HistoryPosition, Bool?) -> Void) -> HistoryReplay,
             onStart: @escaping (HistoryPosition, Bool?) -> Void
         ) {
             self.table = table
             self.history = history
             self.since = since
+            self.memory = memory
             self.changes = changes
             self.onStart = onStart
         }
@@ -65,6 +72,8 @@ extension Publishers {
             private var inSnapshot = false
             private var delivering = false
             private var leg: ChangesLeg?
+            /// The snapshot's bytes in the subscriber's budget.
+            private var lease: ResourceLease?
 
             init(replay: TableReplay, downstream: Downstream) {
                 self.replay = replay
@@ -86,6 +95,17 @@ extension Publishers {
             private func beginSnapshot(recovered: Bool?) {
                 snapshot = replay.table.snapshot()
                 snapshotOffset = replay.history.lastOffset
+                if let memory = replay.memory {
+                    do throws(HubError) {
+                        lease = try memory.lease(
+                            bytes: snapshot.count * MemoryLayout<HistoryEntry>.stride,
+                            for: "the snapshot of table '\(replay.table.name)' (\(snapshot.count) keys)")
+                    } catch {
+                        snapshot = []
+                        fail(error)
+                        return
+                    }
+                }
                 next = 0
                 inSnapshot = true
                 replay.onStart(HistoryPosition(epoch: replay.history.epoch, offset: snapshotOffset), recovered)
@@ -105,6 +125,7 @@ extension Publishers {
                 guard downstream != nil, next >= snapshot.count else { return }
                 inSnapshot = false
                 snapshot = []
+                lease.take()?.release()
                 followChanges(since: .offset(snapshotOffset, epoch: replay.history.epoch), strict: true)
             }
 
@@ -148,6 +169,7 @@ extension Publishers {
                 guard let downstream else { return }
                 self.downstream = nil
                 snapshot = []
+                lease.take()?.release()
                 leg?.abandon()
                 leg = nil
                 downstream.receive(completion: .failure(error))
@@ -166,6 +188,7 @@ extension Publishers {
             func cancel() {
                 downstream = nil
                 snapshot = []
+                lease.take()?.release()
                 leg?.abandon()
                 leg = nil
             }
@@ -209,5 +232,13 @@ extension Publishers {
                 }
             }
         }
+    }
+}
+
+extension Optional {
+    /// Returns the value and leaves `nil`.
+    fileprivate mutating func take() -> Wrapped? {
+        defer { self = nil }
+        return self
     }
 }
