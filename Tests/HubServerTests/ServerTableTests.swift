@@ -229,7 +229,15 @@ struct ServerTableTests {
             try await client.send(json(["op": "subscribe", "id": 2, "to": "t", "demand": 10, "since": ["offset": 1006, "epoch": epoch]]))
             #expect(try await client.next()["recovered"] == true)
             #expect(try await client.values(1, id: 2) == [change("next", 1)])
+            // A delete starts the table over: its rows go with its history.
+            try await client.send(json(["op": "delete", "name": "t", "ack": 5]))
+            var answers = try await client.next(3)
+            answers.sort { $0.jsonString() < $1.jsonString() }
+            #expect(answers == [["op": "ack", "ack": 5], ["op": "complete", "id": 1], ["op": "complete", "id": 2]])
+            try await client.send(json(["op": "get", "name": "t", "key": 19, "ack": 6]))
+            #expect(try await client.next()["found"] == false)
         }
+        #expect(try Self.count("SELECT count(*) FROM table_rows", in: directory) == 0)
     }
 
     @Test("a snapshot counts in the connection's memory budget: one that does not fit is limit_exceeded")
