@@ -443,6 +443,19 @@ public final class Hub: PipelineEnvironment {
         if let clusterLink, subject.name != clusterEventName, subject.history == nil, !HubName.isSystem(subject.name) {
             clusterLink.hub(self, published: value, to: subject)
         }
+        var whenStored = whenStored
+        if whenStored == nil, subject.table != nil {
+            // A table may refuse a value that was checked before it was published (a running
+            // pipeline's outputs wait for its checkpoint, other changes may fill the table
+            // meanwhile): no sender hears of it, the log does.
+            let (logger, name) = (self.logger, subject.name)
+            whenStored = { result in
+                guard case let .failure(error) = result else { return }
+                logger.warning("table refused a change", metadata: [
+                    "subject": "\(name)", "sender": "\(sender ?? "unknown")", "error": "\(error.message)",
+                ])
+            }
+        }
         let previous = origin.sender
         origin.sender = sender
         subject.send(value, whenStored: whenStored)

@@ -66,4 +66,28 @@ struct TableSubjectTests {
         try start()
         #expect(view() == 4, "the delete of d, and nothing read twice")
     }
+
+    /// Outputs of a checkpointed pipeline wait for its checkpoint: checked one by one when
+    /// written, they may no longer fit when committed together. The table takes what fits
+    /// and the log says which it refused.
+    @Test func aChangeRefusedAtTheCommitIsLogged() throws {
+        let scheduler = TestScheduler()
+        let log = LogRecorder()
+        let hub = Hub(
+            configuration: .init(autoCreate: false), scheduler: scheduler, logger: log.logger(),
+            historyStore: MemoryStore(), durableStore: MemoryStore())
+        try hub.declareSubject("input", history: HistoryRetention(size: 100), durable: true)
+        let table = try hub.declareSubject("t", durable: true, table: SubjectTable.Limits(maxKeys: 2))
+        try hub.declarePipeline(
+            "writer", source: "input | map({key: ., value: 1}) | into(t)", runs: true,
+            checkpoint: CheckpointPolicy(every: nil, interval: .seconds(10)))
+        try hub.startRunningPipelines()
+        scheduler.advance()
+        for key in ["a", "b", "c"] { try hub.send(.string(key), to: "input") }
+        scheduler.advance(by: .seconds(10))
+        #expect(table.table?.count == 2)
+        #expect(try hub.lookup("c", inTable: "t") == nil)
+        let refused = log.entries("table refused a change")
+        #expect(refused.count == 1, "\(refused)")
+    }
 }

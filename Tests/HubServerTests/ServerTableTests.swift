@@ -117,6 +117,10 @@ struct ServerTableTests {
             let large = try await send(client, change("a", .string(String(repeating: "x", count: 5000))), ack: 204)
             #expect(large["code"] == "limit_exceeded")
             #expect(large["data"]?["limit"] == "maxBytes")
+            // An update counts the bytes it gives back: two 3,000-byte values in turn fit 4,096.
+            #expect(try await send(client, change("a", .string(String(repeating: "y", count: 3000))), ack: 205)["op"] == "ack")
+            #expect(try await send(client, change("a", .string(String(repeating: "z", count: 3000))), ack: 206)["op"] == "ack")
+            #expect(try await send(client, change("c", .string(String(repeating: "w", count: 3000))), ack: 207)["code"] == "limit_exceeded")
             let count = try await server.withHub { hub in (try hub.subject(named: "positions")).table?.count }
             #expect(count == 3)
         }

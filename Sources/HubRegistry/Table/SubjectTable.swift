@@ -14,8 +14,9 @@ import HubWire
 /// **Bounds.** At most ``Limits/maxKeys`` live keys and ``Limits/maxBytes`` of values
 /// (estimated, keys included), counting the changes still being stored: a change that
 /// would go beyond either is refused with `limit_exceeded` before it is stored, so that a
-/// client inventing keys cannot grow the broker's memory or its store. Updates and
-/// deletes of existing keys are always taken (a delete frees room). Loop-confined.
+/// client inventing keys cannot grow the broker's memory or its store. Deletes are always
+/// taken (a delete frees room), and so are updates of live keys that keep the table
+/// within ``Limits/maxBytes``. Loop-confined.
 public final class SubjectTable {
     /// A table's bounds (configuration `maxKeys`, `maxBytes`).
     public struct Limits: Hashable, Sendable {
@@ -104,7 +105,8 @@ public final class SubjectTable {
                 "table '\(name)' holds \(limits.maxKeys) keys, its most (maxKeys): delete keys (value null) or raise the bound",
                 data: ["limit": "maxKeys", "max": .int(Int64(limits.maxKeys))])
         }
-        if bytes + pendingBytes + size > limits.maxBytes {
+        // An update gives back its key's old bytes; the changes being stored count whole.
+        if bytes - (rows[change.key]?.bytes ?? 0) + pendingBytes + size > limits.maxBytes {
             throw HubError(
                 .limitExceeded,
                 "table '\(name)' would hold more than \(limits.maxBytes) bytes (maxBytes): delete keys or raise the bound",
