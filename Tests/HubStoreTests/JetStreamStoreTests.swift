@@ -1,5 +1,6 @@
 import Foundation
 import HubCluster
+import HubEngine
 import HubRegistry
 import HubValue
 import HubWire
@@ -54,6 +55,25 @@ struct JetStreamStoreTests {
         return TwoNodes(
             nats: nats, loop: loop, connections: [connectionA, connectionB], storeA: storeA, storeB: storeB,
             logA: try await open(storeA, subject, on: loop), logB: try await open(storeB, subject, on: loop))
+    }
+
+    @Test("a table subject is refused on JetStream, whose logs keep no table yet, rather than losing its keys at a restart")
+    func tablesAreRefused() async throws {
+        let nats = try await NATSServerProcess(jetStream: true)
+        defer { nats.stop() }
+        let loop = TestLoop()
+        let (connection, store) = try store(nats, name: "a", loop: loop)
+        defer { connection.close() }
+        let refusal = try await loop.run { () -> String? in
+            let hub = Hub(configuration: .init(autoCreate: false), scheduler: ImmediateScheduler.shared, historyStore: store.value)
+            do throws(HubError) {
+                try hub.declareSubject("positions", table: SubjectTable.Limits())
+                return nil
+            } catch {
+                return error.message
+            }
+        }
+        #expect(refusal?.contains("does not keep tables yet") == true, "\(refusal ?? "accepted")")
     }
 
     @Test("two nodes' stores share a subject's stream: one epoch, one sequence, every value committed once in order on each")

@@ -43,6 +43,12 @@ public protocol SubjectLog: AnyObject {
     /// comes back with it after a restart.
     var lastValue: Value? { get }
 
+    /// With ``HistoryRetention/keepsLatestPerKey``: the latest committed change of each live
+    /// key (``TableChange``), with its offset, in any order, whatever the size and ttl
+    /// dropped from the history; a durable store has them back after a restart. Empty
+    /// otherwise (the default: a store that keeps no table).
+    var latestPerKey: [HistoryEntry] { get }
+
     /// Called with each committed value, in offset order (see the type's contract).
     var onCommit: ((HistoryEntry) -> Void)? { get set }
 
@@ -74,4 +80,7 @@ extension SubjectLog {
 
     /// A store of one hub commits only what this hub appends: nothing to fetch.
     public func attach(_ demand: LiveDemand) {}
+
+    /// A store that keeps no table.
+    public var latestPerKey: [HistoryEntry] { [] }
 }
