@@ -156,6 +156,14 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 "COpenSSL",
+            ],
+            // The dashboard and the JS client it serves, embedded in the binary. The files
+            // are links to Dashboard/ and clients/js/hub.js (one copy of each).
+            resources: [
+                .embedInCode("Dashboard/index.html"),
+                .embedInCode("Dashboard/dashboard.js"),
+                .embedInCode("Dashboard/dashboard.css"),
+                .embedInCode("Dashboard/hub.js"),
             ]
         ),
         // The cluster's backplane: the NATS C client from the system, as libwebsockets is
