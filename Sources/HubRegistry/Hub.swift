@@ -236,12 +236,6 @@ public final class Hub: PipelineEnvironment {
             var retention = history ?? HistoryRetention()
             retention.keepsLatestPerKey = table != nil
             let store = try store(durable: durable, for: name)
-            if table != nil, !store.keepsTables {
-                throw HubError(
-                    .badMessage,
-                    "table subject '\(name)': its store (JetStream, in a cluster) does not keep tables yet; "
-                        + "table subjects need a broker on its own (memory, or SQLite with durable)")
-            }
             subject = HubSubject(
                 name: name, initialValue: initialValue,
                 bufferSize: bufferSize ?? configuration.defaultBufferSize,
@@ -705,7 +699,8 @@ public final class Hub: PipelineEnvironment {
         guard let table = subject.table else { return replay(since, lenient, onStart).eraseToAnyPublisher() }
         return Publishers.TableReplay(
             table: table, history: history, since: since, memory: memory,
-            changes: { since, onStart in replay(since, false, onStart) },
+            // A changelog compacted per key has gaps the table's replay goes over.
+            changes: { since, onStart in replay(since, history.log.compactsPerKey, onStart) },
             onStart: onStart
         ).eraseToAnyPublisher()
     }

@@ -367,9 +367,6 @@ public final class SQLiteStore: SubjectStore {
 
     // MARK: SubjectStore
 
-    /// Tables keep one row per live key (`table_rows`, see ``SQLiteSchema``).
-    public var keepsTables: Bool { true }
-
     public func openLog(subject name: String, retention: HistoryRetention) throws(HubError) -> any SubjectLog {
         guard !closed else { throw HubError(.internal, "the durable store is closed") }
         if let log = logs[name] {

@@ -25,9 +25,6 @@ public final class MemoryStore: SubjectStore {
         return log
     }
 
-    /// Its logs keep each key's latest value for table subjects.
-    public var keepsTables: Bool { true }
-
     /// Forgets the subject's log.
     public func removeLog(subject name: String) throws(HubError) {
         logs[name] = nil

@@ -49,6 +49,12 @@ public protocol SubjectLog: AnyObject {
     /// otherwise (the default: a store that keeps no table).
     var latestPerKey: [HistoryEntry] { get }
 
+    /// Whether the log keeps only each key's latest change (a table's changelog compacted
+    /// per key, as a JetStream store keeps it): its offsets have gaps where a key changed
+    /// again, and the changes after any offset of its epoch, gaps and all, still bring a
+    /// table up to date. `false` (the default): the log keeps a run of values without gaps.
+    var compactsPerKey: Bool { get }
+
     /// Called with each committed value, in offset order (see the type's contract).
     var onCommit: ((HistoryEntry) -> Void)? { get set }
 
@@ -83,4 +89,7 @@ extension SubjectLog {
 
     /// A store that keeps no table.
     public var latestPerKey: [HistoryEntry] { [] }
+
+    /// A log without gaps.
+    public var compactsPerKey: Bool { false }
 }

@@ -32,11 +32,6 @@ public protocol SubjectStore: AnyObject {
     /// never hears of such a delete; the default removes the log.
     func forgetLog(subject name: String) throws(HubError)
 
-    /// Whether its logs keep the latest value per key (``HistoryRetention/keepsLatestPerKey``,
-    /// ``SubjectLog/latestPerKey``), which table subjects need. The default: no (such a
-    /// store is refused for a table subject rather than losing its table at a restart).
-    var keepsTables: Bool { get }
-
     /// Finishes the work under way (every acknowledged append is stored) and releases
     /// the store's threads and files. Blocks; call it once the hub no longer appends.
     func close()
@@ -62,9 +57,6 @@ public protocol SubjectStore: AnyObject {
 }
 
 extension SubjectStore {
-    /// A store that keeps no table (JetStream's, for now).
-    public var keepsTables: Bool { false }
-
     /// A store of one hub: forgetting is removing.
     public func forgetLog(subject name: String) throws(HubError) {
         try removeLog(subject: name)

@@ -20,6 +20,10 @@ extension Publishers {
     ///   the snapshot is in offset order, every change after the last offset a subscriber
     ///   saw, snapshot or not, is in the changelog after it. `{last: K}` gives the last K
     ///   changes, then the live ones, as for any subject with history.
+    /// - **A changelog compacted per key** (``SubjectLog/compactsPerKey``: JetStream's) has
+    ///   gaps where a key changed again; the changes after any offset of its epoch, gaps and
+    ///   all, still hold each key's latest change after it, so a `since` of its epoch that
+    ///   it reached is always recovered, and the changes after a snapshot always follow it.
     ///
     /// `onStart` hears, once and before any value, the epoch, the offset the
     /// subscription starts from (L for a snapshot) and whether a `since` was recovered.
@@ -88,7 +92,7 @@ extension Publishers {
                 case let since?:
                     // The changes after the offset if the changelog still has them; if not,
                     // the snapshot again (the replay tells before it delivers anything).
-                    followChanges(since: since, strict: false)
+                    followChanges(since: since, strict: false, assured: assured(since))
                 }
             }
 
@@ -129,16 +133,25 @@ extension Publishers {
                 followChanges(since: .offset(snapshotOffset, epoch: replay.history.epoch), strict: true)
             }
 
+            /// Whether the changes after `since` bring a table up to date whatever gaps the
+            /// changelog has (a changelog compacted per key, and an offset of its epoch that
+            /// it reached).
+            private func assured(_ since: HistorySince) -> Bool {
+                guard replay.history.log.compactsPerKey, case let .offset(offset, epoch) = since else { return false }
+                return (epoch == nil || epoch == replay.history.epoch) && offset <= replay.history.lastOffset
+            }
+
             /// Goes on with the changelog from `since`. `strict` (after a snapshot): the
             /// changes must all be there, else `overflow`; otherwise a `since` that is not
-            /// recovered gives the snapshot again.
-            private func followChanges(since: HistorySince, strict: Bool) {
+            /// recovered gives the snapshot again. `assured` (``assured(_:)``): the
+            /// changes are taken as recovered whatever gaps they have.
+            private func followChanges(since: HistorySince, strict: Bool, assured: Bool = false) {
                 let leg = ChangesLeg(owner: self)
                 self.leg = leg
                 let publisher = replay.changes(since) { [weak self, weak leg] position, recovered in
                     guard let self, let leg, self.leg === leg else { return }
                     if strict {
-                        guard recovered == true else {
+                        guard recovered == true || self.replay.history.log.compactsPerKey else {
                             leg.abandon()
                             self.fail(HubError(
                                 .overflow,
@@ -148,20 +161,23 @@ extension Publishers {
                         }
                         return
                     }
-                    if case .offset = since, recovered != true {
+                    if case .offset = since, recovered != true, !assured {
                         leg.abandon()
                         self.leg = nil
+                        // No change came before this answer: what was asked of the leg (a
+                        // store that answers later has it already) goes to the snapshot.
+                        self.demand += leg.forwarded
                         self.beginSnapshot(recovered: false)
                         return
                     }
-                    self.replay.onStart(position, recovered)
+                    self.replay.onStart(position, assured ? true : recovered)
                 }
                 publisher.receive(subscriber: leg)
                 guard self.leg === leg else { return }
                 if demand > 0 {
                     let pending = demand
                     demand = .none
-                    leg.upstream?.request(pending)
+                    leg.request(pending)
                 }
             }
 
@@ -177,8 +193,8 @@ extension Publishers {
 
             func request(_ demand: Subscribers.Demand) {
                 guard downstream != nil, demand > 0 else { return }
-                if !inSnapshot, let leg, let upstream = leg.upstream {
-                    upstream.request(demand)
+                if !inSnapshot, let leg, leg.upstream != nil {
+                    leg.request(demand)
                     return
                 }
                 self.demand += demand
@@ -201,8 +217,15 @@ extension Publishers {
                 weak var owner: Inner?
                 var upstream: (any Subscription)?
                 private var abandoned = false
+                /// The demand passed on to the replay.
+                private(set) var forwarded = Subscribers.Demand.none
 
                 init(owner: Inner) { self.owner = owner }
+
+                func request(_ demand: Subscribers.Demand) {
+                    forwarded += demand
+                    upstream?.request(demand)
+                }
 
                 func abandon() {
                     abandoned = true
