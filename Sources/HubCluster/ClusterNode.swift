@@ -6,7 +6,7 @@ import HubValue
 import HubWire
 import Logging
 
-/// One hub's membership of a cluster of hubs over NATS (issue 10, first part).
+/// One hub's membership of a cluster of hubs over NATS.
 ///
 /// - A value sent here to a subject (passthrough or current-value, without history) is
 ///   published on `hub.v.NAME` (``ClusterSubjectNames``) before the local subscribers get

@@ -193,7 +193,7 @@ public struct Identity: Hashable, Sendable {
     /// Every client of a broker without authentication.
     public static let anonymous = Identity(name: "anonymous", permissions: .everything, hasOwnBudget: false)
 
-    /// The check issue 11's operator surface calls for metrics and system subjects:
+    /// The check the operator surface (metrics and system subjects) calls for:
     /// whether this identity may see the admin resource `name` (`metrics`, `$sys.stats`, …).
     public func mayAdminister(_ name: String) -> Bool {
         permissions.allows(.admin, name)

@@ -46,11 +46,11 @@ public final class HubService: Sendable {
         /// Seconds without an answer to pings before a connection is dropped.
         public var idleTimeout: UInt16
         /// Seconds a new connection may take to send its upgrade request before it is
-        /// dropped (issue 12: sockets that never send one held a descriptor for 10 s).
+        /// dropped (sockets that never send one would hold a descriptor meanwhile).
         public var handshakeTimeout: UInt16 = 5
         /// The most accepted sockets waiting to send their upgrade or HTTP request: a
-        /// newcomer beyond it closes the one that has waited longest (issue 12: sockets
-        /// that connect and send nothing could hold every descriptor).
+        /// newcomer beyond it closes the one that has waited longest (sockets that
+        /// connect and send nothing could otherwise hold every descriptor).
         public var maxPendingHandshakes: Int = 1000
         /// The certificate and private key to serve `wss://` with; `nil` serves `ws://`.
         public var tls: TLSConfiguration?
@@ -518,7 +518,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         let wanted = configuration.maxConnections + waiting + waiting / 4 + 16
         guard let descriptors = Self.descriptorBudget else { return wanted }
         // Never more sockets than descriptors: `accept` failing with EMFILE makes lws
-        // retry on every pass (100 % CPU, issue 12 reproduction 8); refusing with 4429
+        // retry on every pass (100 % CPU); refusing with 4429
         // after the accept does not.
         return max(1, min(wanted, descriptors - pendingHandshakeLimit))
     }

@@ -6,8 +6,8 @@ import Darwin
 
 /// The process's limit on open descriptors (`RLIMIT_NOFILE`). A broker holds one per
 /// connection: Debian's default soft limit of 1,024 runs out long before its hard
-/// limit, and once it has, `accept` fails with `EMFILE` for every client (issue 12,
-/// reproduction 8). `hubcli serve` raises the soft limit to the hard one at start.
+/// limit, and once it has, `accept` fails with `EMFILE` for every client.
+/// `hubcli serve` raises the soft limit to the hard one at start.
 public enum OpenFileLimit {
     /// The soft and hard limits now (`nil` when they cannot be read).
     public static var current: (soft: UInt64, hard: UInt64)? {

@@ -35,7 +35,7 @@ extension WebSocketServer {
         public var maximumRequestHeadSize: Int
         /// The most accepted sockets still waiting for their upgrade (or HTTP) request: a
         /// newcomer beyond it closes the one that has waited longest, so that sockets
-        /// that connect and send nothing cannot hold every descriptor (issue 12).
+        /// that connect and send nothing cannot hold every descriptor.
         public var maximumPendingHandshakes: Int
         /// The size of lws's receive chunk of a client connection (bytes); server sockets
         /// read what the loop's service buffer holds.

@@ -4,7 +4,7 @@ import HubValue
 import NetworkTestSupport
 import Testing
 
-/// Issue 12, reproduction 8, on a real `hubcli serve` under a small descriptor limit:
+/// Descriptor exhaustion, on a real `hubcli serve` under a small descriptor limit:
 /// sockets that connect and never send their upgrade used to take every descriptor
 /// (1,100 of them under `ulimit -n 1024`); `accept` then failed with EMFILE on every
 /// pass, the loop spun at 100 % and logged tens of thousands of `accept: errno 24`

@@ -65,7 +65,7 @@ struct ClusterHistoryTests {
 }
 
 extension ClusterHistoryTests {
-    /// Issue 10: a remote subscriber's demand becomes the node's pull requests. Node c
+    /// A remote subscriber's demand becomes the node's pull requests. Node c
     /// fetches from the stream only what its subscriber asked for; the rest waits in
     /// JetStream (not in c's memory, not dropped) until more is requested.
     @Test func aSubscribersDemandBoundsWhatItsNodePullsFromTheStream() async throws {

@@ -14,7 +14,7 @@ struct PipelineOperatorTests {
         ("sequence([3, 1, 2]) | min()", [1]),
         ("sequence([\"b\", \"c\", \"a\"]) | max()", ["c"]),
         ("sequence([1, 2, 3]) | output(at: 1)", [2]),
-        // Combine's closed ranges (issue 8; `[1, 3]` gave [2, 3] before, a half-open range).
+        // Combine's closed ranges (`[1, 3]` once gave [2, 3], a half-open range).
         ("sequence([1, 2, 3, 4]) | output(in: [1, 3])", [2, 3, 4]),
         ("sequence([1, 2, 3, 4, 5]) | output(in: [2, 3])", [3, 4]),
         ("sequence([1, 2, 3]) | output(in: [1, 1])", [2]),

@@ -5,8 +5,8 @@ import HubValue
 import HubWire
 import Testing
 
-/// `list` pages the catalog (issue 12, reproduction 6: a catalog of 100,000 names
-/// was one message over 16 MiB, and every `list` closed the connection with 4008).
+/// `list` pages the catalog (a catalog of 100,000 names was once one message over
+/// 16 MiB, and every `list` closed the connection with 4008).
 @Suite("Hub: catalog pages")
 struct CatalogPageTests {
     static func names(_ page: Catalog) -> [String] {

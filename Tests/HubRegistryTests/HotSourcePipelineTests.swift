@@ -50,7 +50,7 @@ struct HotSourcePipelineTests {
         #expect(latest.values == [2, 3])
     }
 
-    /// Issue 8: demand 0, a=1, b=2, c=3, a=4, then request(1) gave [1,2,3] (then [4,2,3],
+    /// Demand 0, a=1, b=2, c=3, a=4, then request(1) once gave [1,2,3] (then [4,2,3],
     /// [5,2,3] one request at a time): the combinators asked each hot source's buffer for one
     /// value. They now read their inputs unlimited and deliver the latest of each.
     @Test(arguments: ["reduceLatest(a, b, c)", "combineLatest(a, b, c)", "accumulateLatest(a, b, c)",

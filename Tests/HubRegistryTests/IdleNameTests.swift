@@ -5,8 +5,8 @@ import HubValue
 import HubWire
 import Testing
 
-/// Subjects created on first use are forgotten once idle (issue 12, reproduction 6:
-/// 100,000 invented names stayed forever): a sweep marks, the next one forgets what
+/// Subjects created on first use are forgotten once idle (100,000 invented names
+/// once stayed forever): a sweep marks, the next one forgets what
 /// stayed unused and unsubscribed; declared, subscribed and used names stay.
 @Suite("Hub: idle names")
 struct IdleNameTests {

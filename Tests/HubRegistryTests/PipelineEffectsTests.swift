@@ -40,7 +40,7 @@ struct PipelineEffectsTests {
         #expect(total(hub) == 5)
     }
 
-    /// Issue 8: a bad value failed the shared reducer and its state was lost, with nothing
+    /// A bad value once failed the shared reducer and its state was lost, with nothing
     /// logged. With `onError: skip` the value is skipped, logged with its sender, and the
     /// state goes on.
     @Test func skipKeepsTheStateAndLogsTheValueWithItsSender() throws {

@@ -6,7 +6,7 @@ import HubServer
 import HubTesting
 import Testing
 
-/// Issue 8: a named pipeline's run-time failure named its position from the start of the
+/// A named pipeline's run-time failure once named its position from the start of the
 /// pipeline text ("line 3, column 7" of a text that starts on line 31 of the file), and its
 /// message repeated the whole multi-line scan stage, once in `message` and once in `data`.
 @Suite("Named pipelines' failures point into the configuration file")

@@ -5,10 +5,10 @@ import HubValue
 import NetworkTestSupport
 import Testing
 
-/// The reproductions of issue 12, each found by one client on the broker's embedded
+/// Abuse by one client, each case found on the broker's embedded
 /// defaults: each must end in a clear error for that client while the broker goes on
 /// serving everyone else (a second client's request is answered after it).
-@Suite("Issue 12 reproductions: one client cannot stop the broker")
+@Suite("Abuse: one client cannot stop the broker")
 struct AbuseReproductionTests {
     /// A second client's round trip: the broker still serves others.
     static func expectServing(_ server: HubServerHarness, sourceLocation: SourceLocation = #_sourceLocation) async throws {

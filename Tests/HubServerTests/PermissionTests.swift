@@ -69,7 +69,7 @@ struct PermissionTests {
             #expect(answer["id"] == 4)
             answer = try await Self.ask(reader, ["op": "subscribe", "id": 5, "to": "prices", "demand": 1])
             Self.expectForbidden(answer, name: "prices", permission: "subscribe")
-            // Every write is forbidden: the read-only dashboard could complete prices.
+            // Every write is forbidden: a read-only dashboard could once complete prices.
             let writes: [(Value, String)] = [
                 (["op": "send", "to": "prices.AAPL", "value": 1, "ack": 10], "send to"),
                 (["op": "complete", "to": "prices.AAPL", "ack": 11], "complete"),

@@ -7,7 +7,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 8's new pipeline forms, end to end: a real broker on a loopback port, a client
+/// The pipeline forms of shared, current-value and running pipelines, end to end: a real broker on a loopback port, a client
 /// that speaks protocol v1 over a real WebSocket, and the pipeline text as a client sends it.
 @Suite("Pipeline forms over the wire")
 struct PipelineFormsWireTests {

@@ -5,7 +5,7 @@ import HubValue
 import HubWire
 import Testing
 
-/// `overflow: block` (PROTOCOL.md §5.7, issue 14): a publisher that outruns a subject's
+/// `overflow: block` (PROTOCOL.md §5.7): a publisher that outruns a subject's
 /// subscribers is slowed down (the broker stops reading its connection) while they
 /// drain, instead of their values being dropped or their connections closed.
 @Suite("HubServer publisher back pressure")

@@ -53,8 +53,8 @@ struct ServerAdministrationTests {
         }
     }
 
-    /// Listing every connection each second stalled the loop beside 10,000 idle ones (issue
-    /// 14's p99): `$sys.connections` is made only while it has subscribers, and when a
+    /// Listing every connection each second stalled the loop beside 10,000 idle ones (the
+    /// p99 of a fan-out suffered): `$sys.connections` is made only while it has subscribers, and when a
     /// client subscribes, while `$sys.stats` goes on every tick.
     @Test func theConnectionListIsMadeOnlyForItsSubscribers() async throws {
         var configuration = HubService.Configuration()

@@ -4,7 +4,7 @@ import HubValue
 import NetworkTestSupport
 import Testing
 
-/// RFC 6455 over a raw socket (issue 12, reproduction 9): a client that breaks the
+/// RFC 6455 over a raw socket: a client that breaks the
 /// framing rules gets a close frame with 1002 (protocol error; 1007 for text that is not
 /// UTF-8, 1009 for a message declared too big), never an echo of what it sent or a
 /// silent TCP drop; an unsupported `Sec-WebSocket-Version` is not upgraded, a malformed

@@ -2,7 +2,7 @@
 import Testing
 
 /// A line lws repeats on every loop pass (`accept: errno 24` while out of descriptors:
-/// 60,000 lines in 6 s in issue 12) goes out at most ten times a second, then once as a
+/// 60,000 lines in 6 s once) goes out at most ten times a second, then once as a
 /// count.
 @Suite("lws log throttle")
 struct LogLineThrottleTests {

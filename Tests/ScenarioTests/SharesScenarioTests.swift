@@ -52,7 +52,7 @@ struct SharesScenarioTests {
             try await scenario.client.send(Self.items, to: "items")
             #expect(try await view.next() == Self.view(Self.items, .null, .null, transfers: 0))
             // Acknowledged sends: the broker has handled them before the next request.
-            // Two lists of items in a row: only the latest counts (issue 8: the older one
+            // Two lists of items in a row: only the latest counts (the older one once
             // came first, a request at a time).
             try await scenario.client.send([], to: "items")
             try await scenario.client.send(Self.downloads, to: "downloads")

@@ -47,7 +47,7 @@ struct TodoScenarioTests {
         }
     }
 
-    /// Issue 8: the state lived in the shared pipeline's subscription, so the next subscriber
+    /// The state once lived in the shared pipeline's subscription, so the next subscriber
     /// after the last had left started from "loading" again. It now lives in the subject.
     @Test func theStateOutlivesItsSubscribers() async throws {
         try await Scenario.with("todo") { scenario in
@@ -65,7 +65,7 @@ struct TodoScenarioTests {
         }
     }
 
-    /// Issue 8: `hubcli send input 5` was acknowledged, then failed the shared reducer for
+    /// `hubcli send input 5` was once acknowledged, then failed the shared reducer for
     /// every subscriber and lost the list, logging nothing. Now the real `hubcli`, over a real
     /// socket, is refused at the door with the offending place; the list survives and the
     /// refusal is logged with the sender's session.

@@ -128,7 +128,7 @@ struct CombineLatestTests {
     }
 
     /// The reentrant value's tuple is delivered after the running one returns (not nested),
-    /// since the downstream still had demand (issue 8: it used to be dropped).
+    /// since the downstream still had demand (it used to be dropped).
     @Test func aValueSentFromInsideReceiveIsDeliveredAfterwardsNotNested() {
         let (a, b) = (Subject(), Subject())
         let recorder = RecordingSubscriber<Int, TestError>(initialDemand: .unlimited)

@@ -2,7 +2,7 @@ import Testing
 import HubEngine
 import HubTesting
 
-/// Issue 8: every combining operator with upstreams that complete, fail or send while they
+/// Every combining operator with upstreams that complete, fail or send while they
 /// are being subscribed (`Empty`, `Just`, `Fail`, a sequence), and with values sent back into
 /// an upstream from inside the downstream's `receive(_:)`.
 @Suite("CombiningOperators: synchronous upstreams and reentrant sends")

@@ -84,7 +84,7 @@ struct AccumulateLatestManyTests {
         #expect(probes.map(\.requests) == [[.unlimited], [.unlimited], [.unlimited]])
     }
 
-    /// Issue 8: the latest of each, not the first values an upstream buffered. Failed before
+    /// The latest of each, not the first values an upstream buffered. Failed before
     /// the fix (`[[1, 2, 3]]`: the upstreams were asked for one value each).
     @Test func withoutDemandOnlyTheLatestOfEachIsDelivered() {
         let source = subjects(3)

@@ -97,7 +97,7 @@ struct ReduceLatestTests {
                 "downstream demand only decides when an output is emitted")
     }
 
-    /// Issue 8: with demand 0, A=1, B=2, C=3, A=4, then request(1) must give [4,2,3]. The
+    /// With demand 0, A=1, B=2, C=3, A=4, then request(1) must give [4,2,3]. The
     /// upstreams were asked only for what the downstream asked, so upstreams that buffer for
     /// their subscriber (here `buffer`, on the hub a hot source) handed over their oldest,
     /// stale values one request at a time. Failed before the fix (`[[1, nil, nil]]`).
