@@ -56,6 +56,18 @@ public final class WebSocketServer: WebSocketEndpoint {
     private var adoptionQueue = Deque<AcceptedSocket>()
     /// Whether ``adoptQueued()`` runs at the end of this pass.
     private var adoptionScheduled = false
+    /// TLS sockets taken into lws whose handshake is not done (no byte after it yet),
+    /// oldest first with the time they stop counting; ``tlsInFlightSet`` holds those
+    /// still counted. lws starts a handshake's costly part when the ClientHello
+    /// arrives, which for sockets adopted earlier can be many in one pass: at most
+    /// ``tlsHandshakesInFlight`` are adopted and not done at once.
+    private var tlsInFlight = Deque<(wsi: OpaquePointer, until: Int64)>()
+    private var tlsInFlightSet: Set<OpaquePointer> = []
+    private var tlsInFlightTimer: TimerQueue.Entry?
+    /// The most TLS handshakes a server has in flight, and how long one counts at most
+    /// (a client that connects and sends nothing holds a place only this long).
+    static let tlsHandshakesInFlight = 8
+    static let tlsInFlightNanoseconds: Int64 = 100_000_000
     /// Sockets whose close handshake is complete, closed a few a pass (``closeQueued()``).
     private var closeQueue = Deque<ServerSocket>()
     private var closesScheduled = false
@@ -242,20 +254,61 @@ public final class WebSocketServer: WebSocketEndpoint {
 
     private func adoptQueued() {
         adoptionScheduled = false
+        let tls = configuration.tls != nil
+        let now = EventLoop.monotonicNanoseconds()
+        if tls { expireTLSInFlight(now: now) }
         var budget = configuration.effectiveAdoptionsPerPass
-        while budget > 0, let socket = adoptionQueue.popFirst() {
+        while budget > 0, !adoptionQueue.isEmpty {
+            if tls, tlsInFlightSet.count >= WebSocketServer.tlsHandshakesInFlight {
+                // The next waits for a handshake to finish, or to stop counting.
+                waitForTLSInFlight()
+                return
+            }
+            let socket = adoptionQueue.removeFirst()
             budget -= 1
             guard let vhost, !isClosed, !eventLoop.isDestroying else {
                 socket.close()
                 continue
             }
             // On failure lws closes the descriptor itself.
-            if cws_adopt_raw_socket(vhost, socket.descriptor, protocolName) == nil {
+            guard let wsi = cws_adopt_raw_socket(vhost, socket.descriptor, protocolName) else {
                 logger.debug("an accepted socket could not be adopted")
+                continue
+            }
+            if tls, tlsInFlightSet.insert(wsi).inserted {
+                tlsInFlight.append((wsi, now + WebSocketServer.tlsInFlightNanoseconds))
             }
         }
         if !adoptionQueue.isEmpty { scheduleAdoptions() }
     }
+
+    /// Drops the TLS sockets that stopped counting as handshakes in flight.
+    private func expireTLSInFlight(now: Int64) {
+        while let first = tlsInFlight.first, first.until <= now || !tlsInFlightSet.contains(first.wsi) {
+            tlsInFlight.removeFirst()
+            if first.until <= now { tlsInFlightSet.remove(first.wsi) }
+        }
+    }
+
+    /// A TLS handshake in flight ended (done, or its socket freed): the next may start.
+    private func tlsHandshakeEnded(_ wsi: OpaquePointer) {
+        guard tlsInFlightSet.remove(wsi) != nil else { return }
+        if !adoptionQueue.isEmpty { scheduleAdoptions() }
+    }
+
+    /// Adopts again when the oldest handshake in flight stops counting (unless one
+    /// ends first).
+    private func waitForTLSInFlight() {
+        guard tlsInFlightTimer == nil, let first = tlsInFlight.first else { return }
+        tlsInFlightTimer = eventLoop.scheduleTimer(deadline: first.until, interval: nil) { [weak self] in
+            guard let self else { return }
+            self.tlsInFlightTimer = nil
+            if !self.adoptionQueue.isEmpty { self.scheduleAdoptions() }
+        }
+    }
+
+    /// TLS handshakes adopted and not done (for tests).
+    var tlsHandshakesInFlightCount: Int { tlsInFlightSet.count }
 
     /// Closes `socket` (its close handshake complete, its reading paused) at the end of
     /// this pass or a later one: at most ``Configuration/closesPerPass`` a pass, for at most
@@ -352,6 +405,7 @@ public final class WebSocketServer: WebSocketEndpoint {
     /// a whole request starts now (as lws's request timeout did after TLS), so that slow
     /// TLS handshakes under load do not use it up.
     func tlsEstablished(_ wsi: OpaquePointer) {
+        tlsHandshakeEnded(wsi)
         let deadline = EventLoop.monotonicNanoseconds() + Int64(max(1, configuration.handshakeTimeout)) * 1_000_000_000
         pendingHandshakes.restart(wsi, deadline: deadline)
     }
@@ -362,6 +416,7 @@ public final class WebSocketServer: WebSocketEndpoint {
     }
 
     func freed(_ wsi: OpaquePointer) {
+        tlsHandshakeEnded(wsi)
         pendingHandshakes.remove(wsi)
         idleKeepAlive.remove(wsi)
         displaced.remove(wsi)

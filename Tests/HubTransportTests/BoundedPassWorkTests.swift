@@ -39,6 +39,8 @@ struct BoundedPassWorkTests {
         var configuration = WebSocketServer.Configuration()
         configuration.listens = false
         configuration.adoptionsPerPass = 3
+        // The clients send their upgrades one after another (slowly on a loaded machine).
+        configuration.handshakeTimeout = 60
         let (server, _) = try await startEchoServer(on: loop, configuration: configuration)
         let (listening, port) = try Self.listen()
         defer { close(listening) }
@@ -71,6 +73,7 @@ struct BoundedPassWorkTests {
         defer { loop.shutdown() }
         var configuration = WebSocketServer.Configuration()
         configuration.adoptionsPerPass = 2
+        configuration.handshakeTimeout = 60
         let (server, port) = try await startEchoServer(on: loop, configuration: configuration)
         // Connected before any is served: they wait in the kernel's accept queue.
         let clients = try (0..<24).map { _ in try HTTPTestClient(port: port, timeoutSeconds: 10) }
@@ -89,11 +92,43 @@ struct BoundedPassWorkTests {
         #expect(figures == (24, 0, 0))
     }
 
+    /// TLS sockets whose handshake has not begun (clients that connect and send
+    /// nothing yet) hold at most eight places, each for at most 100 ms: the rest wait,
+    /// then are adopted too.
+    @Test(.enabled(if: TestCertificate.opensslAvailable, "needs the openssl command line"))
+    func atMostEightTLSHandshakesAreInFlightAndSilentOnesStopCounting() async throws {
+        let certificate = try TestCertificate.get()
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let configuration = WebSocketServer.Configuration(
+            tls: TLSConfiguration(certificatePath: certificate.certificatePath, privateKeyPath: certificate.privateKeyPath))
+        let (server, port) = try await startEchoServer(on: loop, configuration: configuration)
+        let silent = try (0..<12).map { _ in try HTTPTestClient(port: port, timeoutSeconds: 10) }
+        var most = 0
+        var sawWaiting = false
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            let (inFlight, queued, tracked) = try await onLoop(loop) {
+                (server.value.tlsHandshakesInFlightCount, server.value.queuedAdoptionCount, server.value.trackedSocketCount)
+            }
+            most = max(most, inFlight)
+            if inFlight == 8, queued > 0 { sawWaiting = true }
+            if tracked == 12, queued == 0 { break }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(most == 8)
+        #expect(sawWaiting)
+        #expect(try await onLoop(loop) { server.value.queuedAdoptionCount } == 0)
+        #expect(try await onLoop(loop) { server.value.trackedSocketCount } == 12)
+        _ = silent
+    }
+
     @Test func socketsWhoseCloseHandshakeIsCompleteCloseAFewAPassAndEveryOneCloses() async throws {
         let loop = try EventLoop()
         defer { loop.shutdown() }
         var configuration = WebSocketServer.Configuration()
         configuration.closesPerPass = 2
+        configuration.handshakeTimeout = 60
         let closed = EventQueue<UInt16?>()
         let (server, port) = try await startEchoServer(on: loop, configuration: configuration, closed: closed)
         let clients = try (0..<16).map { _ in try HTTPTestClient(port: port, timeoutSeconds: 10) }
