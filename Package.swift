@@ -149,12 +149,21 @@ let package = Package(
                 "HubRegistry",
                 "HubSQLite",
                 "HubTransport",
+                .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 "COpenSSL",
+            ],
+            // The dashboard and the JS client it serves, embedded in the binary. The files
+            // are links to Dashboard/ and clients/js/hub.js (one copy of each).
+            resources: [
+                .embedInCode("Dashboard/index.html"),
+                .embedInCode("Dashboard/dashboard.js"),
+                .embedInCode("Dashboard/dashboard.css"),
+                .embedInCode("Dashboard/hub.js"),
             ]
         ),
         // The cluster's backplane: the NATS C client from the system, as libwebsockets is
@@ -194,6 +203,7 @@ let package = Package(
                 "HubClient",
                 "HubCluster",
                 "HubEngine",
+                "HubRegistry",
                 "HubValue",
                 "HubWire",
                 "HubServer",

@@ -376,7 +376,7 @@ final class ClientCore {
             }
         case let .ack(ack):
             acks.removeValue(forKey: ack)?(.success(message))
-        case let .catalog(ack, _):
+        case let .catalog(ack, _), let .entry(ack, _, _, _):
             acks.removeValue(forKey: ack)?(.success(message))
         }
     }

@@ -244,6 +244,16 @@ public final class HubClient: Sendable {
         return catalog
     }
 
+    /// The current value of `key` in the table subject `table` (`get`), or `nil` when the
+    /// table has no such key. A name that is not a table subject is `not_found`.
+    public func get(_ key: Value, from table: String) async throws(HubClientError) -> Value? {
+        let answer = try await call { .get(name: table, key: key, ack: $0) }
+        guard case let .entry(_, _, value, _) = answer else {
+            throw HubClientError(code: .protocolError, message: "the server answered get with \(answer) instead of an entry")
+        }
+        return value
+    }
+
     // MARK: - Diagnostics
 
     /// The session id of the current connection (`nil` when not connected).

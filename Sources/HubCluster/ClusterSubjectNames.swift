@@ -51,6 +51,16 @@ public struct ClusterSubjectNames: Sendable, Hashable {
         return "\(head)_H_\(Self.hex(name))"
     }
 
+    /// The NATS subject of the key `key` of the table subject `name` in its stream:
+    /// `PREFIX.tk.<hex of NAME>.k<hex of KEY>`. A table's stream keeps the last message of
+    /// each such subject (`max_msgs_per_subject: 1`, as NATS KV does), so that it holds one
+    /// change per key however many updates it took. Both parts are hex, so that no key and
+    /// no name can make a subject of another stream.
+    public func tableKey(_ name: String, key: String) -> String { "\(prefix).tk.\(Self.hex(name)).k\(Self.hex(key))" }
+
+    /// The subjects of every key of the table subject `name`: its stream's subject.
+    public func tableKeys(_ name: String) -> String { "\(prefix).tk.\(Self.hex(name)).*" }
+
     /// Where complete, fail and delete travel.
     public var control: String { "\(prefix).ctl" }
 

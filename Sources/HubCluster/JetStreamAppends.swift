@@ -29,7 +29,10 @@ final class JetStreamAppends: @unchecked Sendable {
         /// The log that appended it (used on the loop only).
         let log: JetStreamLog
         let stream: String
+        /// The NATS subject it is published to.
         let subject: String
+        /// The subjects of its stream (a table's: every key's), which reads filter on.
+        let filter: String
         let payload: [UInt8]
         let time: Int64
         /// The retention's size: how many of the values others stored before it are read.
@@ -174,7 +177,7 @@ final class JetStreamAppends: @unchecked Sendable {
             let from = max(cursor.seen, sequence - 1 - min(sequence - 1, UInt64(append.size)))
             do throws(NATSError) {
                 others = try streams.read(
-                    stream: append.stream, subject: append.subject, after: from, through: sequence - 1,
+                    stream: append.stream, subject: append.filter, after: from, through: sequence - 1,
                     limit: append.size, maxBytes: .max, cutoff: nil)
             } catch {
                 return .failure(error)

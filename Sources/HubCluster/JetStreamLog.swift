@@ -10,14 +10,28 @@ import HubWire
 /// the ack's sequence is not the next one), so that ``onCommit`` reports every value of
 /// the stream once, in sequence order, and the completion of an append runs before
 /// its commit is reported.
+///
+/// A table subject's log (``HistoryRetention/keepsLatestPerKey``) publishes each change
+/// to its key's subject (``ClusterSubjectNames/tableKey(_:key:)``) in a stream that keeps
+/// the last message of each key: the changelog compacted per key, as NATS KV keeps its
+/// values. Its offsets have gaps where a key changed again, which a table's replay
+/// accepts (``compactsPerKey``). It follows its stream from the start, whatever the
+/// subscribers here want, so that the table of every node has every change.
 final class JetStreamLog: SubjectLog {
     let epoch: String
     private(set) var lastOffset: UInt64
     private(set) var lastValue: Value?
     var onCommit: ((HistoryEntry) -> Void)?
     var retention: HistoryRetention
+    /// The latest change of each live key of a table subject (kept as committed).
+    private var rows: [String: HistoryEntry]
+    var latestPerKey: [HistoryEntry] { Array(rows.values) }
+    /// A table's stream keeps each key's last change only.
+    var compactsPerKey: Bool { keySubject != nil }
 
     private unowned let store: JetStreamStore
+    /// A table's subject of a key (nil for other subjects: every value goes to ``subject``).
+    private let keySubject: ((String) -> String)?
     private let stream: String
     private let subject: String
     private var lastTime: Int64
@@ -37,8 +51,13 @@ final class JetStreamLog: SubjectLog {
     /// Whether the follower holds a permit whose batch has not come yet.
     private var permitted = false
 
-    init(store: JetStreamStore, stream: String, subject: String, retention: HistoryRetention, opened: JetStreamStreams.Opened) {
+    init(
+        store: JetStreamStore, stream: String, subject: String, retention: HistoryRetention, opened: JetStreamStreams.Opened,
+        keySubject: ((String) -> String)? = nil
+    ) {
         self.store = store
+        self.keySubject = keySubject
+        rows = opened.rows
         self.stream = stream
         self.subject = subject
         self.retention = retention
@@ -58,13 +77,21 @@ final class JetStreamLog: SubjectLog {
             completion(.failure(HubError(.limitExceeded, "\(store.maxPendingAppends) values already wait for JetStream's ack")))
             return
         }
+        var target = subject
+        if let keySubject {
+            guard let key = TableChange.key(of: value) else {
+                completion(.failure(HubError(.badMessage, "a table takes only {\"key\": K, \"value\": V} changes")))
+                return
+            }
+            target = keySubject(key)
+        }
         store.pendingAppends += 1
         lastTime = max(store.clock(), lastTime)
         var json: [UInt8] = []
         value.writeJSON(into: &json)
         completions.append(completion)
         let append = JetStreamAppends.Append(
-            log: self, stream: stream, subject: subject, payload: json, time: lastTime, size: retention.size,
+            log: self, stream: stream, subject: target, filter: subject, payload: json, time: lastTime, size: retention.size,
             cursor: cursor, value: value)
         // Inside a pipeline's commit, the append goes with its checkpoint.
         if store.transaction != nil {
@@ -85,6 +112,7 @@ final class JetStreamLog: SubjectLog {
             if sequence > lastOffset {
                 lastOffset = sequence
                 lastValue = value
+                keep(HistoryEntry(offset: sequence, value: value))
             }
             completion(.success(sequence))
             onCommit?(HistoryEntry(offset: sequence, value: value))
@@ -128,7 +156,8 @@ final class JetStreamLog: SubjectLog {
     /// must reach the stream's end whatever the live demand).
     private func permitFetch() {
         guard let follower, !permitted, held.isEmpty else { return }
-        let wanted = catchingUp.isEmpty ? (demand?.wanted ?? .max) : .max
+        // A table takes every change, so that its rows are current on every node.
+        let wanted = catchingUp.isEmpty && keySubject == nil ? (demand?.wanted ?? .max) : .max
         guard wanted > 0 else { return }
         permitted = true
         follower.permit(min(JetStreamFollower.window, wanted))
@@ -176,8 +205,15 @@ final class JetStreamLog: SubjectLog {
     private func commit(_ entry: HistoryEntry) {
         lastOffset = entry.offset
         lastValue = entry.value
+        keep(entry)
         onCommit?(entry)
         caughtUp()
+    }
+
+    /// A table's change, as its key's row (or its key's row removed, for `null`).
+    private func keep(_ entry: HistoryEntry) {
+        guard keySubject != nil, let key = TableChange.key(of: entry.value) else { return }
+        rows[key] = entry.value["value"]?.isNull == false ? entry : nil
     }
 
     /// Asks the stream for its last sequence, then follows it (if not yet) until this log
@@ -236,7 +272,8 @@ final class JetStreamLog: SubjectLog {
             completion(.failure(HubError(.internal, "the JetStream store is closed")))
             return
         }
-        let cutoff = retention.ttl.map { store.clock() - JetStreamStreams.nanoseconds($0) }
+        // A table's changes do not expire (the stream keeps each key's last one).
+        let cutoff = compactsPerKey ? nil : retention.ttl.map { store.clock() - JetStreamStreams.nanoseconds($0) }
         let streams = store.streams
         let (stream, subject, limit) = (self.stream, self.subject, max(1, limit))
         store.request({

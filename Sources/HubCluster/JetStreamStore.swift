@@ -13,6 +13,13 @@ import Logging
 ///   ``ClusterSubjectNames/history(_:)``), with `max_msgs` = the retention's size,
 ///   `max_age` = its ttl, discarding the oldest, file storage for durable subjects
 ///   (``Storage/file``) and memory storage otherwise.
+/// - **Tables.** A table subject's stream keeps its changelog compacted per key: each
+///   change `{"key": K, "value": V}` goes to `hub.tk.<hex of NAME>.k<hex of K>`
+///   (``ClusterSubjectNames/tableKey(_:key:)``) and the stream keeps the last message of
+///   each (`max_msgs_per_subject: 1`, as NATS KV does; no `max_msgs`, no `max_age`). The
+///   stream holds one message per key (a deleted key's `null` included) however many
+///   updates it took; its messages are the table's rows when the log is opened, and every
+///   node follows the stream while the log is open (``JetStreamLog``).
 /// - **Offsets and epochs.** Offsets are the stream's sequences. The epoch is the
 ///   stream's identity: 16 hex digits drawn when the stream is created and kept in its
 ///   description (`hub-epoch:…`); deleting the subject deletes the stream, so the next
@@ -97,7 +104,7 @@ public final class JetStreamStore: SubjectStore {
     public func openLog(subject name: String, retention: HistoryRetention) throws(HubError) -> any SubjectLog {
         guard !closed else { throw HubError(.internal, "the JetStream store is closed") }
         let stream = names.historyStream(name)
-        let subject = names.history(name)
+        let subject = retention.keepsLatestPerKey ? names.tableKeys(name) : names.history(name)
         let streams = self.streams
         let storage = self.storage
         let appends = self.appends
@@ -114,8 +121,13 @@ public final class JetStreamStore: SubjectStore {
             log.retention = retention
             return log
         }
-        let log = JetStreamLog(store: self, stream: stream, subject: subject, retention: retention, opened: opened)
+        let names = self.names
+        let log = JetStreamLog(
+            store: self, stream: stream, subject: subject, retention: retention, opened: opened,
+            keySubject: retention.keepsLatestPerKey ? { key in names.tableKey(name, key: key) } : nil)
         logs[name] = log
+        // Every node follows a table's stream, so that its table has the other nodes' changes.
+        if retention.keepsLatestPerKey { try log.follow() }
         return log
     }
 
@@ -169,7 +181,8 @@ public final class JetStreamStore: SubjectStore {
     /// of at most ``JetStreamFollower/window`` (64) messages, the next one asked for only
     /// once the previous one was taken on the loop. Does nothing for a subject not open.
     public func setFollowing(_ following: Bool, subject name: String) throws(HubError) {
-        guard let log = logs[name] else { return }
+        // A table's log follows its stream for as long as it is open.
+        guard let log = logs[name], !log.compactsPerKey else { return }
         if following { try log.follow() } else { log.unfollow() }
     }
 

@@ -27,6 +27,9 @@ final class JetStreamStreams: @unchecked Sendable {
         var lastSequence: UInt64
         var lastValue: Value?
         var lastTime: Int64
+        /// A table's stream (``HistoryRetention/keepsLatestPerKey``): the change of each
+        /// live key, by key (the stream holds one message per key).
+        var rows: [String: HistoryEntry] = [:]
     }
 
     /// The header numbering a value within its group of stored publishes ("group:index").
@@ -68,6 +71,11 @@ final class JetStreamStreams: @unchecked Sendable {
 
     /// Binds the stream `stream` on `subject`, creating it with a new epoch when the server
     /// has none, and applying `retention` (max_msgs, max_age) when it differs.
+    ///
+    /// A table's stream (`retention.keepsLatestPerKey`, `subject` the wildcard of its keys'
+    /// subjects) keeps the last message of each key instead (`max_msgs_per_subject: 1`, no
+    /// `max_msgs`, no `max_age`: dropping by count or age would lose keys); its messages,
+    /// one per key, are read when it is bound: the table's rows.
     func open(stream: String, subject: String, retention: HistoryRetention, storage: JetStreamStore.Storage) throws(NATSError) -> Opened {
         var info: UnsafeMutablePointer<jsStreamInfo>?
         var errorCode = jsErrCode(0)
@@ -88,8 +96,10 @@ final class JetStreamStreams: @unchecked Sendable {
         var current = found
         defer { jsStreamInfo_Destroy(current) }
         let epoch = Self.epoch(of: current)
+        let limits = Self.limits(retention)
         if let config = current.pointee.Config,
-           config.pointee.MaxMsgs != Int64(retention.size) || config.pointee.MaxAge != Self.nanoseconds(retention.ttl) {
+           config.pointee.MaxMsgs != limits.maxMsgs || config.pointee.MaxAge != limits.maxAge
+            || config.pointee.MaxMsgsPerSubject != limits.perSubject {
             var updated: UnsafeMutablePointer<jsStreamInfo>?
             status = configure(stream: stream, subject: subject, retention: retention,
                                storage: config.pointee.Storage == js_MemoryStorage ? .memory : .file,
@@ -106,7 +116,21 @@ final class JetStreamStreams: @unchecked Sendable {
             opened.lastValue = last.value
             opened.lastTime = last.time
         }
+        if retention.keepsLatestPerKey, lastSequence > 0 {
+            let changes = try read(
+                stream: stream, subject: subject, after: 0, through: lastSequence, limit: .max, maxBytes: .max, cutoff: nil)
+            for change in changes {
+                guard let key = TableChange.key(of: change.value) else { continue }
+                opened.rows[key] = change.value["value"]?.isNull == false ? change : nil
+            }
+        }
         return opened
+    }
+
+    /// The stream limits of `retention`: max_msgs, max_age, max_msgs_per_subject (see
+    /// ``open(stream:subject:retention:storage:)``; -1 and 0 are JetStream's "no limit").
+    private static func limits(_ retention: HistoryRetention) -> (maxMsgs: Int64, maxAge: Int64, perSubject: Int64) {
+        retention.keepsLatestPerKey ? (-1, 0, 1) : (Int64(retention.size), nanoseconds(retention.ttl), -1)
     }
 
     private func configure(
@@ -126,8 +150,10 @@ final class JetStreamStreams: @unchecked Sendable {
                         config.Subjects = list.baseAddress
                         config.SubjectsLen = 1
                         config.Storage = storage == .memory ? js_MemoryStorage : js_FileStorage
-                        config.MaxMsgs = Int64(retention.size)
-                        config.MaxAge = Self.nanoseconds(retention.ttl)
+                        let limits = Self.limits(retention)
+                        config.MaxMsgs = limits.maxMsgs
+                        config.MaxAge = limits.maxAge
+                        config.MaxMsgsPerSubject = limits.perSubject
                         config.Discard = js_DiscardOld
                         config.AllowDirect = true
                         return update

@@ -199,14 +199,18 @@ public final class Hub: PipelineEnvironment {
     /// With `history` it keeps that much of its history, in ``historyStore``; `durable`
     /// keeps it in ``durableStore`` instead (with `history`, or the default retention),
     /// so that it survives restarts.
+    ///
+    /// With `table` it is a table subject (``SubjectTable``) bounded by it: it always keeps a
+    /// history (`history`, or the default retention), its changelog, and takes no initial value.
     @discardableResult
     public func declareSubject(
         _ name: String, initialValue: Value? = nil, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
-        schema: JSONSchema? = nil, history: HistoryRetention? = nil, durable: Bool = false
+        schema: JSONSchema? = nil, history: HistoryRetention? = nil, durable: Bool = false,
+        table: SubjectTable.Limits? = nil
     ) throws(HubError) -> HubSubject {
         let subject = try createSubject(
             name, initialValue: initialValue, bufferSize: bufferSize, overflow: overflow, schema: schema,
-            history: history, durable: durable)
+            history: history, durable: durable, table: table)
         subject.isDeclared = true
         return subject
     }
@@ -214,7 +218,8 @@ public final class Hub: PipelineEnvironment {
     /// Makes and registers a subject (declared, or created on first use).
     private func createSubject(
         _ name: String, initialValue: Value? = nil, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
-        schema: JSONSchema? = nil, history: HistoryRetention? = nil, durable: Bool = false
+        schema: JSONSchema? = nil, history: HistoryRetention? = nil, durable: Bool = false,
+        table: SubjectTable.Limits? = nil
     ) throws(HubError) -> HubSubject {
         try Hub.check(name)
         guard entries[name] == nil else {
@@ -223,15 +228,20 @@ public final class Hub: PipelineEnvironment {
         if let schema, let initialValue, let problem = schema.validate(initialValue) {
             throw Hub.refusal(problem, subject: name, what: "initial value")
         }
+        if table != nil, initialValue != nil {
+            throw HubError(.badMessage, "table '\(name)' takes no initial value (its snapshot is its keys)")
+        }
         let subject: HubSubject
-        if durable || history != nil {
-            let retention = history ?? HistoryRetention()
+        if durable || history != nil || table != nil {
+            var retention = history ?? HistoryRetention()
+            retention.keepsLatestPerKey = table != nil
+            let store = try store(durable: durable, for: name)
             subject = HubSubject(
                 name: name, initialValue: initialValue,
                 bufferSize: bufferSize ?? configuration.defaultBufferSize,
                 overflow: overflow ?? configuration.defaultOverflow, schema: schema,
-                log: try store(durable: durable, for: name).openLog(subject: name, retention: retention),
-                retention: retention, isDurable: durable)
+                log: try store.openLog(subject: name, retention: retention),
+                retention: retention, isDurable: durable, table: table)
         } else {
             subject = HubSubject(
                 name: name, initialValue: initialValue,
@@ -377,7 +387,10 @@ public final class Hub: PipelineEnvironment {
 
     /// Throws `invalid_value` (and logs it with `sender`) when `subject` has a schema that
     /// `value` does not match: the message and `data` say where in the value and why.
+    /// A table subject also refuses a value that is not a change (`invalid_value`) and one
+    /// it has no room for (`limit_exceeded`).
     public func validate(_ value: Value, for subject: HubSubject, sender: String?) throws(HubError) {
+        if let table = subject.table { _ = try table.validate(value) }
         guard let schema = subject.schema, let problem = schema.validate(value) else { return }
         let error = Hub.refusal(problem, subject: subject.name, what: "value")
         logger.warning("value refused by the subject's schema", metadata: [
@@ -423,6 +436,19 @@ public final class Hub: PipelineEnvironment {
         subject.counters.published &+= 1
         if let clusterLink, subject.name != clusterEventName, subject.history == nil, !HubName.isSystem(subject.name) {
             clusterLink.hub(self, published: value, to: subject)
+        }
+        var whenStored = whenStored
+        if whenStored == nil, subject.table != nil {
+            // A table may refuse a value that was checked before it was published (a running
+            // pipeline's outputs wait for its checkpoint, other changes may fill the table
+            // meanwhile): no sender hears of it, the log does.
+            let (logger, name) = (self.logger, subject.name)
+            whenStored = { result in
+                guard case let .failure(error) = result else { return }
+                logger.warning("table refused a change", metadata: [
+                    "subject": "\(name)", "sender": "\(sender ?? "unknown")", "error": "\(error.message)",
+                ])
+            }
         }
         let previous = origin.sender
         origin.sender = sender
@@ -502,7 +528,8 @@ public final class Hub: PipelineEnvironment {
             if subject.isDeclared {
                 let fresh = try createSubject(
                     name, initialValue: subject.initialValue, bufferSize: subject.bufferSize, overflow: subject.overflow,
-                    schema: subject.schema, history: subject.history?.retention, durable: subject.history?.isDurable ?? false)
+                    schema: subject.schema, history: subject.history?.retention, durable: subject.history?.isDurable ?? false,
+                    table: subject.table?.limits)
                 fresh.isDeclared = true
             }
         case .some(let other):
@@ -647,21 +674,53 @@ public final class Hub: PipelineEnvironment {
     /// `bufferSize` and `overflow` (or the subject's) and bounded by `memory`, reads paced
     /// by `pacer`; `onStart` hears the epoch, latest offset and, with `since`, whether it
     /// was recovered.
+    ///
+    /// A table subject gives its snapshot first, then its changes (``Publishers/TableReplay``;
+    /// `lenient` does not apply: a `since` whose changes are gone gives the snapshot again).
     public func historyPublisher(
         for subject: HubSubject, since: HistorySince?, bufferSize: Int? = nil, overflow: OverflowPolicy? = nil,
         memory: ResourceBudget? = nil, pacer: (any ReplayPacer)? = nil, lenient: Bool = false,
         onStart: @escaping (HistoryPosition, Bool?) -> Void
-    ) throws(HubError) -> Publishers.HistoryReplay {
+    ) throws(HubError) -> AnyPublisher<HistoryEntry, HubError> {
         guard let history = subject.history else {
             throw HubError(.internal, "subject '\(subject.name)' keeps no history")
         }
         // In a cluster the node follows the subject's stream from now on (the cluster
         // reviews its interest again at its catalog interval, once the replay has ended).
         if let clusterLink, !HubName.isSystem(subject.name) { clusterLink.hub(self, interestMayHaveChangedIn: subject.name) }
-        return Publishers.HistoryReplay(
-            history: history, since: since, capacity: try bufferCapacity(bufferSize ?? subject.bufferSize),
-            policy: subject.overflowPolicy(asked: overflow), metrics: metrics, counters: subject.counters, memory: memory,
-            pacer: pacer, congestion: subject.congestion, lenient: lenient, onStart: onStart)
+        let capacity = try bufferCapacity(bufferSize ?? subject.bufferSize)
+        let (metrics, policy) = (self.metrics, subject.overflowPolicy(asked: overflow))
+        let replay = { (since: HistorySince?, lenient: Bool, onStart: @escaping (HistoryPosition, Bool?) -> Void) in
+            Publishers.HistoryReplay(
+                history: history, since: since, capacity: capacity, policy: policy, metrics: metrics,
+                counters: subject.counters, memory: memory, pacer: pacer, congestion: subject.congestion,
+                lenient: lenient, onStart: onStart)
+        }
+        guard let table = subject.table else { return replay(since, lenient, onStart).eraseToAnyPublisher() }
+        return Publishers.TableReplay(
+            table: table, history: history, since: since, memory: memory,
+            // A changelog compacted per key has gaps the table's replay goes over.
+            changes: { since, onStart in replay(since, history.log.compactsPerKey, onStart) },
+            onStart: onStart
+        ).eraseToAnyPublisher()
+    }
+
+    /// The current value of `key` in the table subject `name`, with the offset of the change
+    /// that set it, or `nil` when the table has no such key: `not_found` for a name that is
+    /// not a table subject.
+    public func lookup(_ key: Value, inTable name: String) throws(HubError) -> HistoryEntry? {
+        guard case .subject(let subject)? = entries[name], let table = subject.table else {
+            if let entry = entries[name] {
+                throw HubError(.notFound, "'\(name)' is a \(entry.kindName), not a table subject")
+            }
+            throw HubError(.notFound, "no table subject named '\(name)'")
+        }
+        subject.wasUsed = true
+        switch TableChange.parse(["key": key, "value": .null]) {
+        case let .success(change): return table.lookup(change.key)
+        case let .failure(refusal):
+            throw HubError(.badMessage, "table '\(name)': \(refusal.message)")
+        }
     }
 
     /// What `name` stands for; an unknown name becomes a subject when the hub auto-creates names.
@@ -689,6 +748,11 @@ public final class Hub: PipelineEnvironment {
     ) throws(HubError) -> AnyPublisher<Value, HubError> {
         let size = bufferSize ?? defaultBufferSize(of: entry)
         switch entry {
+        case .subject(let subject) where subject.table != nil:
+            // A table read by a pipeline (`lookup(positions, …)`): its snapshot, then its changes.
+            return try historyPublisher(
+                for: subject, since: nil, bufferSize: size, overflow: overflow, memory: memory, onStart: { _, _ in }
+            ).map(\.value).eraseToAnyPublisher()
         case .subject(let subject):
             return watchingInterest(in: subject.name, subject.publisher)
                 .hotBuffer(

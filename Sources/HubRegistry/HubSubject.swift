@@ -57,6 +57,10 @@ public final class HubSubject {
     /// Its history, when it keeps one (configuration `history`, or `durable`).
     public let history: SubjectHistory?
 
+    /// Its table, when it is a table subject (configuration `kind: table`): the latest value
+    /// of each key, kept from its history, which is the table's changelog.
+    public let table: SubjectTable?
+
     private let passthrough: PassthroughSubject<Value, HubError>?
     private let current: CurrentValueSubject<Value, HubError>?
 
@@ -71,6 +75,7 @@ public final class HubSubject {
         self.initialValue = initialValue
         counters = NameCounters(name: name)
         history = nil
+        table = nil
         if let initialValue {
             kind = .currentValue
             current = CurrentValueSubject(initialValue)
@@ -84,10 +89,13 @@ public final class HubSubject {
 
     /// A subject named `name` keeping its history in `log` (retained per `retention`);
     /// `initialValue` makes it a current-value subject, whose value comes back from the
-    /// log when the log has one (a durable subject after a restart).
+    /// log when the log has one (a durable subject after a restart). With `table` it is a
+    /// table subject bounded by it (no initial value; the log must keep the latest value
+    /// per key): its table starts with the log's rows.
     public init(
         name: String, initialValue: Value? = nil, bufferSize: Int = 1000, overflow: OverflowPolicy = .error,
-        schema: JSONSchema? = nil, log: any SubjectLog, retention: HistoryRetention, isDurable: Bool
+        schema: JSONSchema? = nil, log: any SubjectLog, retention: HistoryRetention, isDurable: Bool,
+        table: SubjectTable.Limits? = nil
     ) {
         self.name = name
         self.bufferSize = bufferSize
@@ -96,9 +104,18 @@ public final class HubSubject {
         self.initialValue = initialValue
         counters = NameCounters(name: name)
         kind = initialValue == nil ? .passthrough : .currentValue
-        history = SubjectHistory(log: log, retention: retention, isDurable: isDurable, initialValue: initialValue)
+        let history = SubjectHistory(
+            log: log, retention: retention, isDurable: isDurable, initialValue: table == nil ? initialValue : nil)
+        self.history = history
         passthrough = nil
         current = nil
+        if let table {
+            let subjectTable = SubjectTable(name: name, limits: table, restored: log.latestPerKey)
+            self.table = subjectTable
+            history.beforeDelivery = { [unowned subjectTable] entry in subjectTable.apply(entry) }
+        } else {
+            self.table = nil
+        }
     }
 
     /// Whether the subject has completed or failed (or will, once the values it is
@@ -120,7 +137,24 @@ public final class HubSubject {
     /// `whenStored` gets `nil` first; with history it is stored first, and `whenStored`
     /// gets its offset (or the store's error, and the value goes nowhere) before the
     /// subscribers get it.
+    ///
+    /// A table subject takes only changes it has room for (``SubjectTable``): another
+    /// value goes nowhere, and `whenStored` gets the refusal.
     public func send(_ value: Value, whenStored: ((Result<UInt64?, HubError>) -> Void)?) {
+        if let table, let history {
+            let change: TableChange
+            do {
+                change = try table.admit(value)
+            } catch {
+                whenStored?(.failure(error))
+                return
+            }
+            history.append(change.json) { [weak table] result in
+                table?.release(change)
+                whenStored?(result.map(Optional.some))
+            }
+            return
+        }
         if let history {
             history.append(value, completion: whenStored.map { done in { done($0.map(Optional.some)) } })
             return

@@ -90,6 +90,7 @@ final class SubscriptionEnvironment: PipelineEnvironment {
             if let schema = subject.schema, let problem = schema.validate(value) {
                 throw Hub.refusal(problem, subject: name, what: "value")
             }
+            if let table = subject.table { _ = try table.validate(value) }
             // A checkpointed pipeline's values wait for its next checkpoint, committed with it.
             if let runner {
                 runner.write(value, to: subject, sender: hub.origin.sender)

@@ -13,6 +13,8 @@ final class SQLiteLog: SubjectLog {
         var epoch: String
         var lastOffset: UInt64
         var lastValue: Value?
+        /// The table's rows (``HistoryRetention/keepsLatestPerKey``), by key.
+        var rows: [String: HistoryEntry] = [:]
     }
 
     private struct Pending {
@@ -29,6 +31,9 @@ final class SQLiteLog: SubjectLog {
     private(set) var lastOffset: UInt64
     private(set) var lastValue: Value?
     var onCommit: ((HistoryEntry) -> Void)?
+    /// The latest change of each key, as committed (the writer keeps the same rows).
+    private var rows: [String: HistoryEntry]
+    var latestPerKey: [HistoryEntry] { Array(rows.values) }
     private unowned let store: SQLiteStore
     private var pending = Deque<Pending>()
     /// Whether the subject's history was removed (appends are refused from then on).
@@ -43,6 +48,7 @@ final class SQLiteLog: SubjectLog {
         epoch = restored.epoch
         lastOffset = restored.lastOffset
         lastValue = restored.lastValue
+        rows = restored.rows
         self.retention = retention
     }
 
@@ -71,6 +77,9 @@ final class SQLiteLog: SubjectLog {
         guard let next = pending.popFirst() else { return nil }
         lastOffset = offset
         lastValue = next.value
+        if retention.keepsLatestPerKey, let key = TableChange.key(of: next.value) {
+            rows[key] = next.value["value"]?.isNull == false ? HistoryEntry(offset: offset, value: next.value) : nil
+        }
         next.completion(.success(offset))
         onCommit?(HistoryEntry(offset: offset, value: next.value))
         return next.bytes

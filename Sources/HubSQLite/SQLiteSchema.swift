@@ -41,6 +41,12 @@ import HubValue
 /// (`PipelineRunner`, in HubRegistry), written in the same transaction as the values the
 /// pipeline wrote into durable subjects since its previous one. A database without it
 /// gets it when opened; a broker that does not know it leaves it alone.
+///
+/// `table_rows` holds the latest change of each live key of a table subject (a subject
+/// whose retention ``HistoryRetention/keepsLatestPerKey``), written in the transaction of
+/// the append that made it: an upsert, or a delete for a `null` value. A table comes back
+/// whole after a restart while its history stays bounded, and the store holds one row per
+/// live key however many updates it took. Added the same way as `checkpoints`.
 enum SQLiteSchema {
     /// The version `meta.schema` records, and the versions this broker reads (a
     /// database of another version is refused; an older one is marked as this one, so
@@ -83,7 +89,25 @@ enum SQLiteSchema {
             pipeline TEXT PRIMARY KEY,
             state BLOB NOT NULL,
             time INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS table_rows(
+            subject INTEGER NOT NULL,
+            key TEXT NOT NULL,
+            offset INTEGER NOT NULL,
+            value BLOB NOT NULL,
+            PRIMARY KEY(subject, key)) WITHOUT ROWID;
         """
+
+    /// Every table's rows.
+    static let loadTableRows = "SELECT subject, key, offset, value FROM table_rows"
+    /// A key's latest change, in place of its previous one.
+    static let upsertTableRow = """
+        INSERT INTO table_rows(subject, key, offset, value) VALUES (?1, ?2, ?3, ?4)
+        ON CONFLICT(subject, key) DO UPDATE SET offset = excluded.offset, value = excluded.value
+        """
+    /// A deleted key.
+    static let deleteTableRow = "DELETE FROM table_rows WHERE subject = ?1 AND key = ?2"
+    /// A removed subject's rows.
+    static let removeTableRows = "DELETE FROM table_rows WHERE subject = ?1"
 
     /// Whether `entries` has version 4's `count` column.
     static let hasCountColumn = "SELECT count(*) FROM pragma_table_info('entries') WHERE name = 'count'"

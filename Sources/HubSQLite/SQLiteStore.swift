@@ -269,6 +269,15 @@ public final class SQLiteStore: SubjectStore {
             maxID = max(maxID, id)
         }
         load.reset()
+        let names = Dictionary(known.map { ($0.value.id, $0.key) }, uniquingKeysWith: { first, _ in first })
+        let loadRows = try connection.prepare(SQLiteSchema.loadTableRows)
+        while try loadRows.step() {
+            guard let name = names[loadRows.int64(0)], let key = loadRows.text(1),
+                  let value = loadRows.withBlob(3, { raw in try? Value.parse(raw) })
+            else { continue }
+            known[name]?.rows[key] = HistoryEntry(offset: UInt64(max(0, loadRows.int64(2))), value: value)
+        }
+        loadRows.reset()
         self.known = known
         nextID = maxID + 1
         var checkpoints: [String: Value] = [:]

@@ -126,6 +126,9 @@ final class SQLiteWriter: @unchecked Sendable {
         let removeEntries: SQLiteStatement
         let saveCheckpoint: SQLiteStatement
         let probe: SQLiteStatement
+        let upsertTableRow: SQLiteStatement
+        let deleteTableRow: SQLiteStatement
+        let removeTableRows: SQLiteStatement
     }
 
     /// A writer over `connection` (schema ready), knowing `subjects`, whose WAL
@@ -155,7 +158,10 @@ final class SQLiteWriter: @unchecked Sendable {
             removeSubject: try connection.prepare(SQLiteSchema.removeSubject),
             removeEntries: try connection.prepare(SQLiteSchema.removeEntries),
             saveCheckpoint: try connection.prepare(SQLiteSchema.saveCheckpoint),
-            probe: try connection.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('probe', ?1)"))
+            probe: try connection.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('probe', ?1)"),
+            upsertTableRow: try connection.prepare(SQLiteSchema.upsertTableRow),
+            deleteTableRow: try connection.prepare(SQLiteSchema.deleteTableRow),
+            removeTableRows: try connection.prepare(SQLiteSchema.removeTableRows))
     }
 
     /// Starts the thread.
@@ -274,7 +280,7 @@ final class SQLiteWriter: @unchecked Sendable {
                     outcomes.append(.probed(nil))
                 case let .remove(subject):
                     runs[subject] = nil
-                    for statement in [statements.removeEntries, statements.removeSubject] {
+                    for statement in [statements.removeEntries, statements.removeTableRows, statements.removeSubject] {
                         statement.bind(1, subject)
                         try statement.run()
                     }
@@ -311,6 +317,9 @@ final class SQLiteWriter: @unchecked Sendable {
                         try insert(&run, of: subject, statements)
                     } else {
                         runs[subject] = run
+                    }
+                    if state.retention.keepsLatestPerKey {
+                        try keep(value, at: state.lastOffset, of: subject, statements)
                     }
                     subjects[subject] = state
                     touched.insert(subject)
@@ -368,6 +377,26 @@ final class SQLiteWriter: @unchecked Sendable {
 
     /// Applies the subject's retention: the size bound (which keeps at least the last
     /// value), then the ttl (which may remove every value: the row keeps the last first).
+    /// A table subject's change, kept as its key's row (or its key's row removed, for `null`).
+    private func keep(_ value: Value, at offset: UInt64, of subject: Int64, _ statements: Statements) throws(SQLiteError) {
+        guard let key = TableChange.key(of: value) else { return }
+        if value["value"]?.isNull == false {
+            let upsert = statements.upsertTableRow
+            upsert.bind(1, subject)
+            upsert.bind(2, key)
+            upsert.bind(3, Int64(offset))
+            var json: [UInt8] = []
+            value.writeJSON(into: &json)
+            upsert.bind(4, blob: json[...])
+            try upsert.run()
+        } else {
+            let delete = statements.deleteTableRow
+            delete.bind(1, subject)
+            delete.bind(2, key)
+            try delete.run()
+        }
+    }
+
     private func trim(_ subject: Int64, _ statements: Statements) throws(SQLiteError) {
         guard var state = subjects[subject] else { return }
         let size = UInt64(state.retention.size)

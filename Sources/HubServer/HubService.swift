@@ -868,7 +868,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
                 if existing.kind != subject.kind || existing.initialValue != initial
                     || (subject.buffer.map { $0 != existing.bufferSize } ?? false)
                     || (subject.overflow.map { $0 != existing.overflow } ?? false)
-                    || existing.schema != subject.schema {
+                    || existing.schema != subject.schema || existing.table?.limits != subject.table {
                     kept.append(subject.name)
                 }
                 continue

@@ -386,6 +386,14 @@ public final class Session {
                     logger.info("subject deleted", metadata: ["subject": "\(name)"])
                 }
             }
+        case .get(let name, let key, let ack):
+            do throws(HubError) {
+                try permit(.subscribe, name, doing: "read")
+                let found = try hub.lookup(key, inTable: name)
+                outbound.send(.entry(ack: ack, key: key, value: found?.value, offset: found?.offset))
+            } catch {
+                sendError(error, id: nil, ack: ack)
+            }
         case .drain(let grace, let ack):
             perform(ack: ack) { () throws(HubError) in
                 try checkAdmin("drain", "drain")

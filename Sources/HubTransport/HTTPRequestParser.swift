@@ -68,6 +68,10 @@ struct HTTPRequestParser {
     private var lineLength = 0
     /// Whether the current head's request line has ended.
     private var sawRequestLine = false
+    /// Bytes of the current request line's method so far, or `nil` once its space came:
+    /// a byte that no request line may hold is refused as it arrives, so that a client
+    /// sending garbage gets its 400 at once rather than when its line would end.
+    private var methodLength: Int? = 0
     /// Body bytes of the current request so far (a chunked body's bound).
     private var bodyBytes = 0
     /// Bytes of the current chunk-size line or trailer section (for their bound).
@@ -123,6 +127,7 @@ struct HTTPRequestParser {
     private mutating func finishRequest() {
         state = .head
         sawRequestLine = false
+        methodLength = 0
         lineLength = 0
         bodyBytes = 0
         trailerBytes = 0
@@ -158,8 +163,11 @@ struct HTTPRequestParser {
                 lineLength = 0
             } else if byte != 0x0D {
                 lineLength += 1
-                if !sawRequestLine, lineLength > limits.maximumRequestLineLength {
-                    return fail(414, "the request line is longer than \(limits.maximumRequestLineLength) bytes")
+                if !sawRequestLine {
+                    if lineLength > limits.maximumRequestLineLength {
+                        return fail(414, "the request line is longer than \(limits.maximumRequestLineLength) bytes")
+                    }
+                    if let failure = checkRequestLineByte(byte) { return failure }
                 }
             }
         }
@@ -182,6 +190,7 @@ struct HTTPRequestParser {
             pending = []
         }
         sawRequestLine = false
+        methodLength = 0
         lineLength = 0
         switch parsed {
         case .failure(let failure):
@@ -194,6 +203,27 @@ struct HTTPRequestParser {
             }
             return .head(head)
         }
+    }
+
+    /// The longest method accepted (the registered ones have at most 17 bytes).
+    static let maximumMethodLength = 32
+
+    /// Checks one byte of a request line as it arrives: the method's token bytes up to
+    /// its space, then no control byte. Returns the failure to answer with, if any.
+    private mutating func checkRequestLineByte(_ byte: UInt8) -> Event? {
+        if let length = methodLength {
+            if byte == 0x20 {
+                guard length > 0 else { return fail(400, "a malformed request method") }
+                methodLength = nil
+            } else if !HTTPRequestParser.isTokenByte(byte) || length >= HTTPRequestParser.maximumMethodLength {
+                return fail(400, "a malformed request method")
+            } else {
+                methodLength = length + 1
+            }
+        } else if byte < 0x20 || byte == 0x7F {
+            return fail(400, "a control byte in the request line")
+        }
+        return nil
     }
 
     /// Parses a complete head (request line, fields, the empty line).

@@ -8,7 +8,7 @@ import HubValue
 /// returned inside the message (``SubscribeCheck``, ``DemandCheck``) so that the
 /// session answers on that id. Unknown fields are ignored. `ack` is only read
 /// by the ops that define it (`send`, `complete`, `fail`, `trigger`, `list`, `delete`,
-/// `drain`, and an unknown op, which echoes a valid one).
+/// `drain`, `get`, and an unknown op, which echoes a valid one).
 public enum ClientMessage: Hashable, Sendable {
     /// `hello`: optional token and client name; `batch: true` allows batched `next`.
     case hello(token: String?, client: String?, batch: Bool)
@@ -35,6 +35,8 @@ public enum ClientMessage: Hashable, Sendable {
     /// `drain` (admin): the server stops accepting connections and closes the open ones
     /// with 1012 over `grace` (the server's default when `nil`), then stops.
     case drain(grace: Duration?, ack: Int64)
+    /// `get`: the current value of `key` in the table subject `name` (answered by `entry`).
+    case get(name: String, key: Value, ack: Int64)
 }
 
 // MARK: - Decoding
@@ -134,6 +136,23 @@ extension ClientMessage {
                 grace = .milliseconds(Int64((seconds * 1000).rounded()))
             }
             return .drain(grace: grace, ack: ack)
+        case "get":
+            guard let raw = fields["ack"] else {
+                throw WireError(WireFields.bad("get: 'ack' is missing"))
+            }
+            guard let ack = WireFields.ack(raw) else {
+                throw WireError(WireFields.bad("get: 'ack' must be \(WireFields.ackRange)"))
+            }
+            let table = try name(fields, "name", op: op, ack: ack)
+            guard let key = fields["key"] else {
+                throw WireError(WireFields.bad("get: 'key' is missing"), ack: ack)
+            }
+            switch key {
+            case .string, .int: break
+            case let .double(number) where Int64(exactly: number) != nil: break
+            default: throw WireError(WireFields.bad("get: 'key' must be a string or an integer"), ack: ack)
+            }
+            return .get(name: table, key: key, ack: ack)
         case "hello":
             let token = try optionalString(fields, "token", op: op)
             let client = try optionalString(fields, "client", op: op)
@@ -411,6 +430,12 @@ extension ClientMessage {
         case let .delete(name, ack):
             WireBytes.append(#"{"op":"delete","name":"#, to: &buffer)
             WireBytes.appendString(name, to: &buffer)
+            ClientMessage.appendAck(ack, to: &buffer)
+        case let .get(name, key, ack):
+            WireBytes.append(#"{"op":"get","name":"#, to: &buffer)
+            WireBytes.appendString(name, to: &buffer)
+            WireBytes.append(#","key":"#, to: &buffer)
+            key.writeJSON(into: &buffer)
             ClientMessage.appendAck(ack, to: &buffer)
         case let .drain(grace, ack):
             WireBytes.append(#"{"op":"drain","ack":"#, to: &buffer)

@@ -30,6 +30,10 @@ public enum ServerMessage: Hashable, Sendable {
     case ack(Int64)
     /// The answer to `list`.
     case catalog(ack: Int64, Catalog)
+    /// The answer to `get`: the key's current value in the table and the offset of the
+    /// change that set it, or `nil` (`"found": false`) when the table has no such key.
+    /// (`value` and `offset` are both given or both `nil`).
+    case entry(ack: Int64, key: Value, value: Value?, offset: UInt64?)
 }
 
 // MARK: - Encoding
@@ -120,6 +124,19 @@ extension ServerMessage {
             WireBytes.append(ack, to: &buffer)
             buffer.append(UInt8(ascii: ","))
             catalog.encodeMembers(into: &buffer)
+        case let .entry(ack, key, value, offset):
+            WireBytes.append(#"{"op":"entry","ack":"#, to: &buffer)
+            WireBytes.append(ack, to: &buffer)
+            WireBytes.append(#","key":"#, to: &buffer)
+            key.writeJSON(into: &buffer)
+            if let value {
+                WireBytes.append(#","found":true,"value":"#, to: &buffer)
+                value.writeJSON(into: &buffer)
+                WireBytes.append(#","offset":"#, to: &buffer)
+                WireBytes.append(offset ?? 0, to: &buffer)
+            } else {
+                WireBytes.append(#","found":false"#, to: &buffer)
+            }
         }
         buffer.append(UInt8(ascii: "}"))
     }
@@ -223,6 +240,17 @@ extension ServerMessage {
         case "catalog":
             let ack = try requiredAck(fields, op: op)
             return .catalog(ack: ack, try Catalog.decode(from: fields))
+        case "entry":
+            let ack = try requiredAck(fields, op: op)
+            guard let key = fields["key"] else { throw WireError(WireFields.bad("entry: 'key' is missing")) }
+            guard case let .bool(found)? = fields["found"] else {
+                throw WireError(WireFields.bad("entry: 'found' must be a boolean"))
+            }
+            guard found else { return .entry(ack: ack, key: key, value: nil, offset: nil) }
+            guard let value = fields["value"], let offset = try optionalOffset(fields, "offset", op: op) else {
+                throw WireError(WireFields.bad("entry: 'value' and 'offset' are required when 'found' is true"))
+            }
+            return .entry(ack: ack, key: key, value: value, offset: offset)
         default:
             throw WireError(WireFields.bad("unknown server op '\(op)'"))
         }

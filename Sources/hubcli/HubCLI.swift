@@ -35,7 +35,7 @@ struct HubCLI: AsyncParsableCommand {
             """,
         version: BuildInfo.versionLine,
         subcommands: [
-            Serve.self, Subscribe.self, Send.self, Complete.self, Fail.self, Delete.self, Trigger.self, List.self,
+            Serve.self, Subscribe.self, Send.self, Get.self, Complete.self, Fail.self, Delete.self, Trigger.self, List.self,
             Stats.self, Top.self, Drain.self, Bench.self,
         ]
     )

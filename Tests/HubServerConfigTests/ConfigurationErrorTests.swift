@@ -16,7 +16,7 @@ struct ConfigurationErrorTests {
         ("limits:\n  pipelines:\n    maxStage: 3\n", "hub.yml:3:5: limits.pipelines.maxStage: unknown key 'maxStage'; valid keys: maxSourceLength, maxStages, maxExpressionDepth, minimumInterval, maxValueDepth, maxValueBytes, maxCallDepth"),
         ("listen: {hots: x}\n", "hub.yml:1:10: listen.hots: unknown key 'hots'; valid keys: host, port, tls, eventLoops, maxWriteDelay"),
         ("auth: {token: [a]}\n", "hub.yml:1:8: auth.token: unknown key 'token'; valid keys: tokens, timeout, identities, jwt"),
-        ("subjects:\n  prices:\n    bufer: 3\n", "hub.yml:3:5: subjects.prices.bufer: unknown key 'bufer'; valid keys: kind, initial, buffer, overflow, schema, history, durable"),
+        ("subjects:\n  prices:\n    bufer: 3\n", "hub.yml:3:5: subjects.prices.bufer: unknown key 'bufer'; valid keys: kind, initial, buffer, overflow, schema, history, durable, maxKeys, maxBytes"),
         // JSON Schemas: unknown keywords and wrong values at their place in the file
         ("subjects:\n  input:\n    schema:\n      type: object\n      properties:\n        title: {type: string, maxLenght: 9}\n",
          "hub.yml:6:31: subjects.input.schema.properties.title.maxLenght: invalid schema: unknown keyword 'maxLenght' (did you mean 'maxLength'?); the keywords supported are type, enum, const, properties, required, additionalProperties, items, prefixItems, minLength, maxLength, minItems, maxItems, minimum, maximum, exclusiveMinimum, exclusiveMaximum, pattern, allOf, anyOf, oneOf, not, $ref, $defs"),
@@ -34,7 +34,7 @@ struct ConfigurationErrorTests {
         ("subjects:\n  prices:\n    overflow: fast\n", "hub.yml:3:15: subjects.prices.overflow: expected one of error, dropOldest, dropNewest, latest, block (got \"fast\")"),
         // `block` slows publishers down: a subject's policy, not a pipeline's.
         ("pipelines:\n  p:\n    source: a\n    overflow: block\n", "hub.yml:4:15: pipelines.p.overflow: expected one of error, dropOldest, dropNewest, latest (got \"block\")"),
-        ("subjects:\n  prices: {kind: current}\n", "hub.yml:2:18: subjects.prices.kind: expected one of passthrough, currentValue (got \"current\")"),
+        ("subjects:\n  prices: {kind: current}\n", "hub.yml:2:18: subjects.prices.kind: expected one of passthrough, currentValue, table (got \"current\")"),
         ("listen: {port: 70000}\n", "hub.yml:1:16: listen.port: expected an integer between 0 and 65535 (got 70000)"),
         ("listen: {eventLoops: 0}\n", "hub.yml:1:22: listen.eventLoops: expected \"auto\" or an integer between 1 and 256 (got 0)"),
         ("listen: {eventLoops: all}\n", "hub.yml:1:22: listen.eventLoops: expected \"auto\" or an integer between 1 and 256 (got \"all\")"),

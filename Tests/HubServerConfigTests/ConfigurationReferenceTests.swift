@@ -131,6 +131,7 @@ struct ConfigurationReferenceTests {
     static func siblings(of key: String) -> String? {
         if key.hasPrefix("auth.jwt."), key != "auth.jwt.keys" { return "keys: [{algorithm: HS256, secret: s3cret}]" }
         if key.hasPrefix("cluster."), key != "cluster.nats" { return "nats: [\"nats://127.0.0.1:4222\"]" }
+        if key == "subjects.<name>.maxKeys" || key == "subjects.<name>.maxBytes" { return "kind: table" }
         return nil
     }
 

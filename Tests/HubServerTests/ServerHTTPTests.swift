@@ -76,7 +76,7 @@ struct ServerHTTPTests {
             #expect(response.status == 200, "\(path)")
             #expect(response.headers["content-type"]?.hasPrefix(type) == true, "\(path)")
             let onDisk = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
-            #expect(response.text == onDisk, "\(path) is not \(file): run scripts/embed-dashboard")
+            #expect(response.text == onDisk, "\(path) is not \(file)")
         }
         let root302 = try await HTTPTestClient.request(port: harness.port, path: "/")
         #expect(root302.status == 302)
@@ -101,7 +101,7 @@ struct ServerHTTPTests {
             #expect(response.headers["content-type"] == "text/javascript; charset=utf-8", "port \(port)")
             #expect(response.headers["access-control-allow-origin"] == "*", "port \(port)")
             #expect(response.headers["x-content-type-options"] == "nosniff", "port \(port)")
-            #expect(response.text == onDisk, "/client/hub.js is not clients/js/hub.js: run scripts/embed-dashboard")
+            #expect(response.text == onDisk, "/client/hub.js is not clients/js/hub.js")
         }
         #expect(try await HTTPTestClient.request(port: harness.port, path: "/client/").status == 404)
         #expect(try await HTTPTestClient.request(port: harness.port, path: "/client/hub.d.ts").status == 404)

@@ -1,5 +1,6 @@
 import Foundation
 import HubCluster
+import HubEngine
 import HubRegistry
 import HubValue
 import HubWire
@@ -255,5 +256,166 @@ extension JetStreamStoreTests {
         #expect(try await load("counter", from: storeB, on: loop).get() == ["sum": 3])
         #expect(try await nodes.logB.read(after: 0, on: loop).map(\.value) == [1, 2])
         _ = try? await loop.run { storeA.value.close(); storeB.value.close() }
+    }
+}
+
+// MARK: Tables
+
+extension JetStreamStoreTests {
+    private static let tableRetention = HistoryRetention(size: 100, keepsLatestPerKey: true)
+
+    private func change(_ key: String, _ value: Value) -> Value { ["key": .string(key), "value": value] }
+
+    private func openTable(_ store: Confined<any SubjectStore>, _ subject: String, on loop: TestLoop) async throws -> Confined<any SubjectLog> {
+        try await loop.run { Confined(try store.value.openLog(subject: subject, retention: Self.tableRetention)) }
+    }
+
+    /// The live keys' changes of `log`, by key.
+    private func rows(_ log: Confined<any SubjectLog>, on loop: TestLoop) async throws -> [String: Value] {
+        try await loop.run {
+            Dictionary(uniqueKeysWithValues: log.value.latestPerKey.map { (TableChange.key(of: $0.value)!, $0.value) })
+        }
+    }
+
+    @Test("a table's stream keeps each key's last change: a store opened again has every live key, and the stream holds one message per key however many updates")
+    func tableSurvivesAReopenAndStaysOneMessagePerKey() async throws {
+        let nats = try await NATSServerProcess(jetStream: true)
+        defer { nats.stop() }
+        let loop = TestLoop()
+        let (first, storeA) = try store(nats, name: "a", loop: loop)
+        let log = try await openTable(storeA, "positions", on: loop)
+        for index in 1...60 {
+            let key = ["AAPL", "MSFT", "GOOG"][index % 3]
+            #expect(try await log.append(change(key, .int(Int64(index))), on: loop).get() == UInt64(index))
+        }
+        #expect(try await log.append(change("GOOG", .null), on: loop).get() == 61)
+        // A change that is not one is refused before it is published.
+        if case .success = await log.append(["value": 1], on: loop) { Issue.record("a value without a key was stored") }
+        let expected: [String: Value] = ["AAPL": change("AAPL", 60), "MSFT": change("MSFT", 58)]
+        #expect(try await rows(log, on: loop) == expected)
+        _ = try? await loop.run { storeA.value.close() }
+        first.close()
+
+        // The broker restarts: its new store reads the table back from the stream.
+        let (second, storeB) = try store(nats, name: "b", loop: loop)
+        defer { second.close() }
+        let reopened = try await openTable(storeB, "positions", on: loop)
+        #expect(try await rows(reopened, on: loop) == expected)
+        #expect(try await reopened.position(on: loop).lastOffset == 61)
+        // One message per key (the deleted key's null included), not one per update; the
+        // changes after an offset, gaps and all, bring a table up to date.
+        #expect(try await reopened.read(after: 0, on: loop).map(\.value) == [change("MSFT", 58), change("AAPL", 60), change("GOOG", .null)])
+        #expect(try await reopened.read(after: 58, on: loop).map(\.offset) == [60, 61])
+        #expect(try await reopened.append(change("IBM", 1), on: loop).get() == 62)
+        #expect(try await rows(reopened, on: loop)["IBM"] == change("IBM", 1))
+        _ = try? await loop.run { storeB.value.close() }
+    }
+
+    @Test("every node's table follows the table's stream, subscribers or not: each has the changes the others store", .timeLimit(.minutes(1)))
+    func everyNodeFollowsATable() async throws {
+        let nats = try await NATSServerProcess(jetStream: true)
+        defer { nats.stop() }
+        let loop = TestLoop()
+        let (connectionA, storeA) = try store(nats, name: "a", loop: loop)
+        let (connectionB, storeB) = try store(nats, name: "b", loop: loop)
+        defer { connectionA.close(); connectionB.close() }
+        let logA = try await openTable(storeA, "shared.positions", on: loop)
+        let logB = try await openTable(storeB, "shared.positions", on: loop)
+        let count = 100
+        let seen: [HistoryEntry] = try await withThrowingTaskGroup(of: [HistoryEntry].self) { group in
+            group.addTask {
+                await loop.callback { done in
+                    var entries: [HistoryEntry] = []
+                    logB.value.onCommit = { entry in
+                        entries.append(entry)
+                        if entry.offset == UInt64(count) { done(entries) }
+                    }
+                }
+            }
+            for index in 1...count {
+                let key = "k\(index % 7)"
+                if index % 10 == 0 {
+                    _ = try await logB.append(change(key, .int(Int64(index))), on: loop).get()
+                } else {
+                    _ = try await logA.append(change(key, .int(Int64(index))), on: loop).get()
+                }
+            }
+            return try await group.next()!
+        }
+        // B reported each change once, in order (a key's change already replaced by the time
+        // B read it may be missing: the stream keeps each key's last one).
+        #expect(seen.map(\.offset) == seen.map(\.offset).sorted())
+        #expect(Set(seen.map(\.offset)).count == seen.count)
+        let latest = Dictionary((1...count).map { ("k\($0 % 7)", change("k\($0 % 7)", .int(Int64($0)))) }, uniquingKeysWith: { _, last in last })
+        #expect(try await rows(logB, on: loop) == latest)
+        #expect(try await rows(logA, on: loop) == latest)
+        // Followed without subscribers: the cluster's interest does not stop it.
+        try await loop.run { try (storeB.value as! JetStreamStore).setFollowing(false, subject: "shared.positions") }
+        let after = change("k0", "after")
+        _ = try await logA.append(after, on: loop).get()
+        await loop.callback { done in
+            if logB.value.latestPerKey.contains(where: { $0.value == after }) { return done(()) }
+            logB.value.onCommit = { entry in if entry.value == after { done(()) } }
+        }
+        #expect(try await rows(logB, on: loop)["k0"] == after)
+        _ = try? await loop.run { storeA.value.close(); storeB.value.close() }
+    }
+
+    @Test("a table subject on JetStream: its snapshot is the live keys, and a since of its epoch resumes the changes over the compacted changelog's gaps, recovered", .timeLimit(.minutes(1)))
+    func tableSubjectResumesOverTheGaps() async throws {
+        let nats = try await NATSServerProcess(jetStream: true)
+        defer { nats.stop() }
+        let loop = TestLoop()
+        let (connection, store) = try store(nats, name: "a", loop: loop)
+        defer { connection.close() }
+        let hub = try await loop.run { () -> Confined<Hub> in
+            let hub = Hub(configuration: .init(autoCreate: false), scheduler: ImmediateScheduler.shared, historyStore: store.value)
+            try hub.declareSubject("positions", history: HistoryRetention(size: 100), table: SubjectTable.Limits())
+            return Confined(hub)
+        }
+        // a (1), b (2), a again (3), c (4), b deleted (5): the stream keeps 3, 4 and 5.
+        for value in [change("a", 1), change("b", 2), change("a", 3), change("c", 4), change("b", .null)] {
+            let stored: Result<UInt64?, HubError> = await loop.callback { done in
+                do throws(HubError) {
+                    try hub.value.subject(named: "positions").send(value, whenStored: { done($0) })
+                } catch {
+                    done(.failure(error))
+                }
+            }
+            _ = try stored.get()
+        }
+        /// The first `count` entries of a subscription from `since`, and whether it was recovered.
+        func subscribe(since: HistorySince?, count: Int) async -> (recovered: Bool?, entries: [HistoryEntry]) {
+            await loop.callback { done in
+                var recovered: Bool?
+                var entries: [HistoryEntry] = []
+                var cancellable: AnyCancellable?
+                do throws(HubError) {
+                    let subject = try hub.value.subject(named: "positions")
+                    cancellable = try hub.value.historyPublisher(for: subject, since: since, onStart: { _, flag in recovered = flag })
+                        .sink(receiveCompletion: { _ in }, receiveValue: { entry in
+                            entries.append(entry)
+                            if entries.count == count {
+                                cancellable?.cancel()
+                                done((recovered, entries))
+                            }
+                        })
+                } catch {
+                    done((nil, []))
+                }
+            }
+        }
+        let snapshot = await subscribe(since: nil, count: 2)
+        #expect(snapshot.entries == [HistoryEntry(offset: 3, value: change("a", 3)), HistoryEntry(offset: 4, value: change("c", 4))])
+        let epoch = try await loop.run { try hub.value.subject(named: "positions").history!.epoch }
+        let resumed = await subscribe(since: .offset(1, epoch: epoch), count: 3)
+        #expect(resumed.recovered == true)
+        #expect(resumed.entries.map(\.offset) == [3, 4, 5])
+        #expect(resumed.entries.last?.value == change("b", .null))
+        // Another epoch's offset is not this changelog's: the snapshot again.
+        let other = await subscribe(since: .offset(1, epoch: "0000000000000000"), count: 2)
+        #expect(other.recovered == false)
+        #expect(other.entries.map(\.offset) == [3, 4])
+        _ = try? await loop.run { store.value.close() }
     }
 }

@@ -149,6 +149,27 @@ struct HTTPRequestParserTests {
         }
     }
 
+    @Test(arguments: [
+        ("garbage", [0xC3, 0x28, 0x00, 0xFF] as [UInt8]),
+        ("zero bytes", [0, 0, 0, 0]),
+        ("a space first", Array(" GET".utf8)),
+        ("a method of 33 bytes", Array(String(repeating: "G", count: 33).utf8)),
+        ("a control byte in the target", Array("GET /a\u{01}".utf8)),
+        ("a tab in the request line", Array("GET\t/".utf8)),
+    ] as [(String, [UInt8])])
+    func aRequestLineThatNoRequestCanHaveIsRefusedAsItArrives(name: String, input: [UInt8]) {
+        // No line end yet: the parser must not wait for one (or for its time-out).
+        #expect(Self.parse(input).parsed == [.failure(400)], "\(name)")
+        #expect(Self.parse(input, cuts: Array(1..<input.count)).parsed == [.failure(400)], "\(name), a byte at a time")
+    }
+
+    @Test func aRequestLineStillArrivingIsNotRefused() {
+        for text in ["G", "GET", "GET ", "GET /a?b=1 HT", "M-SEARCH * HTTP/1.1", "GET / HTTP/1.1\r\nX: \u{01}"] {
+            let result = Self.parse(Self.bytes(text))
+            #expect(result.parsed.isEmpty && result.incomplete, "\(text)")
+        }
+    }
+
     @Test func aHeadOverTheLimitIsRefusedBeforeItEnds() {
         let limits = HTTPRequestParser.Limits(maximumRequestLineLength: 1024, maximumHeadSize: 2048)
         // No end of the head in sight: refused once the bound is passed.

@@ -160,6 +160,8 @@ export declare class Hub extends EventTarget {
   complete(to: string): Promise<void>;
   /** Deletes a subject: its subscribers complete; a completed one can be used again. */
   delete(name: string): Promise<void>;
+  /** The current value of `key` in the table subject `table`; `undefined` when it has no such key. */
+  get<T = JSONValue>(table: string, key: string | number): Promise<T | undefined>;
   fail(to: string, error: JSONValue): Promise<void>;
   trigger(name: string, key?: JSONValue): Promise<void>;
   /** The whole catalog, every page joined. */

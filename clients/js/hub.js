@@ -157,6 +157,21 @@ export class Hub extends EventTarget {
     return this.#core.call((ack) => ({ op: "delete", name, ack })).then(nothing);
   }
 
+  /**
+   * The current value of `key` (a string, or an integer: the same key as its decimal
+   * text) in the table subject `table`, or `undefined` when the table has no such key
+   * (a table never holds `null`: it deletes the key). A name that is not a table subject
+   * rejects with `not_found`.
+   */
+  get(table, key) {
+    if (typeof key !== "string" && !Number.isInteger(key)) {
+      return rejected(invalid("get needs a key that is a string or an integer"));
+    }
+    return this.#core
+      .call((ack) => ({ op: "get", name: table, key, ack }))
+      .then((answer) => (answer.found ? answer.value : undefined));
+  }
+
   /** Fails the subject `to` with `error` (any JSON); resolves on the hub's ack. */
   fail(to, error) {
     if (error === undefined) return rejected(invalid("fail needs an error value (undefined is not JSON; use null)"));
@@ -927,7 +942,8 @@ class Core {
         break;
       }
       case "ack":
-      case "catalog": {
+      case "catalog":
+      case "entry": {
         const pending = this.acks.get(message.ack);
         this.acks.delete(message.ack);
         pending?.resolve(message);

@@ -272,7 +272,8 @@ final class PipelineRunner {
         if let position = resumeAt[key], position.subject == subject.name {
             since = .offset(position.offset, epoch: position.epoch)
         } else if fromBeginning {
-            since = .last(.max)
+            // A table from the beginning is its snapshot, then its changes.
+            since = subject.table == nil ? .last(.max) : nil
         } else {
             since = nil
         }

@@ -81,6 +81,10 @@ extension Publishers {
             /// The offset of the last value delivered (or skipped over by the start).
             private var cursor: UInt64 = 0
             private var started = false
+            /// Whether the start is decided (``begin()`` ran): until then, demand only adds up.
+            /// (A store shared with other hubs catches up before it, asynchronously: a request
+            /// meanwhile must not read from before the `since`.)
+            private var begun = false
             private var reading = false
             private var delivering = false
             /// Values of a page read beyond the demand (only the first page's, when it was
@@ -111,6 +115,7 @@ extension Publishers {
             }
 
             private func begin() {
+                begun = true
                 let last = history.lastOffset
                 switch replay.since {
                 case nil:
@@ -199,13 +204,14 @@ extension Publishers {
             /// Delivers what is held, then reads on, or attaches to the live values once the
             /// cursor has reached the subject's latest committed value.
             private func pump() {
-                guard started, live == nil, !reading, !delivering else { return }
+                guard started, begun, live == nil, !reading, !delivering else { return }
                 delivering = true
                 defer { delivering = false }
                 while downstream != nil {
                     while !held.isEmpty, demand > 0, let downstream {
                         let entry = held.removeFirst()
-                        guard entry.offset == cursor + 1 else {
+                        // A changelog compacted per key has gaps where a key changed again.
+                        guard entry.offset == cursor + 1 || (history.log.compactsPerKey && entry.offset > cursor) else {
                             fail(HubError(
                                 .overflow,
                                 "the subscription fell behind the subject's history: offset \(cursor + 1) is no longer kept",

@@ -11,10 +11,17 @@ public struct HistoryRetention: Hashable, Sendable {
     public var size: Int
     /// The longest a value is kept, if bounded.
     public var ttl: Duration?
+    /// Whether the store also keeps the latest value of every key, whatever ``size`` and
+    /// ``ttl`` drop (a table subject's changelog, whose values are `{"key": K, "value": V}`
+    /// changes: see ``SubjectTable``): one row per live key, removed by a `null` value, so
+    /// that the table comes back whole after a restart while the store holds one row per
+    /// key however many updates it took.
+    public var keepsLatestPerKey = false
 
     /// At most `size` values (at least 1), none older than `ttl` when given.
-    public init(size: Int = HistoryRetention.defaultSize, ttl: Duration? = nil) {
+    public init(size: Int = HistoryRetention.defaultSize, ttl: Duration? = nil, keepsLatestPerKey: Bool = false) {
         self.size = Swift.max(1, size)
         self.ttl = ttl
+        self.keepsLatestPerKey = keepsLatestPerKey
     }
 }

@@ -20,6 +20,9 @@ final class MemoryLog: SubjectLog {
     private(set) var lastOffset: UInt64 = 0
     private(set) var lastValue: Value?
     var onCommit: ((HistoryEntry) -> Void)?
+    /// The latest change of each key (``HistoryRetention/keepsLatestPerKey``).
+    private var rows: [String: HistoryEntry] = [:]
+    var latestPerKey: [HistoryEntry] { Array(rows.values) }
 
     init(epoch: String, retention: HistoryRetention, clock: @escaping HistoryClock) {
         self.epoch = epoch
@@ -36,6 +39,9 @@ final class MemoryLog: SubjectLog {
         entries.append(Stored(offset: lastOffset, time: time, bytes: value.estimatedBytes, value: value))
         while entries.count > retention.size { entries.removeFirst() }
         expire(now: now)
+        if retention.keepsLatestPerKey, let key = TableChange.key(of: value) {
+            rows[key] = value["value"]?.isNull == false ? HistoryEntry(offset: lastOffset, value: value) : nil
+        }
         completion(.success(lastOffset))
         onCommit?(HistoryEntry(offset: lastOffset, value: value))
     }

@@ -103,8 +103,12 @@ public final class SubjectHistory {
         if unsettled == 0 { deliverCompletion() }
     }
 
+    /// Hears each committed value before the subscribers get it (a table subject's table).
+    var beforeDelivery: ((HistoryEntry) -> Void)?
+
     private func committed(_ entry: HistoryEntry) {
         lastOffset = entry.offset
+        beforeDelivery?(entry)
         if let passthrough { passthrough.send(entry) } else { current!.send(entry) }
         if acknowledged.remove(entry.offset) != nil { settle() }
     }

@@ -43,6 +43,18 @@ public protocol SubjectLog: AnyObject {
     /// comes back with it after a restart.
     var lastValue: Value? { get }
 
+    /// With ``HistoryRetention/keepsLatestPerKey``: the latest committed change of each live
+    /// key (``TableChange``), with its offset, in any order, whatever the size and ttl
+    /// dropped from the history; a durable store has them back after a restart. Empty
+    /// otherwise (the default: a store that keeps no table).
+    var latestPerKey: [HistoryEntry] { get }
+
+    /// Whether the log keeps only each key's latest change (a table's changelog compacted
+    /// per key, as a JetStream store keeps it): its offsets have gaps where a key changed
+    /// again, and the changes after any offset of its epoch, gaps and all, still bring a
+    /// table up to date. `false` (the default): the log keeps a run of values without gaps.
+    var compactsPerKey: Bool { get }
+
     /// Called with each committed value, in offset order (see the type's contract).
     var onCommit: ((HistoryEntry) -> Void)? { get set }
 
@@ -74,4 +86,10 @@ extension SubjectLog {
 
     /// A store of one hub commits only what this hub appends: nothing to fetch.
     public func attach(_ demand: LiveDemand) {}
+
+    /// A store that keeps no table.
+    public var latestPerKey: [HistoryEntry] { [] }
+
+    /// A log without gaps.
+    public var compactsPerKey: Bool { false }
 }

@@ -324,10 +324,20 @@ extension BrokerConfiguration {
         var initial: Value?
         if let field = fields["initial"] { initial = try reader.value(field.value, field.path) }
         var kind: HubSubject.Kind = initial == nil ? .passthrough : .currentValue
+        var isTable = false
         if let field = fields["kind"] {
-            kind = try reader.choice(field.value, field.path, [HubSubject.Kind.passthrough, .currentValue])
+            let named = try reader.choice(field.value, field.path, BrokerConfiguration.SubjectKindName.allCases)
+            isTable = named == .table
+            kind = named == .currentValue ? .currentValue : .passthrough
             if kind == .passthrough, let initialField = fields["initial"] {
-                throw reader.error(initialField.keyNode, initialField.path, "a passthrough subject has no initial value (use kind: currentValue)")
+                let what = isTable ? "a table subject has no initial value (its snapshot is its keys)"
+                    : "a passthrough subject has no initial value (use kind: currentValue)"
+                throw reader.error(initialField.keyNode, initialField.path, what)
+            }
+        }
+        for bound in ["maxKeys", "maxBytes"] where !isTable {
+            if let field = fields[bound] {
+                throw reader.error(field.keyNode, field.path, "\(bound) bounds a table subject (kind: table)")
             }
         }
         var subject = Subject(
@@ -348,6 +358,12 @@ extension BrokerConfiguration {
                 throw reader.error(at?.value ?? entry.keyNode, at?.path ?? entry.path,
                                    "the initial value does not match the schema: \(problem.path): \(problem.message)")
             }
+        }
+        if isTable {
+            var limits = SubjectTable.Limits()
+            if let field = fields["maxKeys"] { limits.maxKeys = try reader.int(field.value, field.path, in: 1...10_000_000) }
+            if let field = fields["maxBytes"] { limits.maxBytes = try reader.int(field.value, field.path, in: 1...(1 << 40)) }
+            subject.table = limits
         }
         if let field = fields["history"] { subject.history = try readHistory(field, reader) }
         if let field = fields["durable"] {

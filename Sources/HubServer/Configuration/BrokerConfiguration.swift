@@ -49,6 +49,13 @@ public struct BrokerConfiguration: Sendable {
         public var location: SourceSegment
         /// The JSON Schema every value sent to it must match (`schema`), if any.
         public var schema: JSONSchema? = nil
+        /// A table subject's bounds (`kind: table`, `maxKeys`, `maxBytes`); `nil` for others.
+        public var table: SubjectTable.Limits? = nil
+    }
+
+    /// What `kind` a subject may say it is.
+    enum SubjectKindName: String, CaseIterable {
+        case passthrough, currentValue, table
     }
 
     /// A trigger the file declares.
@@ -181,7 +188,9 @@ public struct BrokerConfiguration: Sendable {
     /// The keys of `limits.perIdentity`.
     public static let perIdentityKeys = ["stepsPerSecond", "burstSteps", "memoryBytes", "timers", "connections"]
     /// The keys of a subject.
-    public static let subjectKeys = ["kind", "initial", "buffer", "overflow", "schema", "history", "durable"]
+    public static let subjectKeys = [
+        "kind", "initial", "buffer", "overflow", "schema", "history", "durable", "maxKeys", "maxBytes",
+    ]
     /// The keys of a pipeline.
     public static let pipelineKeys = [
         "source", "shared", "currentValue", "buffer", "overflow", "run", "onError", "checkpoint", "restartFrom",
@@ -267,7 +276,7 @@ public struct BrokerConfiguration: Sendable {
         try hub.declareSubject(
             subject.name, initialValue: subject.kind == .currentValue ? (subject.initial ?? .null) : Value?.none,
             bufferSize: subject.buffer, overflow: subject.overflow, schema: subject.schema,
-            history: subject.history, durable: subject.durable)
+            history: subject.history, durable: subject.durable, table: subject.table)
     }
 
     /// Declares `pipeline` in `hub` with its settings, failure policy, whether it runs, and

@@ -32,6 +32,25 @@ after(async () => {
 
 for (const { name, run } of cases(env)) test(name, TIMEOUT, run);
 
+// ---- Table subjects (Protocol/conformance/hub.yml declares conformance_table) ----
+
+test("get reads one key of a table subject: its value, undefined once deleted, not_found for another name", TIMEOUT, async () => {
+  const hub = new Hub(conformance.url);
+  try {
+    const key = unique("k");
+    same(await hub.get("conformance_table", key), undefined);
+    await hub.send("conformance_table", { key, value: { n: 1 } });
+    same(await hub.get("conformance_table", key), { n: 1 });
+    await hub.send("conformance_table", { key, value: null });
+    same(await hub.get("conformance_table", key), undefined);
+    await failure(hub.send("conformance_table", { key }), ErrorCode.INVALID_VALUE);
+    await failure(hub.get(unique(), "a"), ErrorCode.NOT_FOUND);
+    await failure(hub.get("conformance_table", ["a"]), ErrorCode.INVALID_ARGUMENT);
+  } finally {
+    await hub.close();
+  }
+});
+
 // ---- Conformance vectors through the API ----
 
 const folder = path.join(repository, "Protocol/conformance/vectors");

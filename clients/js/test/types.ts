@@ -18,6 +18,8 @@ export async function example(): Promise<void> {
   await hub.send("big", 9223372036854775807n);
   await hub.complete("prices");
   await hub.delete("prices");
+  const position: { qty: number } | undefined = await hub.get<{ qty: number }>("positions", "AAPL");
+  void position;
   await hub.fail("prices", { reason: "feed down" });
   await hub.trigger("refresh");
   await hub.trigger("refresh", { user: 7 });

@@ -115,6 +115,26 @@ async def test_list_answers_the_catalog(broker):
         assert next(s for s in after["subjects"] if s["name"] == name)["subscribers"] == 0
 
 
+async def test_get_reads_one_key_of_a_table(conformance_broker):
+    # Protocol/conformance/hub.yml declares the table subject conformance_table.
+    async with Hub(conformance_broker.url) as hub:
+        key = unique("k")
+        assert await hub.get("conformance_table", key) is None
+        await hub.send("conformance_table", {"key": key, "value": {"n": 1}})
+        assert await hub.get("conformance_table", key) == {"n": 1}
+        await hub.send("conformance_table", {"key": key, "value": None})
+        assert await hub.get("conformance_table", key) is None
+        with pytest.raises(HubError) as refused:
+            await hub.send("conformance_table", {"key": key})
+        assert refused.value.code == ErrorCode.INVALID_VALUE
+        with pytest.raises(HubError) as not_a_table:
+            await hub.get(unique(), "a")
+        assert not_a_table.value.code == ErrorCode.NOT_FOUND
+        with pytest.raises(HubError) as bad_key:
+            await hub.get("conformance_table", ["a"])
+        assert bad_key.value.code == ErrorCode.INVALID_ARGUMENT
+
+
 async def test_list_pages_the_catalog(broker):
     async with Hub(broker.url) as hub:
         base = unique()

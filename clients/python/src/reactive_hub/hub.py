@@ -107,6 +107,16 @@ class Hub:
             message["key"] = key
         await self._core.call(message)
 
+    async def get(self, table: str, key: Any) -> Any:
+        """The current value of ``key`` (a string, or an integer: the same key as its
+        decimal text) in the table subject ``table``, or ``None`` when the table has no
+        such key (a table never holds ``null``: it deletes the key). A name that is not a
+        table subject raises ``not_found``."""
+        if isinstance(key, bool) or not isinstance(key, (str, int)):
+            raise HubError(ErrorCode.INVALID_ARGUMENT, f"get: key must be a string or an integer, got {key!r}")
+        answer = await self._core.call({"op": "get", "name": table, "key": key})
+        return answer.get("value") if answer.get("found") else None
+
     async def list(self) -> Dict[str, Any]:
         """The hub's whole catalog: ``{"subjects": [...], "pipelines": [...], "triggers": [...]}``
         (and ``"connections"`` when the hub says). A large catalog comes in pages
@@ -524,7 +534,7 @@ class _Core:
                     self._pending_failure = error
                 logger.warning("reactive_hub: %s reported %s", self.url, error)
                 self.emit("error", error)
-        elif op in ("ack", "catalog"):
+        elif op in ("ack", "catalog", "entry"):
             future = self._acks.pop(message.get("ack"), None)  # type: ignore[arg-type]
             if future is not None and not future.done():
                 future.set_result(message)

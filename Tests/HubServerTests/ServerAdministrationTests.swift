@@ -6,8 +6,8 @@ import HubValue
 import Testing
 
 /// System subjects, `delete` and the lame-duck drain of a real service over real sockets.
-@Suite("Server operations", .serialized)
-struct ServerOperationsTests {
+@Suite("Administration: system subjects, delete, reload, drain", .serialized)
+struct ServerAdministrationTests {
     @Test func systemSubjectsReportEventsStatsAndConnections() async throws {
         try await withServer { server in
             let admin = try await server.connect()

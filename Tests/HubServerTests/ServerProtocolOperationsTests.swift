@@ -3,8 +3,8 @@ import HubTransport
 import Testing
 
 /// Every client operation of PROTOCOL.md §3 against a real server over WebSocket.
-@Suite("HubServer operations")
-struct ServerOperationTests {
+@Suite("Protocol operations over a real socket")
+struct ServerProtocolOperationsTests {
     @Test func welcomeNamesProtocolServerAndAUniqueSession() async throws {
         try await withServer { server in
             let a = try await server.connect()
