@@ -89,12 +89,19 @@ public final class HubService: Sendable {
         /// value at or below 500 µs keeps the hold at 500 µs.
         public var maximumWriteDelay: Duration = .milliseconds(3)
 
+        /// Whether the event loops measure the CPU time of each service pass, for
+        /// `/metrics` (`hub_event_loop_pass_cpu_max_seconds`): a system call per pass,
+        /// so off by default.
+        public var measuresPassCPUTime = false
+
         /// The values ``maximumWriteDelay`` may take.
         public static let maximumWriteDelayRange: ClosedRange<Duration> = .zero ... .seconds(1)
 
         /// The configuration of the event loop called `name`.
         func eventLoopConfiguration(name: String) -> EventLoop.Configuration {
-            EventLoop.Configuration(name: name, writeCoalescingStreamingDelay: maximumWriteDelay)
+            var loop = EventLoop.Configuration(name: name, writeCoalescingStreamingDelay: maximumWriteDelay)
+            loop.measuresPassCPUTime = measuresPassCPUTime
+            return loop
         }
 
         /// The cores the calling thread may run on (its CPU affinity, as `taskset` sets it
@@ -726,6 +733,9 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         }
         if consumer == .metrics {
             snapshot.connectionLoopLagMaximum = connectionLoops.map { $0.lag.take() }
+            if let hubLoop = eventLoop.takeLongestPassCPUTime() {
+                snapshot.loopPassCPUMaximum = [hubLoop] + connectionLoops.map { $0.eventLoop.takeLongestPassCPUTime() ?? .zero }
+            }
         }
         let lag = lagMonitor.takeWindow(for: consumer)
         snapshot.loopLagMaximum = lag.maximum

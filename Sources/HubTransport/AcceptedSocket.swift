@@ -14,6 +14,11 @@ public struct AcceptedSocket: Sendable {
         self.descriptor = copy
     }
 
+    /// A socket the server accepted itself (it owns `descriptor`).
+    init(accepted descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
     /// Closes the socket (it was not served).
     public func close() {
         _ = Glibc.close(descriptor)

@@ -86,6 +86,10 @@ public final class EventLoop: @unchecked Sendable {
     @exclusivity(unchecked) private var queuedMessages = 0
     /// Whether the pending writes go out at the end of this pass (``writeAtEndOfPass()``).
     @exclusivity(unchecked) private var flushPromptly = false
+    /// The thread's CPU time at the end of the previous pass (``Configuration/measuresPassCPUTime``).
+    @exclusivity(unchecked) private var passCPUMark: Int64 = 0
+    /// The most CPU time one pass took since ``takeLongestPassCPUTime()`` last read it.
+    private let longestPassCPU = Atomic<Int64>(0)
 
     /// Starts the loop thread and creates its libwebsockets context.
     ///
@@ -329,6 +333,34 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
+    // MARK: - Pass CPU time
+
+    /// The most CPU time (the loop thread's) one service pass took since the previous
+    /// call, which starts a new window; `nil` unless ``Configuration/measuresPassCPUTime``.
+    /// A pass is everything between two waits: the sockets' events, handed-in work,
+    /// timers and writes. Callable from any thread.
+    public func takeLongestPassCPUTime() -> Duration? {
+        guard configuration.measuresPassCPUTime else { return nil }
+        return .nanoseconds(longestPassCPU.exchange(0, ordering: .relaxed))
+    }
+
+    /// Ends a pass's CPU measurement (waiting costs no CPU: the time since the previous
+    /// pass ended is this pass's).
+    @inline(__always)
+    private func notePassEnded() {
+        guard configuration.measuresPassCPUTime else { return }
+        let now = cws_thread_cpu_nanoseconds()
+        let spent = now - passCPUMark
+        passCPUMark = now
+        var current = longestPassCPU.load(ordering: .relaxed)
+        while spent > current {
+            let (exchanged, original) = longestPassCPU.compareExchange(
+                expected: current, desired: spent, ordering: .relaxed)
+            if exchanged { break }
+            current = original
+        }
+    }
+
     // MARK: - Timers
 
     /// The loop's monotonic clock in nanoseconds (`CLOCK_MONOTONIC`).
@@ -454,6 +486,7 @@ public final class EventLoop: @unchecked Sendable {
         logger.debug("event loop started")
 
         var lastPassWasBusy = true
+        if configuration.measuresPassCPUTime { passCPUMark = cws_thread_cpu_nanoseconds() }
         while !stopRequested.load(ordering: .acquiring) {
             if let eventLibraryLoop, let wakeup {
                 serviceOnLibev(eventLibraryLoop, wakeup, context)
@@ -482,6 +515,7 @@ public final class EventLoop: @unchecked Sendable {
             {
                 flushConnections()
             }
+            notePassEnded()
         }
 
         // Run what was handed in before the stop, then refuse more and destroy.
@@ -518,6 +552,7 @@ public final class EventLoop: @unchecked Sendable {
     private func serviceOnLibev(
         _ loop: UnsafeMutableRawPointer, _ wakeup: UnsafeMutablePointer<cws_ev_wakeup_t>, _ context: OpaquePointer
     ) {
+        defer { notePassEnded() }
         // Pending writes make the pass poll without waiting, unless they wait for input;
         // so does work left for the end of this pass.
         let noWait = (hasPendingWrites && writesWaitUntil == nil) || !endOfPassWork.isEmpty

@@ -29,6 +29,11 @@ extension EventLoop {
         public var writeCoalescingStreamingDelay: Duration
         /// How the loop waits for its sockets.
         public var eventLibrary: EventLibrary
+        /// Whether the loop measures the CPU time of each service pass (its thread's
+        /// `CLOCK_THREAD_CPUTIME_ID`, read once per pass: a system call, so off by
+        /// default) for ``EventLoop/takeLongestPassCPUTime()``. Unlike the wall-clock
+        /// lag, the figure does not grow when other processes take the cores.
+        public var measuresPassCPUTime = false
 
         /// How a loop waits for its sockets.
         public enum EventLibrary: String, Sendable, CaseIterable {

@@ -320,6 +320,27 @@ final class ServerSocket {
         cws_shutdown_write(wsi)
     }
 
+    /// The WebSocket close handshake is complete (the peer's close frame read, this
+    /// side's written): nothing more is read, and the server closes the socket within a
+    /// few passes (``WebSocketServer/closeSoon(_:)``): a close costs lws a walk of every
+    /// connection of the loop, and a pass that closes hundreds would delay the rest.
+    func closeAfterHandshake() {
+        guard mode == .webSocket, let wsi else { return }
+        mode = .lingering
+        stashed = []
+        if !readingPaused {
+            readingPaused = true
+            lws_rx_flow_control(wsi, 0)
+        }
+        server.closeSoon(self)
+    }
+
+    /// Closes the socket now (outside lws's callbacks about it).
+    func killNow() {
+        guard let wsi else { return }
+        cws_kill_sync(wsi)
+    }
+
     /// Sets when the server closes the socket, `seconds` from now.
     func setDeadline(seconds: Int64) {
         deadline = EventLoop.monotonicNanoseconds() + seconds * 1_000_000_000

@@ -80,7 +80,7 @@ enum WebSocketCallbackDispatcher {
         case LWS_CALLBACK_FILTER_NETWORK_CONNECTION:
             // `input` is the accepted socket's descriptor; `wsi` the listener's.
             guard let wsi, let server = endpoint(wsi) as? WebSocketServer else { return 0 }
-            return server.distribute(accepted: Int32(truncatingIfNeeded: Int(bitPattern: input)))
+            return server.distribute(accepted: Int32(truncatingIfNeeded: Int(bitPattern: input)), listener: wsi)
         case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER:
             guard let wsi, let input, let connection = connection(wsi, user) else { return 0 }
             return connection.appendHandshakeHeaders(wsi, cursor: input, space: length)

@@ -458,7 +458,11 @@ public final class WebSocketConnection {
                 pendingPong = nil
                 writeCloseFrame(wsi, code: code, reason: "")
             }
-            return -1
+            // The handshake is complete: a server's socket closes among the few its loop
+            // closes a pass (``WebSocketServer/closeSoon(_:)``), not in this callback.
+            guard let socket else { return -1 }
+            socket.closeAfterHandshake()
+            return 0
         }
     }
 

@@ -1,4 +1,5 @@
 import CWebsockets
+import DequeModule
 import Logging
 
 /// A WebSocket and HTTP/1.1 server endpoint: one lws vhost listening on `host:port` of an
@@ -50,6 +51,32 @@ public final class WebSocketServer: WebSocketEndpoint {
     private var displacedClose: TimerQueue.Entry?
     /// The once-a-second timer of ``sweep()``.
     private var sweepTimer: TimerQueue.Entry?
+    /// Accepted sockets (here or on another loop) waiting to be taken into lws, oldest
+    /// first: at most ``Configuration/adoptionsPerPass`` a pass (``adoptQueued()``).
+    private var adoptionQueue = Deque<AcceptedSocket>()
+    /// Whether ``adoptQueued()`` runs at the end of this pass.
+    private var adoptionScheduled = false
+    /// TLS sockets taken into lws whose handshake is not done (no byte after it yet),
+    /// oldest first with the time they stop counting; ``tlsInFlightSet`` holds those
+    /// still counted. lws starts a handshake's costly part when the ClientHello
+    /// arrives, which for sockets adopted earlier can be many in one pass: at most
+    /// ``tlsHandshakesInFlight`` are adopted and not done at once.
+    private var tlsInFlight = Deque<(wsi: OpaquePointer, until: Int64)>()
+    private var tlsInFlightSet: Set<OpaquePointer> = []
+    private var tlsInFlightTimer: TimerQueue.Entry?
+    /// The most TLS handshakes a server has in flight, and how long one counts at most
+    /// (a client that connects and sends nothing holds a place only this long).
+    static let tlsHandshakesInFlight = 8
+    static let tlsInFlightNanoseconds: Int64 = 100_000_000
+    /// Sockets whose close handshake is complete, closed a few a pass (``closeQueued()``).
+    private var closeQueue = Deque<ServerSocket>()
+    private var closesScheduled = false
+    /// The wall-clock time after which ``closeQueued()`` stops closing in a pass: a close
+    /// costs lws 4.1.6 (Debian's, built with its debug checks) a walk of its whole
+    /// descriptor table and of every connection of the loop.
+    static let closeTimePerPass: Int64 = 2_000_000
+    /// The most sockets one pass has closed (for tests).
+    private(set) var mostClosedInOnePass = 0
 
     /// Creates a server on `eventLoop` (loop thread only). Call ``start()`` to listen.
     ///
@@ -169,28 +196,154 @@ public final class WebSocketServer: WebSocketEndpoint {
     /// one here.
     public var socketDistributor: (() -> ((AcceptedSocket) -> Void)?)?
 
-    /// Asks ``socketDistributor`` where the socket lws just accepted goes; nonzero when
-    /// another server takes it (lws then closes its own descriptor: the taker has a
-    /// duplicate, made only then).
-    func distribute(accepted descriptor: Int32) -> Int32 {
-        guard let take = socketDistributor?(), let socket = AcceptedSocket(duplicating: descriptor) else { return 0 }
-        take(socket)
+    /// Takes the socket lws just accepted on `listener` away from lws (nonzero: lws then
+    /// closes its own descriptor, the server has a duplicate), with up to
+    /// ``Configuration/adoptionsPerPass`` more that wait in the kernel's accept queue:
+    /// each goes where ``socketDistributor`` says, or to this server's own queue
+    /// (``adopt(_:)``). lws would otherwise accept every waiting socket in this pass
+    /// and start serving each (a TLS handshake each) in the next. Zero (lws serves the
+    /// socket itself) only when no duplicate can be made.
+    func distribute(accepted descriptor: Int32, listener: OpaquePointer) -> Int32 {
+        guard let socket = AcceptedSocket(duplicating: descriptor) else { return 0 }
+        hand(socket)
+        let listening = lws_get_socket_fd(listener)
+        guard listening >= 0 else { return 1 }
+        var more = configuration.effectiveAdoptionsPerPass - 1
+        // Sockets left in the kernel's queue wait there rather than in the server's.
+        while more > 0, adoptionQueue.count < configuration.maximumPendingHandshakes {
+            let accepted = cws_accept_nonblocking(listening)
+            guard accepted >= 0 else { break }
+            more -= 1
+            hand(AcceptedSocket(accepted: accepted))
+        }
         return 1
     }
 
-    /// Serves `socket`, which a server on another loop accepted, as if this one had (its
-    /// upgrade or HTTP request, TLS when configured); closes it when this server is closed
-    /// or lws cannot take it.
+    private func hand(_ socket: AcceptedSocket) {
+        if let take = socketDistributor?() {
+            take(socket)
+        } else {
+            adopt(socket)
+        }
+    }
+
+    /// Serves `socket`, which this server or one on another loop accepted (its upgrade or
+    /// HTTP request, TLS when configured); closes it when this server is closed or lws
+    /// cannot take it. Sockets are taken into lws at most
+    /// ``Configuration/adoptionsPerPass`` a pass, at its end, oldest first.
     public func adopt(_ socket: AcceptedSocket) {
         eventLoop.preconditionInEventLoop()
-        guard let vhost, !isClosed, !eventLoop.isDestroying else {
+        guard vhost != nil, !isClosed, !eventLoop.isDestroying else {
             socket.close()
             return
         }
-        // On failure lws closes the descriptor itself.
-        if cws_adopt_raw_socket(vhost, socket.descriptor, protocolName) == nil {
-            logger.debug("a handed-over socket could not be adopted")
+        adoptionQueue.append(socket)
+        scheduleAdoptions()
+    }
+
+    /// Sockets accepted and not yet taken into lws (for tests).
+    var queuedAdoptionCount: Int { adoptionQueue.count }
+
+    private func scheduleAdoptions() {
+        guard !adoptionScheduled else { return }
+        adoptionScheduled = true
+        // The end of this pass, outside lws's callbacks; what remains, at the end of the
+        // next (which polls without waiting, serving what this one adopted first).
+        eventLoop.executeAtEndOfPass { [weak self] in self?.adoptQueued() }
+    }
+
+    private func adoptQueued() {
+        adoptionScheduled = false
+        let tls = configuration.tls != nil
+        let now = EventLoop.monotonicNanoseconds()
+        if tls { expireTLSInFlight(now: now) }
+        var budget = configuration.effectiveAdoptionsPerPass
+        while budget > 0, !adoptionQueue.isEmpty {
+            if tls, tlsInFlightSet.count >= WebSocketServer.tlsHandshakesInFlight {
+                // The next waits for a handshake to finish, or to stop counting.
+                waitForTLSInFlight()
+                return
+            }
+            let socket = adoptionQueue.removeFirst()
+            budget -= 1
+            guard let vhost, !isClosed, !eventLoop.isDestroying else {
+                socket.close()
+                continue
+            }
+            // On failure lws closes the descriptor itself.
+            guard let wsi = cws_adopt_raw_socket(vhost, socket.descriptor, protocolName) else {
+                logger.debug("an accepted socket could not be adopted")
+                continue
+            }
+            if tls, tlsInFlightSet.insert(wsi).inserted {
+                tlsInFlight.append((wsi, now + WebSocketServer.tlsInFlightNanoseconds))
+            }
         }
+        if !adoptionQueue.isEmpty { scheduleAdoptions() }
+    }
+
+    /// Drops the TLS sockets that stopped counting as handshakes in flight.
+    private func expireTLSInFlight(now: Int64) {
+        while let first = tlsInFlight.first, first.until <= now || !tlsInFlightSet.contains(first.wsi) {
+            tlsInFlight.removeFirst()
+            if first.until <= now { tlsInFlightSet.remove(first.wsi) }
+        }
+    }
+
+    /// A TLS handshake in flight ended (done, or its socket freed): the next may start.
+    private func tlsHandshakeEnded(_ wsi: OpaquePointer) {
+        guard tlsInFlightSet.remove(wsi) != nil else { return }
+        if !adoptionQueue.isEmpty { scheduleAdoptions() }
+    }
+
+    /// Adopts again when the oldest handshake in flight stops counting (unless one
+    /// ends first).
+    private func waitForTLSInFlight() {
+        guard tlsInFlightTimer == nil, let first = tlsInFlight.first else { return }
+        tlsInFlightTimer = eventLoop.scheduleTimer(deadline: first.until, interval: nil) { [weak self] in
+            guard let self else { return }
+            self.tlsInFlightTimer = nil
+            if !self.adoptionQueue.isEmpty { self.scheduleAdoptions() }
+        }
+    }
+
+    /// TLS handshakes adopted and not done (for tests).
+    var tlsHandshakesInFlightCount: Int { tlsInFlightSet.count }
+
+    /// Closes `socket` (its close handshake complete, its reading paused) at the end of
+    /// this pass or a later one: at most ``Configuration/closesPerPass`` a pass, for at most
+    /// ``closeTimePerPass``, oldest first.
+    func closeSoon(_ socket: ServerSocket) {
+        closeQueue.append(socket)
+        scheduleCloses()
+    }
+
+    private func scheduleCloses() {
+        guard !closesScheduled else { return }
+        closesScheduled = true
+        eventLoop.executeAtEndOfPass { [weak self] in self?.closeQueued() }
+    }
+
+    private func closeQueued() {
+        closesScheduled = false
+        let started = EventLoop.monotonicNanoseconds()
+        var closed = 0
+        while closed < max(1, configuration.closesPerPass), let socket = closeQueue.popFirst() {
+            guard socket.wsi != nil else { continue }  // lws closed it meanwhile
+            closed += 1
+            socket.killNow()  // its WSI_DESTROY comes through socketFreed(_:)
+            if EventLoop.monotonicNanoseconds() - started >= WebSocketServer.closeTimePerPass { break }
+        }
+        mostClosedInOnePass = max(mostClosedInOnePass, closed)
+        if !closeQueue.isEmpty { scheduleCloses() }
+    }
+
+    /// Sockets whose close waits for a pass (for tests).
+    var queuedCloseCount: Int { closeQueue.count }
+
+    deinit {
+        // The loop stopped with sockets still waiting: they were never lws's.
+        for socket in adoptionQueue { socket.close() }
     }
 
     /// Refuses new connections and closes every open one with `code`, discarding what
@@ -252,6 +405,7 @@ public final class WebSocketServer: WebSocketEndpoint {
     /// a whole request starts now (as lws's request timeout did after TLS), so that slow
     /// TLS handshakes under load do not use it up.
     func tlsEstablished(_ wsi: OpaquePointer) {
+        tlsHandshakeEnded(wsi)
         let deadline = EventLoop.monotonicNanoseconds() + Int64(max(1, configuration.handshakeTimeout)) * 1_000_000_000
         pendingHandshakes.restart(wsi, deadline: deadline)
     }
@@ -262,6 +416,7 @@ public final class WebSocketServer: WebSocketEndpoint {
     }
 
     func freed(_ wsi: OpaquePointer) {
+        tlsHandshakeEnded(wsi)
         pendingHandshakes.remove(wsi)
         idleKeepAlive.remove(wsi)
         displaced.remove(wsi)

@@ -46,6 +46,19 @@ extension WebSocketServer {
         /// another server accepted and handed it (``WebSocketServer/adopt(_:)``: a
         /// server on another loop of the process, one port for them all).
         public var listens = true
+        /// The most accepted sockets the server takes into lws (``WebSocketServer/adopt(_:)``)
+        /// in one pass of its loop, and (listening) the most it accepts in one pass; the
+        /// rest wait in the kernel's accept queue or the server's, for the next passes.
+        /// A pass that upgrades hundreds of sockets at once would delay every other
+        /// connection of the loop by as long. `nil`: 16 plain, 4 with TLS (OpenSSL 3.0's
+        /// server side of a TLS 1.3 handshake costs 1-3 ms of CPU here, most of it when
+        /// the client's last flight arrives, in the pass after the one that adopted it).
+        public var adoptionsPerPass: Int?
+        /// The most sockets whose WebSocket close handshake is complete the server closes
+        /// in one pass of its loop (each close costs lws 4.1.6 a walk of the loop's
+        /// connections); a pass also stops closing after 2 ms. The rest close in the
+        /// next passes.
+        public var closesPerPass = 64
         /// Counts the open connections of every server that shares it against
         /// ``maximumConnections`` (the servers of one port on several loops); `nil` counts
         /// this server's own.
@@ -77,6 +90,11 @@ extension WebSocketServer {
             self.pingInterval = pingInterval
             self.idleTimeout = idleTimeout
             self.receiveBufferSize = receiveBufferSize
+        }
+
+        /// ``adoptionsPerPass``, or its default for the transport.
+        var effectiveAdoptionsPerPass: Int {
+            max(1, adoptionsPerPass ?? (tls == nil ? 16 : 4))
         }
 
         /// The parser's bounds for this configuration.

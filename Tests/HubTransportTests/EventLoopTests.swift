@@ -19,6 +19,42 @@ struct EventLoopTests {
         #expect(!polling.waitsWithEpoll)
     }
 
+    /// A loop asked to measure its passes reports the longest one in CPU time (a pass
+    /// that spins for 20 ms of CPU is seen), and starts a new window at each reading;
+    /// by default it measures nothing.
+    @Test(arguments: [EventLoop.Configuration.EventLibrary.libev, .poll])
+    func aLoopReportsItsLongestPassInCPUTime(library: EventLoop.Configuration.EventLibrary) async throws {
+        var configuration = EventLoop.Configuration(eventLibrary: library)
+        configuration.measuresPassCPUTime = true
+        let loop = try EventLoop(configuration: configuration)
+        defer { loop.shutdown() }
+        _ = loop.takeLongestPassCPUTime()
+        try await loop.submit {
+            func threadCPU() -> Int64 {
+                var now = timespec()
+                clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+                return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+            }
+            var spun = 0
+            let start = threadCPU()
+            while threadCPU() - start < 20_000_000 { spun &+= 1 }
+            return spun
+        }
+        // The pass ends after the submitted work: wait for it.
+        try await loop.submit {}
+        let longest = try #require(loop.takeLongestPassCPUTime())
+        #expect(longest >= .milliseconds(20))
+        #expect(longest < .seconds(5))
+        try await loop.submit {}
+        try await loop.submit {}
+        #expect(try #require(loop.takeLongestPassCPUTime()) < .milliseconds(20))
+
+        let unmeasured = try EventLoop(configuration: .init(eventLibrary: library))
+        defer { unmeasured.shutdown() }
+        try await unmeasured.submit {}
+        #expect(unmeasured.takeLongestPassCPUTime() == nil)
+    }
+
     @Test func inEventLoopIsTrueOnlyOnTheLoopThread() async throws {
         let loop = try EventLoop()
         defer { loop.shutdown() }

@@ -67,6 +67,9 @@ extension BrokerConfiguration {
             if let field = fields["statsInterval"] {
                 service.statsInterval = try reader.duration(field.value, field.path, minimum: .milliseconds(100))
             }
+            if let field = fields["passCPU"] {
+                service.measuresPassCPUTime = try reader.bool(field.value, field.path)
+            }
         }
         if let grace = top["drainGrace"] {
             service.drainGrace = try reader.duration(grace.value, grace.path)

@@ -159,7 +159,7 @@ public struct BrokerConfiguration: Sendable {
     /// The keys of `admin`.
     public static let adminKeys = ["host", "port"]
     /// The keys of `metrics`.
-    public static let metricsKeys = ["nameLabels", "statsInterval"]
+    public static let metricsKeys = ["nameLabels", "statsInterval", "passCPU"]
     /// The keys of `storage`.
     public static let storageKeys = ["path", "sync", "shared", "onCorruption"]
     /// The keys of `defaults`.

@@ -49,6 +49,8 @@ final class MetricsExporter {
         "hub_event_loop_sessions": "Open sessions whose connection each event loop serves (loop=\"0\": the hub's loop).",
         "hub_event_loop_lag_max_seconds": "The largest delay of the event loop's probe timer since the previous scrape.",
         "hub_event_loop_lag_seconds": "How late the event loop ran its probe timer (every 250 ms).",
+        "hub_event_loop_pass_cpu_max_seconds":
+            "The most CPU time one service pass of the event loop took since the previous scrape (with metrics.passCPU).",
         "hub_connection_loop_lag_max_seconds":
             "The largest delay of each connection loop's probe timer (every 250 ms) since the previous scrape (loop=\"1\" and up).",
     ]
@@ -97,6 +99,9 @@ final class MetricsExporter {
             gauge("hub_connection_loop_lag_max_seconds", Double(lag.nanosecondsForMetrics) / 1e9, [("loop", String(index + 1))])
         }
         gauge("hub_event_loop_lag_max_seconds", Double(snapshot.loopLagMaximum.nanosecondsForMetrics) / 1e9)
+        for (loop, spent) in snapshot.loopPassCPUMaximum.enumerated() {
+            gauge("hub_event_loop_pass_cpu_max_seconds", Double(spent.nanosecondsForMetrics) / 1e9, [("loop", String(loop))])
+        }
         for sample in snapshot.loopLagSamples { lag.recordNanoseconds(sample.nanosecondsForMetrics) }
 
         for figures in bounded(snapshot.names) {

@@ -67,6 +67,10 @@ public struct MetricsSnapshot: Sendable, Equatable {
     public var loopSessions: [Int] = []
     /// The largest lag of each connection loop (loops 1, 2, …) since the previous `/metrics`.
     public var connectionLoopLagMaximum: [Duration] = []
+    /// The most CPU time one service pass of each event loop (the hub's first) took
+    /// since the previous `/metrics`; empty unless the loops measure it
+    /// (``HubService/Configuration/measuresPassCPUTime``).
+    public var loopPassCPUMaximum: [Duration] = []
     /// The largest event-loop lag since the previous snapshot.
     public var loopLagMaximum: Duration = .zero
     /// The event-loop lag samples since the previous snapshot.
