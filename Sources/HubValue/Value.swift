@@ -249,3 +249,17 @@ extension Value: CustomStringConvertible {
     /// Compact JSON, as ``jsonString()`` writes it.
     public var description: String { jsonString() }
 }
+
+extension Value {
+    /// The JSON type's name as an error message says it ("a number", "an object", "null").
+    public var typeDescription: String {
+        switch self {
+        case .null: return "null"
+        case .bool: return "a boolean"
+        case .int, .double: return "a number"
+        case .string: return "a string"
+        case .array: return "an array"
+        case .object: return "an object"
+        }
+    }
+}

@@ -61,7 +61,7 @@ extension ClientMessage {
     /// Decodes one message from an already parsed JSON value.
     public static func decode(value: Value) throws(WireError) -> ClientMessage {
         guard case let .object(fields) = value else {
-            throw WireError(WireFields.bad("a message must be a JSON object, not \(WireFields.typeName(value))"))
+            throw WireError(WireFields.bad("a message must be a JSON object, not \(value.typeDescription)"))
         }
         guard case let .string(op)? = fields["op"] else {
             throw WireError(WireFields.bad(fields["op"] == nil ? "'op' is missing" : "'op' must be a string"))

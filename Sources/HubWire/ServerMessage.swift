@@ -167,7 +167,7 @@ extension ServerMessage {
     /// Unknown fields are ignored.
     public static func decode(value: Value) throws(WireError) -> ServerMessage {
         guard case let .object(fields) = value else {
-            throw WireError(WireFields.bad("a server message must be a JSON object, not \(WireFields.typeName(value))"))
+            throw WireError(WireFields.bad("a server message must be a JSON object, not \(value.typeDescription)"))
         }
         guard case let .string(op)? = fields["op"] else {
             throw WireError(WireFields.bad("server message: 'op' must be a string"))

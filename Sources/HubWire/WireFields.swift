@@ -59,22 +59,10 @@ enum WireFields {
         HubError(.badMessage, message)
     }
 
-    /// A short description of a JSON value's type, for error messages.
-    static func typeName(_ value: Value) -> String {
-        switch value {
-        case .null: return "null"
-        case .bool: return "a boolean"
-        case .int, .double: return "a number"
-        case .string: return "a string"
-        case .array: return "an array"
-        case .object: return "an object"
-        }
-    }
-
     /// The JSON of a short value, or its type name, for error messages.
     static func brief(_ value: Value) -> String {
         let text = value.jsonString()
-        return text.utf8.count <= 40 ? text : typeName(value)
+        return text.utf8.count <= 40 ? text : value.typeDescription
     }
 
     // MARK: - Message entry points

@@ -16,7 +16,7 @@ public struct TableChange: Hashable, Sendable {
     /// The change `value` stands for, or the reason it is not one (for the sender's error).
     public static func parse(_ value: Value) -> Result<TableChange, TableChange.Refusal> {
         guard case let .object(fields) = value else {
-            return .failure(Refusal("a table's values are {\"key\": K, \"value\": V} objects (got \(value.jsonTypeName))"))
+            return .failure(Refusal("a table's values are {\"key\": K, \"value\": V} objects (got \(value.typeDescription))"))
         }
         for name in fields.keys where name != "key" && name != "value" {
             return .failure(Refusal("a table change has only 'key' and 'value' (got '\(name)')"))
@@ -35,7 +35,7 @@ public struct TableChange: Hashable, Sendable {
             }
             key = String(integer)
         default:
-            return .failure(Refusal("a table key is a string or an integer (got \(rawKey.jsonTypeName))"))
+            return .failure(Refusal("a table key is a string or an integer (got \(rawKey.typeDescription))"))
         }
         guard key.utf8.count <= maxKeyBytes else {
             return .failure(Refusal("a table key has at most \(maxKeyBytes) bytes (got \(key.utf8.count))"))
@@ -57,19 +57,5 @@ public struct TableChange: Hashable, Sendable {
         /// What is wrong with it.
         public var message: String
         init(_ message: String) { self.message = message }
-    }
-}
-
-extension Value {
-    /// The JSON type's name, for errors.
-    var jsonTypeName: String {
-        switch self {
-        case .null: return "null"
-        case .bool: return "a boolean"
-        case .int, .double: return "a number"
-        case .string: return "a string"
-        case .array: return "an array"
-        case .object: return "an object"
-        }
     }
 }
