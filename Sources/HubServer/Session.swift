@@ -36,27 +36,20 @@ public final class Session {
     static let maxStoringBytes = 8 << 20
     private let logger: Logger
     private var batchAll = false
+    /// Where the client is in authenticating and being admitted (the bearer token, `hello`,
+    /// the timers, the admission): the decisions, which this session carries out.
+    private var auth: SessionAuthentication
     /// Who the client is, once authenticated (at once, as `anonymous`, on a server without auth).
-    private var authentication: Authentication?
-    private var authenticated: Bool { authentication != nil }
+    private var authentication: Authentication? { auth.authentication }
+    private var authenticated: Bool { auth.isAuthenticated }
     /// Checks tokens; `nil` on a server without authentication.
     private let authenticator: Authenticator?
     /// The service's admission of connections (limits per service and identity), if any:
     /// set before ``start()``.
     weak var admission: Admission?
-    /// Counted in ``admission`` as an authenticated connection of the identity.
-    private var admitted = false
-    /// Waiting in ``admission``'s pool of connections that have not authenticated yet.
-    private var waitingInAdmission = false
-    /// The authentication the upgrade request's bearer token gave (admitted at start).
-    private var bearerAuthentication: Authentication?
     private var authenticationTimer: (any Cancellable)?
     /// Ends the connection when its token expires (unless a `hello` refreshes it).
     private var expiryTimer: (any Cancellable)?
-    /// Why the bearer token on the upgrade request is not accepted (refused at start).
-    private var refusedBearer: String?
-    /// The token the client authenticated with, if any.
-    private var token: String?
     /// The connection's inbound rate limits, if it has any.
     private var rateLimiter: InboundRateLimiter?
     /// The permissions checked, by name: a bit per operation allowed, and one per
@@ -83,7 +76,7 @@ public final class Session {
     /// Who the client is, once authenticated.
     public var identity: Identity? { authentication?.identity }
     /// Whether the connection waits for a `hello` with a token (for the admission pool).
-    var isWaitingForAuthentication: Bool { waitingInAdmission && !isClosed }
+    var isWaitingForAuthentication: Bool { auth.isWaitingInPool && !isClosed }
 
     /// A session for a new connection. `authorization` is the upgrade request's
     /// `Authorization` header, if any.
@@ -116,14 +109,17 @@ public final class Session {
         if !configuration.inboundRate.isUnlimited {
             rateLimiter = InboundRateLimiter(limits: configuration.inboundRate, now: hub.scheduler.now.nanoseconds)
         }
-        if let authenticator, let bearer = Session.bearerToken(authorization) {
+        var bearer = SessionAuthentication.Bearer.none
+        if let authenticator, let token = Session.bearerToken(authorization) {
             do {
-                bearerAuthentication = try authenticator.authenticate(bearer, now: Session.wallSeconds(hub))
-                token = bearer
+                bearer = .accepted(try authenticator.authenticate(token, now: Session.wallSeconds(hub)), token: token)
             } catch {
-                refusedBearer = "the bearer token is not accepted: \(error.message)"
+                bearer = .refused("the bearer token is not accepted: \(error.message)")
             }
         }
+        auth = SessionAuthentication(
+            requiresAuthentication: authenticator != nil, bearer: bearer,
+            authenticationTimeout: configuration.authenticationTimeout)
     }
 
     /// The hub's calendar time in seconds since the epoch (JWT claims' clock).
@@ -141,80 +137,73 @@ public final class Session {
     /// Sends `welcome` and, when authentication is required and not yet given,
     /// starts the clock for `hello` (or, after a wrong bearer token, refuses at once).
     public func start() {
-        guard authenticator != nil else {
-            // No authentication: every client is `anonymous`, admitted at once; one over
-            // the service's limit is closed with 4429 before anything is sent.
-            if case .refused(let error) = admit(Authentication(identity: .anonymous)) {
+        carryOut(auth.start())
+    }
+
+    /// Carries out what the authentication's state machine decided, in order.
+    private func carryOut(_ actions: [SessionAuthentication.Action]) {
+        for action in actions {
+            switch action {
+            case .sendWelcome:
+                outbound.send(.welcome(server: configuration.serverName, session: id))
+            case .admit(let authentication):
+                carryOut(admit(authentication))
+            case .joinWaitingPool:
+                if let displaced = admission?.wait(self) { displaced.displace() }
+            case .leaveWaitingPool:
+                admission?.stopWaiting(self)
+            case .leaveAdmission(let identity):
+                admission?.leave(identity: identity)
+            case .startAuthenticationTimer:
+                let deadline = hub.scheduler.now.advanced(by: configuration.authenticationTimeout)
+                authenticationTimer = hub.scheduler.schedule(after: deadline) { [weak self] in
+                    guard let self, !self.isClosed else { return }
+                    self.carryOut(self.auth.authenticationTimedOut())
+                }
+            case .cancelAuthenticationTimer:
+                authenticationTimer.take()?.cancel()
+            case .watchExpiry(let expiresAt):
+                watchExpiry(expiresAt)
+            case .cancelExpiryTimer:
+                expiryTimer.take()?.cancel()
+            case .identify(let name):
+                outbound.logger[metadataKey: "identity"] = "\(name)"
+            case .clearPermissionCache:
+                permissionCache.removeAll()
+            case .refuse(let reason):
+                refuseUnauthenticated(reason)
+            case .refuseConnection(let error, let welcomed):
                 counters.connectionRefusals += 1
                 counters.emit("connection_refused", ["session": .string(id), "reason": .string(error.message)])
                 outbound.logger.notice("connection refused", metadata: ["reason": "\(error.message)"])
-                outbound.end(closing: .tooManyConnections, reason: "too many connections", discardingQueued: true)
-                return
+                if welcomed { outbound.sendError(error, id: nil, ack: nil) }
+                outbound.end(closing: .tooManyConnections, reason: "too many connections", discardingQueued: !welcomed)
+            case .drop:
+                counters.authFailures += 1
+                outbound.logger.notice("dropped: too many connections waiting to authenticate")
+                outbound.drop()
             }
-            outbound.send(.welcome(server: configuration.serverName, session: id))
-            return
-        }
-        outbound.send(.welcome(server: configuration.serverName, session: id))
-        if let refusedBearer {
-            // A wrong token is refused at once (PROTOCOL.md §2), wherever it came from.
-            refuseUnauthenticated(refusedBearer)
-            return
-        }
-        if let bearer = bearerAuthentication.take() {
-            establish(bearer)
-            return
-        }
-        // Waiting for a hello: in the pool of unauthenticated connections (not counted in
-        // maxConnections), which displaces the longest waiting one when full.
-        waitingInAdmission = true
-        if let displaced = admission?.wait(self) { displaced.displace() }
-        let deadline = hub.scheduler.now.advanced(by: configuration.authenticationTimeout)
-        authenticationTimer = hub.scheduler.schedule(after: deadline) { [weak self] in
-            guard let self, !self.authenticated, !self.isClosed else { return }
-            self.refuseUnauthenticated("no token within \(self.configuration.authenticationTimeout)")
         }
     }
 
-    /// Counts the connection in the admission as `authentication`'s identity; returns the
-    /// refusal when the service or the identity is at its limit.
-    private func admit(_ authentication: Authentication) -> Admission.Verdict {
+    /// Asks the admission to count the connection as `authentication`'s identity; returns
+    /// what the state machine makes of the verdict (a refusal when the service or the
+    /// identity is at its limit).
+    private func admit(_ authentication: Authentication) -> [SessionAuthentication.Action] {
         let identity = authentication.identity
-        guard let admission else {
-            self.authentication = authentication
-            return .admitted(identityBudget: nil)
-        }
-        let verdict = admission.admit(identity, budgeted: identity.hasOwnBudget)
-        if case .admitted(let identityBudget) = verdict {
-            admitted = true
-            self.authentication = authentication
+        guard let admission else { return auth.admitted() }
+        switch admission.admit(identity, budgeted: identity.hasOwnBudget) {
+        case .admitted(let identityBudget):
             if let identityBudget {
                 let scheduler = hub.scheduler
                 budget = ResourceBudget(
                     owner: "this connection", limits: configuration.connectionBudget, parent: identityBudget,
                     clock: { scheduler.now })
             }
+            return auth.admitted()
+        case .refused(let error):
+            return auth.admissionRefused(error)
         }
-        return verdict
-    }
-
-    /// The client proved who it is: stop waiting, count it for its identity (or refuse it
-    /// with 4429 when at a limit), and watch its token's expiry.
-    private func establish(_ authentication: Authentication) {
-        if waitingInAdmission {
-            waitingInAdmission = false
-            admission?.stopWaiting(self)
-        }
-        authenticationTimer.take()?.cancel()
-        if case .refused(let error) = admit(authentication) {
-            counters.connectionRefusals += 1
-                counters.emit("connection_refused", ["session": .string(id), "reason": .string(error.message)])
-                outbound.logger.notice("connection refused", metadata: ["reason": "\(error.message)"])
-            outbound.sendError(error, id: nil, ack: nil)
-            outbound.end(closing: .tooManyConnections, reason: "too many connections", discardingQueued: false)
-            return
-        }
-        outbound.logger[metadataKey: "identity"] = "\(authentication.identity.name)"
-        watchExpiry(authentication.expiresAt)
     }
 
     /// Ends the connection with 4401 at `expiresAt` (seconds since the epoch), unless a
@@ -226,7 +215,7 @@ public final class Session {
         let deadline = hub.scheduler.now.advanced(by: .nanoseconds(Int64(min(left, 1e9) * 1e9)))
         expiryTimer = hub.scheduler.schedule(after: deadline) { [weak self] in
             guard let self, !self.isClosed else { return }
-            self.refuseUnauthenticated("the token has expired: send a hello with a new token before it does")
+            self.carryOut(self.auth.tokenExpired())
         }
     }
 
@@ -240,15 +229,15 @@ public final class Session {
             message = try ClientMessage.decode(payload)
         } catch {
             // Before authentication, anything but a valid hello is refused (PROTOCOL.md §2).
-            guard authenticated else {
-                refuseUnauthenticated("authenticate with a hello carrying a token first (\(error.error.message))")
+            if let refusal = auth.received(.undecodable(error.error.message)) {
+                carryOut(refusal)
                 return
             }
             sendError(error.error, id: nil, ack: error.ack)
             return
         }
-        guard authenticated || isHello(message) else {
-            refuseUnauthenticated("authenticate with a hello carrying a token first")
+        if let refusal = auth.received(isHello(message) ? .hello : .message) {
+            carryOut(refusal)
             return
         }
         handle(message)
@@ -262,8 +251,8 @@ public final class Session {
     /// Handles a binary message of `bytes` bytes: the protocol has none.
     public func receiveBinary(bytes: Int = 0) {
         guard !isClosed, withinRate(bytes: bytes) else { return }
-        guard authenticated else {
-            refuseUnauthenticated("authenticate with a hello carrying a token first")
+        if let refusal = auth.received(.binary) {
+            carryOut(refusal)
             return
         }
         sendError(HubError(.badMessage, "binary messages are not part of protocol v1; send JSON text"), id: nil, ack: nil)
@@ -291,23 +280,9 @@ public final class Session {
     /// The connection closed: every subscription is cancelled upstream, and the
     /// session's timers are cancelled (also when the session had closed it itself).
     public func connectionClosed() {
-        authenticationTimer.take()?.cancel()
-        expiryTimer.take()?.cancel()
+        carryOut(auth.closed())
         brake.release()
-        leaveAdmission()
         outbound.connectionClosed()
-    }
-
-    /// Gives back the connection's place in the admission (once).
-    private func leaveAdmission() {
-        if waitingInAdmission {
-            waitingInAdmission = false
-            admission?.stopWaiting(self)
-        }
-        if admitted, let name = authentication?.identity.name {
-            admitted = false
-            admission?.leave(identity: name)
-        }
     }
 
     /// The server is stopping: subscriptions are cancelled and the connection closed with 1001.
@@ -325,7 +300,7 @@ public final class Session {
 
     private func end(closing code: HubCloseCode, reason: String) {
         guard !isClosed else { return }
-        authenticationTimer.take()?.cancel()
+        carryOut(auth.ending())
         for id in subscriptions.sortedIDs {
             outbound.sendError(HubError(.shuttingDown, "the server is \(code == .serviceRestart ? "draining" : "shutting down")"), id: id, ack: nil)
         }
@@ -537,33 +512,17 @@ public final class Session {
         }
         if batch { batchAll = true }
         guard let authenticator else { return }
-        guard let token else {
-            // A hello without a token after authentication only sets client and batch.
-            if !authenticated { refuseUnauthenticated("hello carries no token") }
-            return
+        // The first token, or a refresh: the same identity with a new token (a later
+        // expiry, new permissions).
+        var checked = SessionAuthentication.HelloToken.none
+        if let token {
+            do {
+                checked = .accepted(try authenticator.authenticate(token, now: Session.wallSeconds(hub)), token: token)
+            } catch {
+                checked = .refused(error.message)
+            }
         }
-        let fresh: Authentication
-        do {
-            fresh = try authenticator.authenticate(token, now: Session.wallSeconds(hub))
-        } catch {
-            refuseUnauthenticated(error.message)
-            return
-        }
-        guard let current = authentication else {
-            self.token = token
-            establish(fresh)
-            return
-        }
-        // A refresh: the same identity with a new token (a later expiry, new permissions).
-        guard fresh.identity.name == current.identity.name else {
-            refuseUnauthenticated(
-                "a new hello must authenticate the same identity ('\(current.identity.name)', not '\(fresh.identity.name)')")
-            return
-        }
-        self.token = token
-        authentication = fresh
-        permissionCache.removeAll()
-        watchExpiry(fresh.expiresAt)
+        carryOut(auth.hello(checked))
     }
 
     private func subscribe(id: UInt64, _ check: SubscribeCheck) {
@@ -621,7 +580,7 @@ public final class Session {
                     throw HubError(.forbidden, "this server does not accept ad-hoc pipelines")
                 }
                 if let allowed = configuration.pipelineTokens, authentication?.identity == Authenticator.bareTokenIdentity,
-                   !(token.map(allowed.contains) ?? false) {
+                   !(auth.token.map(allowed.contains) ?? false) {
                     throw HubError(.forbidden, "this client's token may not subscribe to ad-hoc pipelines")
                 }
                 let permissions = restrictedPermissions
@@ -708,17 +667,12 @@ public final class Session {
     /// a flood of tokenless sockets cannot hold slots.
     func displace() {
         guard !isClosed else { return }
-        authenticationTimer.take()?.cancel()
-        leaveAdmission()
-        counters.authFailures += 1
-        outbound.logger.notice("dropped: too many connections waiting to authenticate")
-        outbound.drop()
+        carryOut(auth.displaced())
     }
 
-    func refuseUnauthenticated(_ reason: String) {
+    /// Sends `unauthorized` with `reason` and closes with 4401 (after what is queued).
+    private func refuseUnauthenticated(_ reason: String) {
         guard !isClosed else { return }
-        authenticationTimer.take()?.cancel()
-        expiryTimer.take()?.cancel()
         counters.authFailures += 1
         counters.emit("auth_failure", ["session": .string(id), "reason": .string(reason)])
         outbound.logger.warning("authentication failed", metadata: ["reason": "\(reason)"])
