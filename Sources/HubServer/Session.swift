@@ -167,10 +167,15 @@ public final class Session {
         handle(message)
     }
 
-    /// The connection's outbound queue is empty: replays waiting for room read on.
+    /// The connection's outbound queue is empty: replays waiting for room read on. (The
+    /// server's own handlers wake ``outboundRoom`` directly.)
     public func outboundDrained() {
-        outbound.drained()
+        outbound.room.drained()
     }
+
+    /// Who waits for room in the connection's outbound queue: its handler tells it when the
+    /// queue drains.
+    var outboundRoom: OutboundRoom { outbound.room }
 
     /// Handles a binary message of `bytes` bytes: the protocol has none.
     public func receiveBinary(bytes: Int = 0) {
