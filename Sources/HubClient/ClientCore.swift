@@ -137,7 +137,7 @@ final class ClientCore {
     }
 
     /// The handshake finished: send `hello` if configured, then wait for `welcome`.
-    fileprivate func didOpen(_ connection: WebSocketConnection, generation: UInt64) {
+    func didOpen(_ connection: WebSocketConnection, generation: UInt64) {
         guard generation == self.generation else { return }
         let tokenForHello = configuration.tokenInHello ? configuration.token : nil
         if configuration.clientName != nil || configuration.batch || tokenForHello != nil {
@@ -216,7 +216,7 @@ final class ClientCore {
         }
     }
 
-    fileprivate func didFailToConnect(_ error: TransportError, generation: UInt64) {
+    func didFailToConnect(_ error: TransportError, generation: UInt64) {
         guard generation == self.generation else { return }
         connection = nil
         attemptFailed(HubClientError(
@@ -236,7 +236,7 @@ final class ClientCore {
         return transportMessage
     }
 
-    fileprivate func didClose(code: WebSocketCloseCode?, reason: String, generation: UInt64) {
+    func didClose(code: WebSocketCloseCode?, reason: String, generation: UInt64) {
         if generation != self.generation {
             return
         }
@@ -318,7 +318,7 @@ final class ClientCore {
 
     // MARK: - Inbound
 
-    fileprivate func didReceive(
+    func didReceive(
         _ payload: UnsafeRawBufferPointer, kind: WebSocketMessageKind, from connection: WebSocketConnection,
         generation: UInt64
     ) {
@@ -496,56 +496,5 @@ final class ClientCore {
         let completion = closeCompletion
         closeCompletion = nil
         completion?()
-    }
-}
-
-/// The largest ack the client uses before wrapping around to 1 (2^53−1).
-enum WireFieldsLimit {
-    static let maxAck: Int64 = (1 << 53) - 1
-}
-
-/// A completion that runs once; later results are dropped. Loop thread only.
-final class OnceCompletion<T> {
-    private var completion: ((T) -> Void)?
-    /// Runs after the completion (for example to cancel a timer).
-    var onComplete: (() -> Void)?
-
-    init(_ completion: @escaping (T) -> Void) { self.completion = completion }
-
-    var isDone: Bool { completion == nil }
-
-    func complete(_ value: T) {
-        guard let completion else { return }
-        self.completion = nil
-        completion(value)
-        onComplete?()
-        onComplete = nil
-    }
-}
-
-/// Routes one connection's events to the core, tagged with the attempt they belong to.
-private final class ConnectionHandler: WebSocketConnectionHandler {
-    let core: ClientCore
-    let generation: UInt64
-
-    init(core: ClientCore, generation: UInt64) {
-        self.core = core
-        self.generation = generation
-    }
-
-    func connectionDidOpen(_ connection: WebSocketConnection) {
-        core.didOpen(connection, generation: generation)
-    }
-
-    func connection(_ connection: WebSocketConnection, didReceive payload: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {
-        core.didReceive(payload, kind: kind, from: connection, generation: generation)
-    }
-
-    func connection(_ connection: WebSocketConnection, didCloseWith code: WebSocketCloseCode?, reason: String) {
-        core.didClose(code: code, reason: reason, generation: generation)
-    }
-
-    func connection(_ connection: WebSocketConnection, didFailToConnect error: TransportError) {
-        core.didFailToConnect(error, generation: generation)
     }
 }

@@ -29,41 +29,6 @@ import HubWire
 ///
 /// Its members are used on the hub's loop, except ``close()``.
 public final class SQLiteStore: SubjectStore {
-    /// When a commit counts as stored.
-    public enum Sync: String, Sendable, CaseIterable {
-        /// fsync at every group commit: survives a power loss.
-        case full
-        /// Written to the operating system at every group commit, fsynced at checkpoints:
-        /// survives a crash of the broker, not of the machine.
-        case normal
-    }
-
-    /// When the WAL is copied into the database (see ``SQLiteCheckpointer``), in pages of
-    /// the WAL: by default 4 MiB and 32 MiB of the database's pages (4 KiB for a database
-    /// this broker creates; 16 KiB for one an earlier version created).
-    public struct Checkpointing: Sendable, Equatable {
-        /// Once this many pages were added to the WAL since the last checkpoint, a thread of
-        /// the store checkpoints in the background (`nil`: 4 MiB of pages, as SQLite's
-        /// default of 1,000 4-KiB pages).
-        public var backgroundPages: Int32?
-        /// From this many, the writer checkpoints right after its commit, holding that
-        /// commit's acks: the background has fallen behind (`nil`: 32 MiB of pages). It
-        /// bounds the WAL.
-        public var inlinePages: Int32?
-
-        /// Background checkpoints from `backgroundPages`, inline ones from `inlinePages`.
-        public init(backgroundPages: Int32? = nil, inlinePages: Int32? = nil) {
-            self.backgroundPages = backgroundPages.map { max(1, $0) }
-            self.inlinePages = inlinePages.map { max(1, $0) }
-        }
-
-        /// The thresholds in pages of `pageSize` bytes.
-        func pages(ofSize pageSize: Int) -> (background: Int32, inline: Int32) {
-            let size = max(512, pageSize)
-            return (backgroundPages ?? Int32(clamping: (4 << 20) / size), inlinePages ?? Int32(clamping: (32 << 20) / size))
-        }
-    }
-
     /// The database file's name under the storage directory.
     public static let fileName = "hub.sqlite3"
     /// The SQLite VFS of a store that keeps its database to itself: `unix-excl`, which
@@ -86,53 +51,53 @@ public final class SQLiteStore: SubjectStore {
     public private(set) var quarantined: [String] = []
     /// Why durable appends fail now (a full disk, I/O errors), `nil` while they succeed:
     /// set by a failed commit, cleared by the next one that succeeds.
-    public private(set) var unavailableReason: String?
+    public internal(set) var unavailableReason: String?
     /// The sync policy.
     public let sync: Sync
     /// The SQLite VFS the store's connections use.
-    private let vfs: String
-    private let lock: StorageLock
-    private let writer: SQLiteWriter
-    private let checkpointer: SQLiteCheckpointer
-    private let reader: SQLiteReader
-    private let maxPendingBytes: Int
-    private let executor: any StoreExecutor
-    private let box: LoopSide
+    let vfs: String
+    let lock: StorageLock
+    let writer: SQLiteWriter
+    let checkpointer: SQLiteCheckpointer
+    let reader: SQLiteReader
+    let maxPendingBytes: Int
+    let executor: any StoreExecutor
+    let box: LoopSide
     /// Whether the loop commits its passes' groups when the writer is idle.
-    private let commitsOnLoop: Bool
+    let commitsOnLoop: Bool
     /// What this pass queued, committed after it (``commitsOnLoop``), and its values' bytes.
-    private var loopGroup: [SQLiteWriter.Operation] = []
-    private var loopGroupBytes = 0
-    private var loopCommitScheduled = false
+    var loopGroup: [SQLiteWriter.Operation] = []
+    var loopGroupBytes = 0
+    var loopCommitScheduled = false
     /// Appends handed to the writer thread whose outcomes have not come back yet. A log
     /// completes its appends in order, oldest first, so the loop commits nothing itself
     /// while the thread's outcomes are on their way to it: they would complete the wrong
     /// appends.
-    private var appendsWithThread = 0
+    var appendsWithThread = 0
     /// Groups the loop committed itself, for tests.
-    public private(set) var loopCommits = 0
+    public internal(set) var loopCommits = 0
     /// The most bytes of values the loop commits itself; a larger group goes to the thread.
     static let maxLoopGroupBytes = 1 << 20
-    private var known: [String: SQLiteLog.Restored]
-    private var logs: [String: SQLiteLog] = [:]
-    private var byID: [Int64: SQLiteLog] = [:]
-    private var nextID: Int64
-    private var pendingBytes = 0
-    private var reads: [UInt64: (subject: String, completion: (Result<[HistoryEntry], HubError>) -> Void)] = [:]
-    private var probing = false
-    private var lastProbe: UInt64 = 0
-    private var unavailableSince: UInt64 = 0
-    private var nextRead: UInt64 = 0
-    private var closed = false
+    var known: [String: SQLiteLog.Restored]
+    var logs: [String: SQLiteLog] = [:]
+    var byID: [Int64: SQLiteLog] = [:]
+    var nextID: Int64
+    var pendingBytes = 0
+    var reads: [UInt64: (subject: String, completion: (Result<[HistoryEntry], HubError>) -> Void)] = [:]
+    var probing = false
+    var lastProbe: UInt64 = 0
+    var unavailableSince: UInt64 = 0
+    var nextRead: UInt64 = 0
+    var closed = false
     /// Each running pipeline's last checkpoint stored.
-    private var pipelineCheckpoints: [String: Value]
+    var pipelineCheckpoints: [String: Value]
     /// Checkpoints on their way to the disk, by pipeline, oldest first, with their completions.
-    private var committing: [String: Deque<(checkpoint: Value, completion: (Result<Void, HubError>) -> Void)>] = [:]
+    var committing: [String: Deque<(checkpoint: Value, completion: (Result<Void, HubError>) -> Void)>] = [:]
     /// Loads of a checkpoint waiting for the commits under way for its pipeline.
-    private var loadsWaiting: [String: [(Result<Value?, HubError>) -> Void]] = [:]
+    var loadsWaiting: [String: [(Result<Value?, HubError>) -> Void]] = [:]
     /// The operations of the commit being gathered (``commit(checkpoint:pipeline:appending:completion:)``).
-    private var transaction: [SQLiteWriter.Operation]?
-    private var transactionBytes = 0
+    var transaction: [SQLiteWriter.Operation]?
+    var transactionBytes = 0
 
     /// Opens (creating them if needed) the directory and its database, reads every
     /// subject's epoch and last value, and starts the writer, reader and checkpointer
@@ -313,55 +278,11 @@ public final class SQLiteStore: SubjectStore {
         checkpointer.start(name: "hub-sqlite-checkpointer")
     }
 
-    /// Takes and drops the write lock once, so that a database another process keeps
-    /// locked is refused at once with what to do, rather than by whichever statement
-    /// meets the lock first. Kept to the store (not `shared`), the database must not be
-    /// open anywhere else; shared, no other process may be writing to it.
-    private static func checkNotLockedElsewhere(_ connection: SQLiteConnection, shared: Bool) throws(SQLiteError) {
-        do throws(SQLiteError) {
-            try connection.execute("BEGIN IMMEDIATE; ROLLBACK")
-        } catch where error.code & 0xFF == SQLITE_BUSY {
-            let reason = shared
-                ? "another process is writing to the database"
-                : "another process has the database open, and the broker keeps it to itself while it runs"
-                    + " (storage.shared: true lets other processes in)"
-            throw SQLiteError(code: error.code, message: "cannot open \(connection.path): \(reason)")
-        }
-    }
-
-    /// The reserved bytes a page of the database at `path` keeps (its header's byte 20).
-    static func reservedBytes(_ path: String) -> Int? {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
-        defer { try? handle.close() }
-        guard let header = try? handle.read(upToCount: 100), header.count == 100 else { return nil }
-        return Int(header[header.startIndex + 20])
-    }
-
     /// The WAL checkpoints run since the store opened, in the background and inline (any thread).
     public var checkpoints: Int { checkpointer.checkpoints }
 
-    /// Moves the `entries` of a version 1 or 2 database to version 3's keys (see
-    /// ``SQLiteSchema``), all or nothing; refuses one whose ids or offsets do not fit them.
-    private static func migrateEntries(_ connection: SQLiteConnection, path: String) throws(SQLiteError) {
-        let outOfRange = try connection.prepare(SQLiteSchema.outOfRange)
-        let outside = try outOfRange.step() ? outOfRange.int64(0) : 0
-        outOfRange.reset()
-        if outside > 0 {
-            throw SQLiteError(
-                code: -1,
-                message: "\(path) holds subject ids above \(SQLiteSchema.maxSubjectID) or offsets above \(SQLiteSchema.maxOffset), "
-                    + "which schema version \(SQLiteSchema.version) cannot key")
-        }
-        do throws(SQLiteError) {
-            try connection.execute(SQLiteSchema.migrateEntries)
-        } catch {
-            try? connection.execute("ROLLBACK")
-            throw SQLiteError(code: error.code, message: "\(path): moving the history to schema version \(SQLiteSchema.version) failed: \(error.message)")
-        }
-    }
-
     /// The store as seen from the loop, for the threads' hand-offs (opened on the loop only).
-    private final class LoopSide: @unchecked Sendable {
+    final class LoopSide: @unchecked Sendable {
         weak var store: SQLiteStore?
     }
 
@@ -394,7 +315,7 @@ public final class SQLiteStore: SubjectStore {
     /// An id for a new subject: the next one, or, once ids have reached the largest an
     /// entry's key holds, the smallest that no subject uses (a removed subject's id is
     /// free once its removal is queued: the writer removes its entries first).
-    private func newSubjectID() throws(HubError) -> Int64 {
+    func newSubjectID() throws(HubError) -> Int64 {
         if nextID <= SQLiteSchema.maxSubjectID {
             defer { nextID += 1 }
             return nextID
@@ -433,313 +354,5 @@ public final class SQLiteStore: SubjectStore {
         checkpointer.stop()
         SQLiteStore.markClosed(path: path, vfs: vfs)
         lock.release()
-    }
-
-    // MARK: Runs, and machines that stopped during one
-
-    /// This boot of the machine (Linux's `boot_id`), `nil` where unknown.
-    static func currentBootID() -> String? {
-        guard let text = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8) else { return nil }
-        let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        return id.isEmpty ? nil : id
-    }
-
-    /// Records, synced, that the store is open on this boot with `sync`. When the previous
-    /// run was open with `sync: normal` on another boot and never closed, the machine
-    /// stopped under it (a power loss, a kernel crash): values acknowledged since the last
-    /// checkpoint may be gone, and new values would take their offsets under the same
-    /// epoch. Every subject then begins a new epoch, so that a resuming subscriber is told
-    /// (`recovered: false`) instead of silently reading other values at offsets it had
-    /// seen; returns what to log.
-    private static func markOpen(_ connection: SQLiteConnection, bootID: String?, sync: Sync) throws(SQLiteError) -> String? {
-        var previous: [Substring] = []
-        let read = try connection.prepare("SELECT value FROM meta WHERE key = 'run'")
-        if try read.step(), let text = read.text(0) { previous = text.split(separator: " ") }
-        read.reset()
-        var notice: String?
-        if let bootID, previous.count == 3, previous[1] == "open", previous[2] == Sync.normal.rawValue,
-            previous[0] != Substring(bootID)
-        {
-            var ids: [Int64] = []
-            let list = try connection.prepare("SELECT id FROM subjects")
-            while try list.step() { ids.append(list.int64(0)) }
-            list.reset()
-            let renew = try connection.prepare("UPDATE subjects SET epoch = ?2 WHERE id = ?1")
-            for id in ids {
-                renew.bind(1, id)
-                renew.bind(2, MemoryStore.newEpoch())
-                try renew.run()
-            }
-            notice = "the machine stopped while the store was open with storage.sync: normal: values acknowledged "
-                + "since its last checkpoint may be lost, so every durable subject (\(ids.count)) begins a new epoch"
-        }
-        try connection.execute("PRAGMA synchronous = FULL")
-        let mark = try connection.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('run', ?1)")
-        mark.bind(1, "\(bootID ?? "-") open \(sync.rawValue)")
-        try mark.run()
-        try connection.execute("PRAGMA synchronous = \(sync == .full ? "FULL" : "NORMAL")")
-        return notice
-    }
-
-    /// Records that the store closed cleanly (best effort: a store that cannot write
-    /// now is treated as one that stopped).
-    private static func markClosed(path: String, vfs: String) {
-        guard let connection = try? SQLiteConnection(path: path, vfs: vfs) else { return }
-        defer { connection.close() }
-        try? connection.execute("PRAGMA synchronous = FULL")
-        try? connection.execute("UPDATE meta SET value = replace(value, ' open ', ' closed ') WHERE key = 'run'")
-    }
-
-    // MARK: For the logs
-
-    /// Queues `value` for the next group commit; refused when too much is waiting already.
-    func append(_ value: Value, for log: SQLiteLog) throws(HubError) -> Int {
-        guard !closed else { throw HubError(.internal, "the durable store is closed") }
-        guard !log.isRetired else { throw HubError(.completed, "the subject was deleted: its history is gone") }
-        let bytes = value.estimatedBytes
-        // A pipeline's commit is not refused by halves: its values go in with it (the
-        // pipeline bounds how many it gathers).
-        guard pendingBytes + bytes <= maxPendingBytes || pendingBytes == 0 || transaction != nil else {
-            throw HubError(
-                .limitExceeded, "the durable store is behind: \(pendingBytes) bytes are waiting for the disk",
-                data: ["limit": .int(Int64(maxPendingBytes))])
-        }
-        pendingBytes += bytes
-        enqueue(.append(subject: log.id, value: value), bytes: bytes)
-        return bytes
-    }
-
-    /// Queues `operation` for the writer: for the loop's commit after this pass
-    /// (``commitsOnLoop``), or for the thread.
-    private func enqueue(_ operation: SQLiteWriter.Operation, bytes: Int = 0) {
-        if transaction != nil {
-            transaction!.append(operation)
-            transactionBytes += bytes
-            return
-        }
-        guard commitsOnLoop else {
-            submit([operation], appends: operation.isAppend ? 1 : 0)
-            return
-        }
-        loopGroup.append(operation)
-        loopGroupBytes += bytes
-        guard !loopCommitScheduled else { return }
-        loopCommitScheduled = true
-        executor.executeAtEndOfPass { [box] in box.store?.commitLoopGroup() }
-    }
-
-    /// After the pass: commits what it queued on the loop, if the writer is idle (the
-    /// acks go out at the end of this pass), or hands it to the writer thread.
-    ///
-    /// The loop commits a group of one value at most: a lone publisher waiting for its
-    /// ack. A pass that appended several comes from values streaming in (a pipelining
-    /// publisher, many publishers), and the thread commits those, gathering what arrives
-    /// during each commit into the next group while the loop goes on reading: a commit
-    /// per pass on the loop made groups small and commits many (window 64 of
-    /// bench-durable-vs-jetstream, 1-KiB values: 0.47-0.54x JetStream against 0.62x).
-    /// Such a group goes to the thread from the loop's next pass
-    /// (``StoreExecutor/executeSoon(_:)``), with what that pass appended before it.
-    /// Handed over at the end of its own pass, it made throughput lower at window 64 with
-    /// 64-B values (75-80 k/s against 88-91 k/s); waiting for the end of the next pass
-    /// made one group of the whole window (the publisher waiting on every commit of 64
-    /// values: 0.72-0.84x JetStream against 0.88-1.07x).
-    private func commitLoopGroup() {
-        loopCommitScheduled = false
-        guard !closed, !loopGroup.isEmpty else { return }
-        let values = loopGroup.count(where: \.isAppend)
-        if values > 1 {
-            loopCommitScheduled = true
-            executor.executeSoon { [box] in box.store?.handOverLoopGroup() }
-            return
-        }
-        let bytes = loopGroupBytes
-        let group = takeLoopGroup()
-        if bytes <= SQLiteStore.maxLoopGroupBytes, appendsWithThread == 0, let outcomes = writer.commitOnLoop(group) {
-            loopCommits += 1
-            committed(outcomes)
-            // The acks go out now: the pass read the value, so write coalescing would
-            // hold them for the next pass, which only polls.
-            executor.answered()
-        } else {
-            submit(group, appends: values)
-        }
-    }
-
-    /// From the loop's next pass: hands the group of several values, with what that pass
-    /// appended before, to the writer thread.
-    private func handOverLoopGroup() {
-        loopCommitScheduled = false
-        guard !closed else { return }
-        submitLoopGroup()
-    }
-
-    /// Hands what the loop queued, if anything, to the writer thread.
-    private func submitLoopGroup() {
-        guard !loopGroup.isEmpty else { return }
-        let group = takeLoopGroup()
-        submit(group, appends: group.count(where: \.isAppend))
-    }
-
-    /// The operations queued on the loop, which start over empty.
-    private func takeLoopGroup() -> [SQLiteWriter.Operation] {
-        defer {
-            loopGroup = []
-            loopGroupBytes = 0
-        }
-        return loopGroup
-    }
-
-    // MARK: Checkpoints
-
-    /// The pipeline's last checkpoint stored, once the commits under way for it are done.
-    public func loadCheckpoint(pipeline: String, completion: @escaping (Result<Value?, HubError>) -> Void) {
-        guard committing[pipeline]?.isEmpty ?? true else {
-            loadsWaiting[pipeline, default: []].append(completion)
-            return
-        }
-        completion(.success(pipelineCheckpoints[pipeline]))
-    }
-
-    /// Gathers the appends `body` makes and `checkpoint` into one group of the writer: one
-    /// transaction (see ``SQLiteWriter``: a group is committed whole or not at all).
-    public func commit(
-        checkpoint: Value, pipeline: String, appending body: () -> Void,
-        completion: @escaping (Result<Void, HubError>) -> Void
-    ) {
-        guard !closed, transaction == nil else {
-            completion(.failure(HubError(.internal, closed ? "the durable store is closed" : "a commit inside another")))
-            return
-        }
-        transaction = []
-        transactionBytes = 0
-        body()
-        var operations = transaction ?? []
-        let bytes = transactionBytes
-        transaction = nil
-        var json: [UInt8] = []
-        checkpoint.writeJSON(into: &json)
-        operations.append(.checkpoint(pipeline: pipeline, state: json))
-        committing[pipeline, default: []].append((checkpoint, completion))
-        guard commitsOnLoop else {
-            submit(operations, appends: operations.count(where: \.isAppend))
-            return
-        }
-        loopGroup.append(contentsOf: operations)
-        loopGroupBytes += bytes
-        guard !loopCommitScheduled else { return }
-        loopCommitScheduled = true
-        executor.executeAtEndOfPass { [box] in box.store?.commitLoopGroup() }
-    }
-
-    /// A checkpoint's outcome: its completion, then the loads that waited for it.
-    private func checkpointed(_ pipeline: String, _ error: SQLiteError?) {
-        guard let (checkpoint, completion) = committing[pipeline]?.popFirst() else { return }
-        if committing[pipeline]?.isEmpty == true { committing[pipeline] = nil }
-        if let error {
-            completion(.failure(error.hubError))
-        } else {
-            pipelineCheckpoints[pipeline] = checkpoint
-            completion(.success(()))
-        }
-        guard committing[pipeline] == nil, let waiting = loadsWaiting.removeValue(forKey: pipeline) else { return }
-        for load in waiting { load(.success(pipelineCheckpoints[pipeline])) }
-    }
-
-    /// Hands `group`, with `appends` values in it, to the writer thread, counting them
-    /// until their outcomes return.
-    private func submit(_ group: [SQLiteWriter.Operation], appends: Int) {
-        appendsWithThread += appends
-        writer.submit(group)
-    }
-
-    /// The outcomes of a group the writer thread committed.
-    private func threadCommitted(_ outcomes: [SQLiteWriter.Outcome]) {
-        appendsWithThread -= outcomes.count(where: \.isAppend)
-        committed(outcomes)
-    }
-
-    /// Queues a page read for `log`.
-    func read(
-        _ log: SQLiteLog, after: UInt64, through: UInt64, limit: Int, maxBytes: Int,
-        completion: @escaping (Result<[HistoryEntry], HubError>) -> Void
-    ) {
-        guard !closed else {
-            completion(.failure(HubError(.internal, "the durable store is closed")))
-            return
-        }
-        nextRead += 1
-        reads[nextRead] = (log.name, completion)
-        // A row that straddles the size bound keeps values behind it (see SQLiteSchema).
-        let size = UInt64(log.retention.size)
-        let bound = log.lastOffset > size ? log.lastOffset - size : 0
-        reader.submit(SQLiteReader.Request(
-            id: nextRead, subject: log.id, after: max(after, bound), through: through, limit: limit, maxBytes: maxBytes,
-            ttl: log.retention.ttl))
-    }
-
-    /// A group committed (or failed): each log completes its oldest pending appends.
-    private func committed(_ outcomes: [SQLiteWriter.Outcome]) {
-        for outcome in outcomes {
-            switch outcome {
-            case let .appended(subject, offset):
-                unavailableReason = nil
-                if let bytes = byID[subject]?.committed(offset: offset) { pendingBytes -= bytes }
-            case let .failed(subject, error):
-                let log = byID[subject]
-                noteFailure(error)
-                let hubError = error.hubError
-                let named = HubError(hubError.code, "subject '\(log?.name ?? "?")': \(hubError.message)", data: hubError.data)
-                if let bytes = log?.failed(named) { pendingBytes -= bytes }
-            case let .checkpointed(pipeline, error):
-                // A checkpoint the disk refused makes the store unavailable as an append would.
-                if let error { noteFailure(error) } else { unavailableReason = nil }
-                checkpointed(pipeline, error)
-                continue
-            case let .probed(error):
-                probing = false
-                if let error { noteFailure(error) } else { unavailableReason = nil }
-                continue
-            }
-            // A removed log is forgotten once its last append has completed.
-            if let subject = outcome.subject, let log = byID[subject], log.isRetired, log.isSettled { byID[log.id] = nil }
-        }
-    }
-
-    /// A failed commit: the disk's or the file's failure makes the store unavailable
-    /// until a commit succeeds.
-    private func noteFailure(_ error: SQLiteError) {
-        guard let problem = error.storageProblem else { return }
-        unavailableReason = "\(problem) (\(error.description))"
-        unavailableSince = DispatchTime.now().uptimeNanoseconds
-    }
-
-    /// While the store is unavailable: has the writer try a small commit, at most once a
-    /// second, so that the store becomes available again without a publisher's value
-    /// (``unavailableReason`` is cleared when it succeeds). Call it where readiness is asked.
-    public func probeIfUnavailable() {
-        guard !closed, unavailableReason != nil, !probing else { return }
-        let now = DispatchTime.now().uptimeNanoseconds
-        guard now &- lastProbe >= 1_000_000_000 else { return }
-        lastProbe = now
-        probing = true
-        submit([.probe], appends: 0)
-    }
-
-    private func answered(read id: UInt64, _ result: Result<[HistoryEntry], SQLiteError>) {
-        guard let (name, completion) = reads.removeValue(forKey: id) else { return }
-        completion(result.mapError { error in
-            let hubError = error.hubError
-            return HubError(hubError.code, "subject '\(name)': \(hubError.message)", data: hubError.data)
-        })
-    }
-}
-
-extension SQLiteWriter.Outcome {
-    /// The subject the outcome is about (`nil` for a checkpoint's or a probe's).
-    var subject: Int64? {
-        switch self {
-        case let .appended(subject, _), let .failed(subject, _): return subject
-        case .checkpointed, .probed: return nil
-        }
     }
 }

@@ -27,6 +27,8 @@ final class RelayedSession: SessionLink, SessionConnection {
     private let hubSide: LoopBound<ConnectionLoop>
     private var loop: ConnectionLoop { hubSide.value }
     private(set) var session: Session?
+    /// The session's waiters for room in the outbound queue, woken when it drains.
+    private var outboundRoom: OutboundRoom?
     private var logger: Logger?
     private var sessions: SessionFactory?
     private(set) var peer: String?
@@ -68,6 +70,7 @@ final class RelayedSession: SessionLink, SessionConnection {
         self.sessions = sessions
         let (session, logger) = sessions.open(on: self, authorization: authorization, peer: peer, path: path)
         self.session = session
+        outboundRoom = session.outboundRoom
         self.logger = logger
         session.start()
     }
@@ -93,7 +96,7 @@ final class RelayedSession: SessionLink, SessionConnection {
 
     /// The connection's queue has drained.
     func outboundDrained() {
-        session?.outboundDrained()
+        outboundRoom?.drained()
     }
 
     /// The connection closed with `code` (none: without a close frame).
@@ -105,6 +108,7 @@ final class RelayedSession: SessionLink, SessionConnection {
                 bytesReceived: bytesReceived, bytesSent: bytesSent)
         }
         session = nil
+        outboundRoom = nil
         pending = Batch()
         open = nil
         loop.forget(self)

@@ -5,8 +5,11 @@ import HubPipeline
 import HubRegistry
 import Logging
 
-/// The protocol state machine of one connection (PROTOCOL.md): it decodes the
-/// client's messages (authentication included) and runs them against the hub.
+/// The protocol of one connection (PROTOCOL.md): it decodes the client's messages and
+/// dispatches them to the hub. Where the client is in authenticating and being admitted
+/// is ``SessionAuthentication``'s to decide; the session carries its actions out
+/// (`Session+Authentication.swift`), checks permissions (`Session+Permissions.swift`) and
+/// runs the operations (`Session+Publishing.swift`, `Session+Subscribing.swift`).
 ///
 /// The data path reads top-down: a frame's text arrives in ``receive(text:)``, a
 /// `subscribe` resolves a name or compiles a pipeline on the ``Hub`` (a subject's
@@ -22,68 +25,61 @@ public final class Session {
     public let id: String
     /// The hub the session works on.
     public let hub: Hub
-    private let configuration: SessionConfiguration
-    private let outbound: SessionOutbound
-    private let subscriptions = SessionSubscriptions()
+    let configuration: SessionConfiguration
+    let outbound: SessionOutbound
+    let subscriptions = SessionSubscriptions()
     /// Slows this connection down while a subject it sends to is congested.
-    private let brake: PublisherBrake
+    let brake: PublisherBrake
     /// This connection's values waiting for the durable store: how many, and their bytes.
-    private var storing = 0
-    private var storingBytes = 0
+    var storing = 0
+    var storingBytes = 0
     /// From this many values (or ``maxStoringBytes``) waiting for the store, the session
     /// stops reading the connection until half of them are stored.
     static let maxStoring = 4096
     static let maxStoringBytes = 8 << 20
-    private let logger: Logger
-    private var batchAll = false
+    let logger: Logger
+    var batchAll = false
+    /// Where the client is in authenticating and being admitted (the bearer token, `hello`,
+    /// the timers, the admission): the decisions, which this session carries out.
+    var auth: SessionAuthentication
     /// Who the client is, once authenticated (at once, as `anonymous`, on a server without auth).
-    private var authentication: Authentication?
-    private var authenticated: Bool { authentication != nil }
+    var authentication: Authentication? { auth.authentication }
+    var authenticated: Bool { auth.isAuthenticated }
     /// Checks tokens; `nil` on a server without authentication.
-    private let authenticator: Authenticator?
+    let authenticator: Authenticator?
     /// The service's admission of connections (limits per service and identity), if any:
     /// set before ``start()``.
     weak var admission: Admission?
-    /// Counted in ``admission`` as an authenticated connection of the identity.
-    private var admitted = false
-    /// Waiting in ``admission``'s pool of connections that have not authenticated yet.
-    private var waitingInAdmission = false
-    /// The authentication the upgrade request's bearer token gave (admitted at start).
-    private var bearerAuthentication: Authentication?
-    private var authenticationTimer: (any Cancellable)?
+    var authenticationTimer: (any Cancellable)?
     /// Ends the connection when its token expires (unless a `hello` refreshes it).
-    private var expiryTimer: (any Cancellable)?
-    /// Why the bearer token on the upgrade request is not accepted (refused at start).
-    private var refusedBearer: String?
-    /// The token the client authenticated with, if any.
-    private var token: String?
+    var expiryTimer: (any Cancellable)?
     /// The connection's inbound rate limits, if it has any.
-    private var rateLimiter: InboundRateLimiter?
+    var rateLimiter: InboundRateLimiter?
     /// The permissions checked, by name: a bit per operation allowed, and one per
     /// operation checked (so that a `send` stream matches its patterns once).
-    private var permissionCache: [String: UInt16] = [:]
+    var permissionCache: [String: UInt16] = [:]
     /// What this connection's pipelines and buffers spend (with its identity's budget as
     /// parent, once admitted).
-    private(set) var budget: ResourceBudget
+    var budget: ResourceBudget
     /// Whether the session has ended (connection closed, slow consumer, refusal, shutdown).
     public var isClosed: Bool { outbound.isClosed }
     /// The service loop's counters this session adds to.
-    private let counters: ServiceCounters
+    let counters: ServiceCounters
     /// The service, for `list`'s connection count and the admin operations.
     weak var service: (any ServiceControl)?
     /// The client's name from `hello`, if it gave one (for logs and `$sys.connections`).
-    public private(set) var clientName: String? {
+    public internal(set) var clientName: String? {
         didSet { sender = Session.sender(id: id, clientName: clientName) }
     }
     /// Who sends this session's values, for the logs of what they cause: kept rather than
     /// built for every value sent.
-    private var sender: String
+    var sender: String
     /// Whether the client is authenticated (always, on a server without auth).
     public var isAuthenticated: Bool { authenticated }
     /// Who the client is, once authenticated.
     public var identity: Identity? { authentication?.identity }
     /// Whether the connection waits for a `hello` with a token (for the admission pool).
-    var isWaitingForAuthentication: Bool { waitingInAdmission && !isClosed }
+    var isWaitingForAuthentication: Bool { auth.isWaitingInPool && !isClosed }
 
     /// A session for a new connection. `authorization` is the upgrade request's
     /// `Authorization` header, if any.
@@ -116,14 +112,17 @@ public final class Session {
         if !configuration.inboundRate.isUnlimited {
             rateLimiter = InboundRateLimiter(limits: configuration.inboundRate, now: hub.scheduler.now.nanoseconds)
         }
-        if let authenticator, let bearer = Session.bearerToken(authorization) {
+        var bearer = SessionAuthentication.Bearer.none
+        if let authenticator, let token = Session.bearerToken(authorization) {
             do {
-                bearerAuthentication = try authenticator.authenticate(bearer, now: Session.wallSeconds(hub))
-                token = bearer
+                bearer = .accepted(try authenticator.authenticate(token, now: Session.wallSeconds(hub)), token: token)
             } catch {
-                refusedBearer = "the bearer token is not accepted: \(error.message)"
+                bearer = .refused("the bearer token is not accepted: \(error.message)")
             }
         }
+        auth = SessionAuthentication(
+            requiresAuthentication: authenticator != nil, bearer: bearer,
+            authenticationTimeout: configuration.authenticationTimeout)
     }
 
     /// The hub's calendar time in seconds since the epoch (JWT claims' clock).
@@ -141,93 +140,7 @@ public final class Session {
     /// Sends `welcome` and, when authentication is required and not yet given,
     /// starts the clock for `hello` (or, after a wrong bearer token, refuses at once).
     public func start() {
-        guard authenticator != nil else {
-            // No authentication: every client is `anonymous`, admitted at once; one over
-            // the service's limit is closed with 4429 before anything is sent.
-            if case .refused(let error) = admit(Authentication(identity: .anonymous)) {
-                counters.connectionRefusals += 1
-                counters.emit("connection_refused", ["session": .string(id), "reason": .string(error.message)])
-                outbound.logger.notice("connection refused", metadata: ["reason": "\(error.message)"])
-                outbound.end(closing: .tooManyConnections, reason: "too many connections", discardingQueued: true)
-                return
-            }
-            outbound.send(.welcome(server: configuration.serverName, session: id))
-            return
-        }
-        outbound.send(.welcome(server: configuration.serverName, session: id))
-        if let refusedBearer {
-            // A wrong token is refused at once (PROTOCOL.md §2), wherever it came from.
-            refuseUnauthenticated(refusedBearer)
-            return
-        }
-        if let bearer = bearerAuthentication.take() {
-            establish(bearer)
-            return
-        }
-        // Waiting for a hello: in the pool of unauthenticated connections (not counted in
-        // maxConnections), which displaces the longest waiting one when full.
-        waitingInAdmission = true
-        if let displaced = admission?.wait(self) { displaced.displace() }
-        let deadline = hub.scheduler.now.advanced(by: configuration.authenticationTimeout)
-        authenticationTimer = hub.scheduler.schedule(after: deadline) { [weak self] in
-            guard let self, !self.authenticated, !self.isClosed else { return }
-            self.refuseUnauthenticated("no token within \(self.configuration.authenticationTimeout)")
-        }
-    }
-
-    /// Counts the connection in the admission as `authentication`'s identity; returns the
-    /// refusal when the service or the identity is at its limit.
-    private func admit(_ authentication: Authentication) -> Admission.Verdict {
-        let identity = authentication.identity
-        guard let admission else {
-            self.authentication = authentication
-            return .admitted(identityBudget: nil)
-        }
-        let verdict = admission.admit(identity, budgeted: identity.hasOwnBudget)
-        if case .admitted(let identityBudget) = verdict {
-            admitted = true
-            self.authentication = authentication
-            if let identityBudget {
-                let scheduler = hub.scheduler
-                budget = ResourceBudget(
-                    owner: "this connection", limits: configuration.connectionBudget, parent: identityBudget,
-                    clock: { scheduler.now })
-            }
-        }
-        return verdict
-    }
-
-    /// The client proved who it is: stop waiting, count it for its identity (or refuse it
-    /// with 4429 when at a limit), and watch its token's expiry.
-    private func establish(_ authentication: Authentication) {
-        if waitingInAdmission {
-            waitingInAdmission = false
-            admission?.stopWaiting(self)
-        }
-        authenticationTimer.take()?.cancel()
-        if case .refused(let error) = admit(authentication) {
-            counters.connectionRefusals += 1
-                counters.emit("connection_refused", ["session": .string(id), "reason": .string(error.message)])
-                outbound.logger.notice("connection refused", metadata: ["reason": "\(error.message)"])
-            outbound.sendError(error, id: nil, ack: nil)
-            outbound.end(closing: .tooManyConnections, reason: "too many connections", discardingQueued: false)
-            return
-        }
-        outbound.logger[metadataKey: "identity"] = "\(authentication.identity.name)"
-        watchExpiry(authentication.expiresAt)
-    }
-
-    /// Ends the connection with 4401 at `expiresAt` (seconds since the epoch), unless a
-    /// new `hello` moves it.
-    private func watchExpiry(_ expiresAt: Double?) {
-        expiryTimer.take()?.cancel()
-        guard let expiresAt else { return }
-        let left = max(0, expiresAt - Session.wallSeconds(hub))
-        let deadline = hub.scheduler.now.advanced(by: .nanoseconds(Int64(min(left, 1e9) * 1e9)))
-        expiryTimer = hub.scheduler.schedule(after: deadline) { [weak self] in
-            guard let self, !self.isClosed else { return }
-            self.refuseUnauthenticated("the token has expired: send a hello with a new token before it does")
-        }
+        carryOut(auth.start())
     }
 
     // MARK: Inbound
@@ -240,30 +153,35 @@ public final class Session {
             message = try ClientMessage.decode(payload)
         } catch {
             // Before authentication, anything but a valid hello is refused (PROTOCOL.md §2).
-            guard authenticated else {
-                refuseUnauthenticated("authenticate with a hello carrying a token first (\(error.error.message))")
+            if let refusal = auth.received(.undecodable(error.error.message)) {
+                carryOut(refusal)
                 return
             }
             sendError(error.error, id: nil, ack: error.ack)
             return
         }
-        guard authenticated || isHello(message) else {
-            refuseUnauthenticated("authenticate with a hello carrying a token first")
+        if let refusal = auth.received(isHello(message) ? .hello : .message) {
+            carryOut(refusal)
             return
         }
         handle(message)
     }
 
-    /// The connection's outbound queue is empty: replays waiting for room read on.
+    /// The connection's outbound queue is empty: replays waiting for room read on. (The
+    /// server's own handlers wake ``outboundRoom`` directly.)
     public func outboundDrained() {
-        outbound.drained()
+        outbound.room.drained()
     }
+
+    /// Who waits for room in the connection's outbound queue: its handler tells it when the
+    /// queue drains.
+    var outboundRoom: OutboundRoom { outbound.room }
 
     /// Handles a binary message of `bytes` bytes: the protocol has none.
     public func receiveBinary(bytes: Int = 0) {
         guard !isClosed, withinRate(bytes: bytes) else { return }
-        guard authenticated else {
-            refuseUnauthenticated("authenticate with a hello carrying a token first")
+        if let refusal = auth.received(.binary) {
+            carryOut(refusal)
             return
         }
         sendError(HubError(.badMessage, "binary messages are not part of protocol v1; send JSON text"), id: nil, ack: nil)
@@ -272,7 +190,7 @@ public final class Session {
     /// Whether a message of `bytes` bytes is within the connection's rate limits; if not,
     /// the client gets `limit_exceeded` naming the limit and the connection is closed with
     /// 4429 (what was queued before still goes out first).
-    private func withinRate(bytes: Int) -> Bool {
+    func withinRate(bytes: Int) -> Bool {
         guard rateLimiter != nil, let (limit, value) = rateLimiter!.admit(bytes: bytes, now: hub.scheduler.now.nanoseconds) else {
             return true
         }
@@ -291,23 +209,9 @@ public final class Session {
     /// The connection closed: every subscription is cancelled upstream, and the
     /// session's timers are cancelled (also when the session had closed it itself).
     public func connectionClosed() {
-        authenticationTimer.take()?.cancel()
-        expiryTimer.take()?.cancel()
+        carryOut(auth.closed())
         brake.release()
-        leaveAdmission()
         outbound.connectionClosed()
-    }
-
-    /// Gives back the connection's place in the admission (once).
-    private func leaveAdmission() {
-        if waitingInAdmission {
-            waitingInAdmission = false
-            admission?.stopWaiting(self)
-        }
-        if admitted, let name = authentication?.identity.name {
-            admitted = false
-            admission?.leave(identity: name)
-        }
     }
 
     /// The server is stopping: subscriptions are cancelled and the connection closed with 1001.
@@ -323,21 +227,21 @@ public final class Session {
         end(closing: .serviceRestart, reason: "server draining")
     }
 
-    private func end(closing code: HubCloseCode, reason: String) {
+    func end(closing code: HubCloseCode, reason: String) {
         guard !isClosed else { return }
-        authenticationTimer.take()?.cancel()
+        carryOut(auth.ending())
         for id in subscriptions.sortedIDs {
             outbound.sendError(HubError(.shuttingDown, "the server is \(code == .serviceRestart ? "draining" : "shutting down")"), id: id, ack: nil)
         }
         outbound.end(closing: code, reason: reason, discardingQueued: false)
     }
 
-    private func isHello(_ message: ClientMessage) -> Bool {
+    func isHello(_ message: ClientMessage) -> Bool {
         if case .hello = message { return true }
         return false
     }
 
-    private func handle(_ message: ClientMessage) {
+    func handle(_ message: ClientMessage) {
         switch message {
         case .hello(let token, let client, let batch):
             hello(token: token, client: client, batch: batch)
@@ -405,288 +309,13 @@ public final class Session {
         }
     }
 
-    // MARK: Permissions
-
-    /// The identity's permissions when they restrict anything (`nil`: everything is allowed,
-    /// as for every client of a server without auth and for bare tokens).
-    private var restrictedPermissions: Permissions? {
-        guard let permissions = authentication?.identity.permissions, !permissions.isUnrestricted else { return nil }
-        return permissions
-    }
-
-    /// Throws `forbidden` naming `name` unless the identity may do `operation` on it
-    /// (decisions are cached per name for the session, so a stream of sends matches once).
-    private func permit(_ operation: Permissions.Operation, _ name: String, doing: String) throws(HubError) {
-        guard let permissions = restrictedPermissions else { return }
-        let bit = UInt16(1) << UInt16(Permissions.Operation.allCases.firstIndex(of: operation)!)
-        let known = permissionCache[name] ?? 0
-        let allowed: Bool
-        if known & (bit << 8) != 0 {
-            allowed = known & bit != 0
-        } else {
-            allowed = permissions.allows(operation, name)
-            if permissionCache.count >= 4096 { permissionCache.removeAll(keepingCapacity: true) }
-            permissionCache[name] = known | (bit << 8) | (allowed ? bit : 0)
-        }
-        guard allowed else { throw Permissions.forbidden(operation, name, doing: doing) }
-    }
-
-    /// Whether this client may use the admin resource `name` (`drain`, a system subject
-    /// `$sys.…`): the `admin` permission on that name.
-    func mayAdminister(_ name: String) -> Bool {
-        guard authenticated else { return false }
-        return restrictedPermissions?.allows(.admin, name) ?? true
-    }
-
-    /// Refuses an admin operation on `name` to a client without the `admin` permission for it.
-    private func checkAdmin(_ name: String, _ what: String) throws(HubError) {
-        guard mayAdminister(name) else {
-            throw HubError(
-                .forbidden, "\(what) needs the admin permission for '\(name)'",
-                data: ["name": .string(name), "permission": "admin"])
-        }
-    }
-
-    /// Refuses `send`, `complete`, `fail` and `delete` on a system subject (only the
-    /// broker writes them), and on a subject the identity may not publish into.
-    private func checkWritable(_ name: String, doing: String) throws(HubError) {
-        if HubName.isSystem(name) {
-            throw HubError(.forbidden, "'\(name)' is a system subject: only the broker writes it")
-        }
-        try permit(.publish, name, doing: doing)
-    }
-
-    /// Whether `permissions` allow anything on `name` (a catalog shows only those names).
-    static func isVisible(_ name: String, to permissions: Permissions) -> Bool {
-        permissions.allows(.subscribe, name) || permissions.allows(.publish, name)
-            || permissions.allows(.trigger, name) || permissions.allows(.admin, name)
-    }
-
     /// About how many bytes of JSON one page of the catalog holds (at least one entry):
     /// far below the largest message a client takes, whatever the catalog's size.
     static let catalogPageBytes = 1 << 20
 
-    /// Runs a request in two steps: `check` validates and returns the effect; the
-    /// `ack` (if any) is queued before the effect runs, so that it precedes the
-    /// messages the effect causes on this connection (PROTOCOL.md §3).
-    private func perform(ack: Int64?, _ check: () throws(HubError) -> () -> Void) {
-        let effect: () -> Void
-        do {
-            effect = try check()
-        } catch {
-            sendError(error, id: nil, ack: ack)
-            return
-        }
-        if let ack { outbound.send(.ack(ack)) }
-        effect()
-    }
-
-    /// `send`: the ack precedes the value's delivery. A subject with history stores the
-    /// value first, so its ack (or the store's error) comes once it is stored
-    /// (PROTOCOL.md §10), possibly after the acks of later requests to other subjects.
-    private func send(_ value: Value, to name: String, ack: Int64?) {
-        let subject: HubSubject
-        let sender = self.sender
-        do {
-            try checkWritable(name, doing: "send to")
-            subject = try hub.openSubject(named: name)
-            try hub.validate(value, for: subject, sender: sender)
-        } catch {
-            sendError(error, id: nil, ack: ack)
-            return
-        }
-        // A subject whose buffers are full slows its publishers down (`overflow: block`).
-        defer { brake.hold(until: subject.congestion) }
-        guard subject.history != nil else {
-            if let ack { outbound.send(.ack(ack)) }
-            hub.publish(value, to: subject, sender: sender)
-            return
-        }
-        let bytes = value.estimatedBytes
-        storing += 1
-        storingBytes += bytes
-        if storing >= Session.maxStoring || storingBytes >= Session.maxStoringBytes { brake.holdForStore() }
-        hub.publish(value, to: subject, sender: sender) { [weak self] result in
-            guard let self else { return }
-            self.storing -= 1
-            self.storingBytes -= bytes
-            if self.brake.isHoldingForStore, self.storing <= Session.maxStoring / 2,
-                self.storingBytes <= Session.maxStoringBytes / 2
-            {
-                self.brake.releaseStore()
-            }
-            switch result {
-            case .success:
-                if let ack { self.outbound.send(.ack(ack)) }
-            case .failure(let error):
-                self.sendError(error, id: nil, ack: ack)
-            }
-        }
-    }
-
-    /// Who a session sends as: its id, and the client's name from `hello` when it gave one.
-    private static func sender(id: String, clientName: String?) -> String {
-        guard let clientName else { return "session \(id)" }
-        return "session \(id) (client \(Value.string(clientName).jsonString()))"
-    }
-
-    private func hello(token: String?, client: String?, batch: Bool) {
-        if let client {
-            clientName = String(client.prefix(128))
-            outbound.logger[metadataKey: "client"] = "\(clientName!)"
-        }
-        if batch { batchAll = true }
-        guard let authenticator else { return }
-        guard let token else {
-            // A hello without a token after authentication only sets client and batch.
-            if !authenticated { refuseUnauthenticated("hello carries no token") }
-            return
-        }
-        let fresh: Authentication
-        do {
-            fresh = try authenticator.authenticate(token, now: Session.wallSeconds(hub))
-        } catch {
-            refuseUnauthenticated(error.message)
-            return
-        }
-        guard let current = authentication else {
-            self.token = token
-            establish(fresh)
-            return
-        }
-        // A refresh: the same identity with a new token (a later expiry, new permissions).
-        guard fresh.identity.name == current.identity.name else {
-            refuseUnauthenticated(
-                "a new hello must authenticate the same identity ('\(current.identity.name)', not '\(fresh.identity.name)')")
-            return
-        }
-        self.token = token
-        authentication = fresh
-        permissionCache.removeAll()
-        watchExpiry(fresh.expiresAt)
-    }
-
-    private func subscribe(id: UInt64, _ check: SubscribeCheck) {
-        guard subscriptions[id] == nil else {
-            sendError(HubError(.duplicateId, "subscription id \(id) is still live", data: ["id": .int(Int64(id))]), id: nil, ack: nil)
-            return
-        }
-        let request: SubscribeRequest
-        switch check {
-        case .invalid(let error):
-            sendError(error, id: id, ack: nil)
-            return
-        case .valid(let valid):
-            request = valid
-        }
-        guard subscriptions.count < configuration.maxSubscriptions else {
-            sendError(HubError(.limitExceeded, "at most \(configuration.maxSubscriptions) live subscriptions per connection"), id: id, ack: nil)
-            return
-        }
-        let kind: SubscriptionKind
-        let publisher: AnyPublisher<Value, HubError>
-        let counters: NameCounters
-        var pipeline: String?
-        // Whether its buffer slows the subject's publishers down (`overflow: block`): it
-        // then takes values only as its connection drains.
-        var blocks = false
-        do throws(HubError) {
-            switch request.target {
-            case .name(let name):
-                if HubName.isSystem(name) {
-                    try checkAdmin(name, "subscribing to '\(name)'")
-                    service?.refreshSystemSubjects()
-                } else {
-                    try permit(.subscribe, name, doing: "subscribe to")
-                }
-                if case .subject(let subject) = try hub.resolve(name), subject.history != nil {
-                    try subscribe(id: id, to: subject, request)
-                    return
-                }
-                let resolved = try hub.publisher(
-                    for: name, bufferSize: request.buffer, overflow: request.overflow, memory: budget)
-                switch resolved.entry {
-                case .subject(let subject):
-                    kind = .subject
-                    blocks = subject.overflowPolicy(asked: request.overflow) == .block
-                case .trigger: kind = .trigger
-                case .pipeline:
-                    kind = .pipeline
-                    pipeline = name
-                }
-                counters = resolved.entry.counters
-                publisher = resolved.publisher
-            case .pipeline(let source):
-                guard configuration.allowsPipelines else {
-                    throw HubError(.forbidden, "this server does not accept ad-hoc pipelines")
-                }
-                if let allowed = configuration.pipelineTokens, authentication?.identity == Authenticator.bareTokenIdentity,
-                   !(token.map(allowed.contains) ?? false) {
-                    throw HubError(.forbidden, "this client's token may not subscribe to ad-hoc pipelines")
-                }
-                let permissions = restrictedPermissions
-                if let permissions, !permissions.allowsAny(.pipelines) {
-                    throw HubError(
-                        .forbidden, "not allowed to send ad-hoc pipelines (no pipelines permission)",
-                        data: ["permission": "pipelines"])
-                }
-                publisher = try hub.compile(
-                    pipeline: source, bufferSize: request.buffer, overflow: request.overflow, budget: budget,
-                    permissions: permissions)
-                kind = .pipeline
-                pipeline = "ad-hoc"
-                counters = hub.metrics.adHoc
-            }
-        } catch {
-            sendError(error, id: id, ack: nil)
-            return
-        }
-        let remote = RemoteSubscriber(
-            id: id, batch: request.batch ?? batchAll, outbound: outbound, subscriptions: subscriptions,
-            counters: counters, pipeline: pipeline, origin: hub.origin, paced: blocks)
-        subscriptions.insert(remote)
-        // A `since` on a name without history: the subscription goes on live from now.
-        outbound.send(.subscribed(id: id, kind: kind, recovered: request.since == nil ? nil : false))
-        remote.grant(Subscribers.Demand(request.demand))
-        publisher.subscribe(remote)
-    }
-
-    /// A subscription to a subject with history: its values carry their offsets, and
-    /// `subscribed` (with the epoch, the latest offset and, for a `since`, whether it was
-    /// recovered) goes out once the replay knows where it starts, which for a durable
-    /// subject may be after a read of the store. Meanwhile the id is live: `request`
-    /// adds demand and `cancel` ends it (then no `subscribed` is sent).
-    private func subscribe(id: UInt64, to subject: HubSubject, _ request: SubscribeRequest) throws(HubError) {
-        let remote = RemoteSubscriber(
-            id: id, batch: request.batch ?? batchAll, outbound: outbound, subscriptions: subscriptions,
-            counters: subject.counters, paced: subject.overflowPolicy(asked: request.overflow) == .block)
-        let publisher = try hub.historyPublisher(
-            for: subject, since: request.since, bufferSize: request.buffer, overflow: request.overflow,
-            memory: budget, pacer: outbound
-        ) { [outbound, subscriptions] position, recovered in
-            guard subscriptions[id] === remote else { return }
-            outbound.send(.subscribed(id: id, kind: .subject, history: position, recovered: recovered))
-        }
-        subscriptions.insert(remote)
-        remote.grant(Subscribers.Demand(request.demand))
-        publisher.subscribe(OffsetSubscriber(remote))
-    }
-
-    private func request(id: UInt64, _ check: DemandCheck) {
-        guard let remote = subscriptions[id] else { return }
-        switch check {
-        case .valid(let demand):
-            remote.grant(Subscribers.Demand(demand))
-        case .invalid(let error):
-            subscriptions.remove(id: id)
-            remote.cancel()
-            sendError(error, id: id, ack: nil)
-        }
-    }
-
     // MARK: Refusing
 
-    private func sendError(_ error: HubError, id: UInt64?, ack: Int64?) {
+    func sendError(_ error: HubError, id: UInt64?, ack: Int64?) {
         switch error.code {
         case .badMessage, .unknownOp, .duplicateId, .invalidDemand:
             counters.protocolErrors += 1
@@ -701,37 +330,5 @@ public final class Session {
             break
         }
         outbound.sendError(error, id: id, ack: ack)
-    }
-
-    /// Drops a connection that has waited longest to authenticate, for a newcomer (the
-    /// pool of waiting connections is full): at once, without a close handshake, so that
-    /// a flood of tokenless sockets cannot hold slots.
-    func displace() {
-        guard !isClosed else { return }
-        authenticationTimer.take()?.cancel()
-        leaveAdmission()
-        counters.authFailures += 1
-        outbound.logger.notice("dropped: too many connections waiting to authenticate")
-        outbound.drop()
-    }
-
-    func refuseUnauthenticated(_ reason: String) {
-        guard !isClosed else { return }
-        authenticationTimer.take()?.cancel()
-        expiryTimer.take()?.cancel()
-        counters.authFailures += 1
-        counters.emit("auth_failure", ["session": .string(id), "reason": .string(reason)])
-        outbound.logger.warning("authentication failed", metadata: ["reason": "\(reason)"])
-        outbound.sendError(HubError(.unauthorized, reason), id: nil, ack: nil)
-        outbound.end(closing: .unauthorized, reason: "unauthorized", discardingQueued: false)
-    }
-
-    /// The token of an `Authorization: Bearer <token>` header.
-    static func bearerToken(_ header: String?) -> String? {
-        guard let header else { return nil }
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        let token = parts[1].drop { $0 == " " }
-        return token.isEmpty ? nil : String(token)
     }
 }

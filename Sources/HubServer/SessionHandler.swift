@@ -85,6 +85,8 @@ final class SessionHandler: WebSocketConnectionHandler, SessionConnection, Sessi
     private let sessions: SessionFactory
     private let onClose: (SessionHandler) -> Void
     private(set) var session: Session?
+    /// The session's waiters for room in the outbound queue, woken when it drains.
+    private var outboundRoom: OutboundRoom?
     /// When the connection opened (nanoseconds since the Unix epoch).
     let openedAt: Int64
     /// The session's logger (with its id and the peer), once open.
@@ -109,6 +111,7 @@ final class SessionHandler: WebSocketConnectionHandler, SessionConnection, Sessi
         let (session, logger) = sessions.open(
             on: self, authorization: connection.authorization, peer: connection.peer, path: connection.requestPath)
         self.session = session
+        outboundRoom = session.outboundRoom
         self.logger = logger
         session.start()
     }
@@ -121,7 +124,7 @@ final class SessionHandler: WebSocketConnectionHandler, SessionConnection, Sessi
     }
 
     func connectionDidDrainOutbound(_ connection: WebSocketConnection) {
-        session?.outboundDrained()
+        outboundRoom?.drained()
     }
 
     func connection(_ connection: WebSocketConnection, didCloseWith code: WebSocketCloseCode?, reason: String) {
@@ -131,6 +134,7 @@ final class SessionHandler: WebSocketConnectionHandler, SessionConnection, Sessi
                 peer: connection.peer, bytesReceived: connection.bytesReceived, bytesSent: connection.bytesWritten)
         }
         session = nil
+        outboundRoom = nil
         onClose(self)
     }
 

@@ -108,8 +108,8 @@ final class SessionOutbound {
 
     // MARK: Pacing replays
 
-    /// Replays waiting for the connection's queue to drain.
-    private var replayWaiters: [() -> Void] = []
+    /// Who waits for the connection's queue to drain (woken by the connection's handler).
+    let room = OutboundRoom()
 
     /// Bytes queued for the connection now (see ``SessionConnection/queuedBytes``).
     var queuedBytes: Int { connection.queuedBytes }
@@ -117,14 +117,6 @@ final class SessionOutbound {
     /// The queued bytes under which a replay may read its next page: a quarter of the
     /// slow-consumer bound, at most 1 MiB.
     var replayWatermark: Int { Swift.min(maxQueuedBytes / 4, 1 << 20) }
-
-    /// The connection's queue has drained: the waiting replays read on.
-    func drained() {
-        guard !replayWaiters.isEmpty else { return }
-        let waiters = replayWaiters
-        replayWaiters = []
-        for resume in waiters { resume() }
-    }
 
     /// A pipeline subscription ended with `failed`: counted, published on `$sys.events` and
     /// logged with the pipeline's name and the sender of the value that failed it
@@ -236,7 +228,7 @@ extension SessionOutbound: ReplayPacer {
         if connection.queuedBytes < replayWatermark {
             resume()
         } else {
-            replayWaiters.append(resume)
+            room.wait(resume)
         }
     }
 }

@@ -494,11 +494,3 @@ final class PipelineRunner {
         pipeline.runnerEnded()
     }
 }
-
-extension Optional {
-    /// The value, leaving `nil` behind.
-    fileprivate mutating func take() -> Wrapped? {
-        defer { self = nil }
-        return self
-    }
-}
