@@ -112,6 +112,7 @@ let package = Package(
                 "HubWire",
                 "HubRegistry",
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // JWT signatures (HS256, ES256, RS256) are checked with the system's libcrypto,
@@ -147,7 +148,6 @@ let package = Package(
                 "HubWire",
                 "HubPipeline",
                 "HubRegistry",
-                "HubSQLite",
                 "HubTransport",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
@@ -297,6 +297,7 @@ let package = Package(
                 "HubClient",
                 "HubServer",
                 "HubRegistry",
+                "HubSQLite",
                 "HubEngine",
                 "HubValue",
                 "HubWire",

@@ -167,4 +167,10 @@ extension SQLiteStore {
         probing = true
         submit([.probe], appends: 0)
     }
+
+    /// ``unavailableReason``, after ``probeIfUnavailable()``.
+    public func unavailability() -> String? {
+        probeIfUnavailable()
+        return unavailableReason
+    }
 }

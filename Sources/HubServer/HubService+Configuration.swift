@@ -1,7 +1,6 @@
 import Foundation
 import HubEngine
 import HubRegistry
-import HubSQLite
 import HubTransport
 import HubValue
 import HubWire
@@ -49,9 +48,10 @@ extension HubService {
         /// dashboard and its connection; `nil` serves them on the main port. With one, the
         /// main port keeps only WebSocket, `/health` and `/ready`.
         public var admin: AdminListener?
-        /// Where durable subjects are stored (configuration `storage`); `nil`: no subject
+        /// Where durable subjects are stored (configuration `storage`: HubSQLite's
+        /// `SQLiteStorage` in `hubcli`), opened when the service starts; `nil`: no subject
         /// may be durable.
-        public var storage: Storage?
+        public var storage: (any DurableStorage)?
         /// The event loops that serve connections (configuration `listen.eventLoops`; at
         /// least 1). The first is the hub's loop: every subject, pipeline and session
         /// lives there, and it listens and serves connections too. It hands the sockets it
@@ -112,37 +112,6 @@ extension HubService {
                 cores += bits.nonzeroBitCount
             }
             return cores
-        }
-
-        /// The durable store: an SQLite database (WAL) in a directory.
-        public struct Storage: Sendable, Hashable {
-            /// The directory of the database (created if missing).
-            public var path: String
-            /// When a durable value counts as stored (its `ack`): see ``SQLiteStore/Sync``.
-            public var sync: SQLiteStore.Sync
-            /// Whether other processes may open the database while the broker runs: see
-            /// ``SQLiteStore/init(directory:sync:executor:clock:maxPendingBytes:checkpoint:commitOnLoop:loopCommitBudget:shared:onCorruption:faults:)``.
-            public var shared: Bool
-            /// What the broker does when the checks at start find the database damaged:
-            /// refuse to start (the default), or set the damaged subjects' history aside.
-            public var onCorruption: SQLiteStore.CorruptionPolicy
-            /// Disk faults to inject, for tests (`hubcli serve` reads them from
-            /// ``SQLiteStore/FaultInjection/environmentVariable``); `nil` in production.
-            public var faults: SQLiteStore.FaultInjection?
-
-            /// Storage in `path` with the sync policy `sync` (default: fsync at each group
-            /// commit), kept to the broker unless `shared`, refusing a damaged database
-            /// unless `onCorruption` says otherwise.
-            public init(
-                path: String, sync: SQLiteStore.Sync = .full, shared: Bool = false,
-                onCorruption: SQLiteStore.CorruptionPolicy = .refuse, faults: SQLiteStore.FaultInjection? = nil
-            ) {
-                self.path = path
-                self.sync = sync
-                self.shared = shared
-                self.onCorruption = onCorruption
-                self.faults = faults
-            }
         }
 
         /// Where the admin listener listens.

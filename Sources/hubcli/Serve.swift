@@ -125,7 +125,8 @@ struct Serve: AsyncParsableCommand {
     /// The configuration: the file's (or the defaults), with --host and --port applied.
     private func loadConfiguration() throws(ConfigurationError) -> BrokerConfiguration {
         var configuration = try configPath.map { path throws(ConfigurationError) in
-            try BrokerConfiguration.load(contentsOf: path)
+            // The file's `storage` section describes a durable store in SQLite.
+            try BrokerConfiguration.load(contentsOf: path, storage: SQLiteStorage.self)
         } ?? BrokerConfiguration()
         if let host { configuration.service.host = host }
         if let port { configuration.service.port = port }
@@ -148,13 +149,15 @@ struct Serve: AsyncParsableCommand {
         }
         // Disk faults for the fault-injection tests (scripts/faults): never set in production.
         let faultVariable = SQLiteStore.FaultInjection.environmentVariable
-        if let text = ProcessInfo.processInfo.environment[faultVariable], !text.isEmpty, configuration.service.storage != nil {
+        if let text = ProcessInfo.processInfo.environment[faultVariable], !text.isEmpty,
+            var storage = configuration.service.storage as? SQLiteStorage {
             guard let faults = SQLiteStore.FaultInjection(parsing: text) else {
                 throw ConfigurationError(
                     file: configuration.file, line: 1, column: 1, path: "storage",
                     message: "\(faultVariable)=\(text): expected cut=N,seed=S,control=PATH")
             }
-            configuration.service.storage?.faults = faults
+            storage.faults = faults
+            configuration.service.storage = storage
         }
         return configuration
     }

@@ -3,6 +3,7 @@ import HubClient
 import HubEngine
 import HubRegistry
 import HubServer
+import HubSQLite
 import HubTransport
 import HubValue
 import HubWire
@@ -21,7 +22,7 @@ struct HubClientResumeTests {
     private static func service(port: Int = 0, storage: String? = nil, durable: Bool = false) async throws -> (HubService, Int) {
         var configuration = HubService.Configuration(host: "127.0.0.1", port: port)
         configuration.hub.defaultHistory = HistoryRetention(size: 1000)
-        if let storage { configuration.storage = .init(path: storage, sync: .full) }
+        if let storage { configuration.storage = SQLiteStorage(path: storage, sync: .full) }
         let service = try HubService(configuration: configuration)
         let bound = try await service.start { hub in
             if durable { try hub.declareSubject("orders", history: HistoryRetention(size: 1000), durable: true) }

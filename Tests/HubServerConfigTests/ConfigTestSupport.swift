@@ -3,6 +3,7 @@ import HubEngine
 import HubValue
 import HubWire
 import HubServer
+import HubSQLite
 
 /// A subscriber of hub values that records what it receives and lets a test grant demand.
 final class ValueRecorder: Subscriber {
@@ -50,7 +51,7 @@ final class ValueRecorder: Subscriber {
 /// Parses `yaml` as `hub.yml` and returns the error's description, or nil when it parses.
 func parseError(_ yaml: String) -> String? {
     do {
-        _ = try BrokerConfiguration.parse(yaml: yaml, file: "hub.yml")
+        _ = try parseBroker(yaml: yaml, file: "hub.yml")
         return nil
     } catch {
         return error.description
@@ -60,7 +61,7 @@ func parseError(_ yaml: String) -> String? {
 /// Parses `yaml` and declares it in a scratch hub; returns the error's description, or nil.
 func declareError(_ yaml: String) -> String? {
     do {
-        try BrokerConfiguration.parse(yaml: yaml, file: "hub.yml").check()
+        try parseBroker(yaml: yaml, file: "hub.yml").check()
         return nil
     } catch {
         return error.description
@@ -69,8 +70,19 @@ func declareError(_ yaml: String) -> String? {
 
 /// A hub with `yaml` declared, on an immediate scheduler.
 func configuredHub(_ yaml: String) throws -> Hub {
-    let configuration = try BrokerConfiguration.parse(yaml: yaml, file: "hub.yml")
+    let configuration = try parseBroker(yaml: yaml, file: "hub.yml")
     let hub = Hub(configuration: configuration.service.hub, scheduler: ImmediateScheduler.shared)
     try configuration.declare(in: hub)
     return hub
+}
+
+/// `BrokerConfiguration.parse(yaml:file:)` as `hubcli serve` reads a file: its `storage`
+/// section describes an SQLite store.
+func parseBroker(yaml: String, file: String = "hub.yml") throws(ConfigurationError) -> BrokerConfiguration {
+    try BrokerConfiguration.parse(yaml: yaml, file: file, storage: SQLiteStorage.self)
+}
+
+/// `BrokerConfiguration.load(contentsOf:)` as `hubcli serve` reads a file.
+func loadBroker(contentsOf path: String) throws(ConfigurationError) -> BrokerConfiguration {
+    try BrokerConfiguration.load(contentsOf: path, storage: SQLiteStorage.self)
 }

@@ -138,7 +138,7 @@ struct ConfigurationErrorTests {
 
     @Test func theFileNameIsTheOneGiven() {
         do {
-            _ = try BrokerConfiguration.parse(yaml: "listen: {port: x}", file: "conf/broker.yml")
+            _ = try parseBroker(yaml: "listen: {port: x}", file: "conf/broker.yml")
             Issue.record("parsed")
         } catch {
             #expect(error.file == "conf/broker.yml" && error.line == 1 && error.column == 16 && error.path == "listen.port")

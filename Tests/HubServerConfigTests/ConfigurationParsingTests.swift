@@ -2,6 +2,7 @@ import Foundation
 import HubPipeline
 import HubValue
 @testable import HubServer
+import HubSQLite
 import Testing
 
 @Suite("Broker configuration: parsing")
@@ -53,7 +54,7 @@ struct ConfigurationParsingTests {
         """
 
     @Test func everySection() throws {
-        let configuration = try BrokerConfiguration.parse(yaml: Self.full, file: "full.yml")
+        let configuration = try parseBroker(yaml: Self.full, file: "full.yml")
         let service = configuration.service
         #expect(configuration.file == "full.yml")
         #expect(service.host == "0.0.0.0")
@@ -107,7 +108,7 @@ struct ConfigurationParsingTests {
 
     @Test func defaultsWithoutAFile() throws {
         for yaml in ["", "# nothing but a comment\n", "---\n", "subjects:\ntriggers:\npipelines:\nlimits:\n"] {
-            let configuration = try BrokerConfiguration.parse(yaml: yaml)
+            let configuration = try parseBroker(yaml: yaml)
             let defaults = HubService.Configuration()
             #expect(configuration.service.host == defaults.host)
             #expect(configuration.service.port == defaults.port)
@@ -122,9 +123,9 @@ struct ConfigurationParsingTests {
     @Test func eventLoopsDefaultToTheCoresThisProcessMayUse() throws {
         let cores = HubService.Configuration.availableCores
         #expect(cores >= 1)
-        #expect(try BrokerConfiguration.parse(yaml: "").service.eventLoops == cores)
-        #expect(try BrokerConfiguration.parse(yaml: "listen: {eventLoops: auto}").service.eventLoops == cores)
-        #expect(try BrokerConfiguration.parse(yaml: "listen: {eventLoops: 3}").service.eventLoops == 3)
+        #expect(try parseBroker(yaml: "").service.eventLoops == cores)
+        #expect(try parseBroker(yaml: "listen: {eventLoops: auto}").service.eventLoops == cores)
+        #expect(try parseBroker(yaml: "listen: {eventLoops: 3}").service.eventLoops == 3)
         // The library's own default is the hub's loop alone.
         #expect(HubService.Configuration().eventLoops == 1)
     }
@@ -132,8 +133,8 @@ struct ConfigurationParsingTests {
     /// How long a heavy fan-out's writes may wait: 3 ms unless configured; every event
     /// loop of the service gets it.
     @Test func theMaximumWriteDelayReachesEveryEventLoop() async throws {
-        #expect(try BrokerConfiguration.parse(yaml: "").service.maximumWriteDelay == .milliseconds(3))
-        var service = try BrokerConfiguration.parse(yaml: "listen: {maxWriteDelay: 10ms, eventLoops: 2}").service
+        #expect(try parseBroker(yaml: "").service.maximumWriteDelay == .milliseconds(3))
+        var service = try parseBroker(yaml: "listen: {maxWriteDelay: 10ms, eventLoops: 2}").service
         #expect(service.maximumWriteDelay == .milliseconds(10))
         service.port = 0
         let hub = try HubService(configuration: service)
@@ -170,21 +171,21 @@ struct ConfigurationParsingTests {
     }
 
     @Test func pendingHandshakes() throws {
-        #expect(try BrokerConfiguration.parse(yaml: "limits: {maxPendingHandshakes: 56}").service.maxPendingHandshakes == 56)
-        #expect(try BrokerConfiguration.parse(yaml: "autoCreate: true").service.maxPendingHandshakes == 1000)
-        #expect(throws: (any Error).self) { try BrokerConfiguration.parse(yaml: "limits: {maxPendingHandshakes: 0}") }
+        #expect(try parseBroker(yaml: "limits: {maxPendingHandshakes: 56}").service.maxPendingHandshakes == 56)
+        #expect(try parseBroker(yaml: "autoCreate: true").service.maxPendingHandshakes == 1000)
+        #expect(throws: (any Error).self) { try parseBroker(yaml: "limits: {maxPendingHandshakes: 0}") }
     }
 
     @Test func adHocPipelinesOnOff() throws {
-        let off = try BrokerConfiguration.parse(yaml: "allowAdHocPipelines: false")
+        let off = try parseBroker(yaml: "allowAdHocPipelines: false")
         #expect(off.adHocPipelines == .forbidden && off.service.session.allowsPipelines == false)
-        let on = try BrokerConfiguration.parse(yaml: "allowAdHocPipelines: true")
+        let on = try parseBroker(yaml: "allowAdHocPipelines: true")
         #expect(on.adHocPipelines == .allowed && on.service.session.allowsPipelines)
         #expect(on.service.session.pipelineTokens == nil)
     }
 
     @Test func aSmallerMaxBufferLowersTheDefaultBuffer() throws {
-        let configuration = try BrokerConfiguration.parse(yaml: "limits: {maxBuffer: 10}")
+        let configuration = try parseBroker(yaml: "limits: {maxBuffer: 10}")
         #expect(configuration.service.hub.maxBufferSize == 10)
         #expect(configuration.service.hub.defaultBufferSize == 10)
     }
@@ -218,7 +219,7 @@ struct ConfigurationParsingTests {
         ("|\n      line one\n      line two\n", .string("line one\nline two\n")),
     ])
     func scalarsMapToValues(yaml: String, expected: Value) throws {
-        let configuration = try BrokerConfiguration.parse(yaml: "subjects:\n  s:\n    initial: \(yaml)")
+        let configuration = try parseBroker(yaml: "subjects:\n  s:\n    initial: \(yaml)")
         let initial = try #require(configuration.subjects.first?.initial)
         #expect(initial == expected)
         // Exact kinds: an integer stays an integer, a float a float.
@@ -238,7 +239,7 @@ struct ConfigurationParsingTests {
             ("1h", .seconds(3600)), ("100us", .microseconds(100)), ("250ns", .nanoseconds(250)), ("0ms", .zero),
         ]
         for (text, expected) in cases {
-            let configuration = try BrokerConfiguration.parse(yaml: "limits: {pipelines: {minimumInterval: \(text)}}")
+            let configuration = try parseBroker(yaml: "limits: {pipelines: {minimumInterval: \(text)}}")
             #expect(configuration.service.hub.limits.minimumInterval == expected, "\(text)")
         }
     }
@@ -247,7 +248,7 @@ struct ConfigurationParsingTests {
         let path = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("examples/hub.yml").path
-        let configuration = try BrokerConfiguration.load(contentsOf: path)
+        let configuration = try loadBroker(contentsOf: path)
         try configuration.check()
         #expect(configuration.file == path)
         // The example uses every section.
@@ -255,7 +256,7 @@ struct ConfigurationParsingTests {
         for key in BrokerConfiguration.topLevelKeys + BrokerConfiguration.limitsKeys
             + BrokerConfiguration.pipelineLimitsKeys + BrokerConfiguration.authKeys
             + BrokerConfiguration.subjectKeys + BrokerConfiguration.pipelineKeys + BrokerConfiguration.listenKeys
-            + BrokerConfiguration.storageKeys + BrokerConfiguration.defaultsKeys + BrokerConfiguration.historyKeys {
+            + SQLiteStorage.settingKeys + BrokerConfiguration.defaultsKeys + BrokerConfiguration.historyKeys {
             #expect(text.contains("\(key):"), "examples/hub.yml does not show '\(key)'")
         }
         #expect(!configuration.subjects.isEmpty && !configuration.triggers.isEmpty && !configuration.pipelines.isEmpty)
@@ -264,10 +265,10 @@ struct ConfigurationParsingTests {
 
     @Test func aMissingFileIsAnError() {
         #expect(throws: ConfigurationError.self) {
-            try BrokerConfiguration.load(contentsOf: "/nonexistent/hub.yml")
+            try loadBroker(contentsOf: "/nonexistent/hub.yml")
         }
         do {
-            _ = try BrokerConfiguration.load(contentsOf: "/nonexistent/hub.yml")
+            _ = try loadBroker(contentsOf: "/nonexistent/hub.yml")
         } catch {
             #expect(error.description.hasPrefix("/nonexistent/hub.yml:1:1: cannot read the file"))
         }

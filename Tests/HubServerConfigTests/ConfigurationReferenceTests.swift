@@ -1,5 +1,6 @@
 import Foundation
 import HubServer
+import HubSQLite
 import NetworkTestSupport
 import Testing
 
@@ -29,7 +30,7 @@ struct ConfigurationReferenceTests {
         ("subjectKeys", "subjects.<name>.", BrokerConfiguration.subjectKeys),
         ("pipelineKeys", "pipelines.<name>.", BrokerConfiguration.pipelineKeys),
         ("checkpointKeys", "pipelines.<name>.checkpoint.", BrokerConfiguration.checkpointKeys),
-        ("storageKeys", "storage.", BrokerConfiguration.storageKeys),
+        ("storageKeys", "storage.", SQLiteStorage.settingKeys),
         ("defaultsKeys", "defaults.", BrokerConfiguration.defaultsKeys),
         ("historyKeys", "defaults.history.", BrokerConfiguration.historyKeys),
         ("historyKeys", "subjects.<name>.history.", BrokerConfiguration.historyKeys),
@@ -104,6 +105,8 @@ struct ConfigurationReferenceTests {
                     if name.hasSuffix("Keys") { used.insert(String(name)) }
                     rest = rest[range.upperBound...]
                 }
+                // The `storage` section's keys are the store kind's (HubSQLite's in hubcli).
+                if line.contains("allowed: kind.settingKeys") { used.insert("storageKeys") }
             }
         }
         let known = Set(Self.keyLists.map(\.name)).union([Self.jwtKeyEntryKeys.0])
@@ -159,7 +162,7 @@ struct ConfigurationReferenceTests {
             }
             if let siblings = Self.siblings(of: row.key) { yaml += indent + siblings + "\n" }
             do {
-                let configuration = try BrokerConfiguration.parse(yaml: yaml)
+                let configuration = try parseBroker(yaml: yaml)
                 try configuration.check()
             } catch {
                 Issue.record("the example of \(row.key) is not a valid configuration:\n\(yaml)\(error)")

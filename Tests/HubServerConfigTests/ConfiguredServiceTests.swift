@@ -98,7 +98,7 @@ struct ConfiguredServiceTests {
         """
 
     @Test func namedPipelinesOverARealSocket() async throws {
-        let broker = try BrokerConfiguration.parse(yaml: Self.yaml, file: "hub.yml")
+        let broker = try parseBroker(yaml: Self.yaml, file: "hub.yml")
         let service = try HubService(configuration: broker.service)
         let port = try await service.start { hub in try broker.declare(in: hub) }
         #expect(port > 0)

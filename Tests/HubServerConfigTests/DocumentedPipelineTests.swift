@@ -340,7 +340,7 @@ struct DocumentedPipelineTests {
     /// A hub configured by `yaml` (its durable subjects on a store in memory), as
     /// `--check-config` makes one.
     static func hub(_ yaml: String, file: String) throws -> Hub {
-        let configuration = try BrokerConfiguration.parse(yaml: yaml, file: file)
+        let configuration = try parseBroker(yaml: yaml, file: file)
         let hub = Hub(
             configuration: configuration.service.hub, scheduler: ImmediateScheduler.shared,
             durableStore: configuration.service.storage == nil ? nil : MemoryStore())
@@ -374,7 +374,7 @@ struct DocumentedPipelineTests {
         #expect(configurations.count >= 10, "only \(configurations.count) configurations found")
         for sample in configurations {
             do {
-                try BrokerConfiguration.parse(yaml: sample.yaml, file: sample.file).check()
+                try parseBroker(yaml: sample.yaml, file: sample.file).check()
             } catch {
                 Issue.record("\(sample.place): the configuration does not check: \(error)")
             }

@@ -7,7 +7,7 @@ import Testing
 @Suite("Broker configuration: history and storage")
 struct HistoryConfigTests {
     @Test func historyDurableStorageAndDefaultsAreRead() throws {
-        let configuration = try BrokerConfiguration.parse(yaml: """
+        let configuration = try parseBroker(yaml: """
             storage: {path: data, sync: normal}
             defaults: {history: {size: 7}}
             subjects:
@@ -17,7 +17,7 @@ struct HistoryConfigTests {
               d: {durable: true, kind: currentValue, initial: 1}
               e:
             """, file: "/etc/hub/hub.yml")
-        #expect(configuration.service.storage == .init(path: "/etc/hub/data", sync: .normal))
+        #expect(configuration.service.storage as? SQLiteStorage == SQLiteStorage(path: "/etc/hub/data", sync: .normal))
         #expect(configuration.service.hub.defaultHistory == HistoryRetention(size: 7))
         let subjects = Dictionary(uniqueKeysWithValues: configuration.subjects.map { ($0.name, $0) })
         #expect(subjects["a"]?.history == HistoryRetention(size: 50, ttl: .seconds(600)))
@@ -26,12 +26,22 @@ struct HistoryConfigTests {
         #expect(subjects["d"]?.durable == true && subjects["d"]?.history == nil)
         #expect(subjects["e"]?.history == nil && subjects["e"]?.durable == false)
         try configuration.check()
-        let shared = try BrokerConfiguration.parse(yaml: "storage: {path: /data, shared: true}\n", file: "/etc/hub/hub.yml")
-        #expect(shared.service.storage == .init(path: "/data", sync: .full, shared: true))
+        let shared = try parseBroker(yaml: "storage: {path: /data, shared: true}\n", file: "/etc/hub/hub.yml")
+        #expect(shared.service.storage as? SQLiteStorage == SQLiteStorage(path: "/data", sync: .full, shared: true))
+    }
+
+    @Test("a broker built without a durable store refuses a storage section")
+    func storageNeedsAStoreKind() {
+        #expect(throws: ConfigurationError.self) { try BrokerConfiguration.parse(yaml: "storage: {path: x}\n") }
+        do {
+            _ = try BrokerConfiguration.parse(yaml: "storage: {path: x}\n")
+        } catch {
+            #expect(error.description == "hub.yml:1:1: storage: this broker has no durable store to configure")
+        }
     }
 
     @Test func declaredSubjectsGetTheirHistory() throws {
-        let configuration = try BrokerConfiguration.parse(yaml: """
+        let configuration = try parseBroker(yaml: """
             defaults: {history: {size: 3}}
             subjects:
               kept: {history: {size: 2}}
@@ -55,6 +65,11 @@ struct HistoryConfigTests {
         #expect(parseError("storage: {path: x, sync: sometimes}\n")?.contains("storage.sync") == true)
         #expect(parseError("storage: {path: x, colour: red}\n")?.contains("storage.colour") == true)
         #expect(parseError("storage: {path: x, shared: sometimes}\n")?.contains("storage.shared") == true)
+        // The store's module reads its own keys; the error still points at the value.
+        #expect(parseError("storage: {path: x, sync: sometimes}\n")
+            == "hub.yml:1:26: storage.sync: expected one of full, normal (got \"sometimes\")")
+        #expect(parseError("storage: {path: x, onCorruption: 3}\n")
+            == "hub.yml:1:34: storage.onCorruption: expected one of refuse, quarantine (got 3)")
         #expect(parseError("subjects:\n  a: {history: {size: 0}}\n")?.contains("subjects.a.history.size") == true)
         #expect(parseError("subjects:\n  a: {history: {ttl: 5}}\n")?.contains("subjects.a.history.ttl") == true)
         #expect(parseError("subjects:\n  a: {history: {depth: 5}}\n")?.contains("subjects.a.history.depth") == true)

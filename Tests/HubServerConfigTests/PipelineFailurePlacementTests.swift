@@ -28,7 +28,7 @@ struct PipelineFailurePlacementTests {
 
     @Test func aFailureNamesTheFilePositionOfTheFailingExpressionAndAShortStage() throws {
         let log = LogRecorder()
-        let configuration = try BrokerConfiguration.parse(yaml: Self.yaml, file: "hub.yml")
+        let configuration = try parseBroker(yaml: Self.yaml, file: "hub.yml")
         let hub = Hub(configuration: configuration.service.hub, scheduler: ImmediateScheduler.shared, logger: log.logger())
         try configuration.declare(in: hub)
         let recorder = RecordingSubscriber<Value, HubError>(initialDemand: .unlimited)

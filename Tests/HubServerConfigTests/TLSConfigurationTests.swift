@@ -20,7 +20,7 @@ struct TLSConfigurationTests {
         let directory = try Self.directoryWithFiles()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let yaml = "listen:\n  port: 7443\n  tls: {certificate: \(directory)/cert.pem, privateKey: \(directory)/key.pem}\n"
-        let configuration = try BrokerConfiguration.parse(yaml: yaml)
+        let configuration = try parseBroker(yaml: yaml)
         #expect(configuration.service.port == 7443)
         #expect(configuration.service.tls == TLSConfiguration(
             certificatePath: directory + "/cert.pem", privateKeyPath: directory + "/key.pem"))
@@ -32,13 +32,13 @@ struct TLSConfigurationTests {
         let file = directory + "/hub.yml"
         try Data("listen:\n  tls:\n    certificate: cert.pem\n    privateKey: key.pem\n".utf8)
             .write(to: URL(fileURLWithPath: file))
-        let configuration = try BrokerConfiguration.load(contentsOf: file)
+        let configuration = try loadBroker(contentsOf: file)
         #expect(configuration.service.tls == TLSConfiguration(
             certificatePath: directory + "/cert.pem", privateKeyPath: directory + "/key.pem"))
     }
 
     @Test func noTLSSectionMeansPlainWebSocket() throws {
-        #expect(try BrokerConfiguration.parse(yaml: "listen: {port: 7420}\n").service.tls == nil)
+        #expect(try parseBroker(yaml: "listen: {port: 7420}\n").service.tls == nil)
     }
 
     @Test func errorsNameTheFileLineColumnAndKeyPath() throws {
@@ -61,7 +61,7 @@ struct TLSConfigurationTests {
         ]
         for (yaml, expected) in cases {
             #expect {
-                _ = try BrokerConfiguration.parse(yaml: yaml)
+                _ = try parseBroker(yaml: yaml)
             } throws: { error in
                 "\(error)" == expected
             }

@@ -8,7 +8,7 @@ import Testing
 @Suite("Broker configuration: table subjects")
 struct TableConfigTests {
     @Test func aTableIsDeclaredWithItsBounds() throws {
-        let configuration = try BrokerConfiguration.parse(yaml: """
+        let configuration = try parseBroker(yaml: """
             subjects:
               positions: {kind: table, maxKeys: 50, maxBytes: 100000, history: {size: 20}}
               quotes: {kind: table}

@@ -18,7 +18,7 @@ struct ServerDurableTests {
 
     private func configuration(storage directory: String) -> HubService.Configuration {
         var configuration = serviceConfiguration()
-        configuration.storage = .init(path: directory, sync: .full)
+        configuration.storage = SQLiteStorage(path: directory, sync: .full)
         return configuration
     }
 

@@ -2,6 +2,7 @@ import CSQLite
 import Foundation
 import HubRegistry
 import HubServer
+import HubSQLite
 import HubValue
 import Testing
 
@@ -187,7 +188,7 @@ struct ServerTableTests {
         let directory = NSTemporaryDirectory() + "hub-table-tests-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var configuration = serviceConfiguration()
-        configuration.storage = .init(path: directory, sync: .full)
+        configuration.storage = SQLiteStorage(path: directory, sync: .full)
         let setUp: @Sendable (Hub) throws -> Void = { hub in
             try hub.declareSubject("t", history: HistoryRetention(size: 10), durable: true, table: SubjectTable.Limits())
         }

@@ -36,6 +36,11 @@ public protocol SubjectStore: AnyObject {
     /// the store's threads and files. Blocks; call it once the hub no longer appends.
     func close()
 
+    /// Why the store cannot store what is appended now (its disk refuses commits), after
+    /// looking again if it last looked long enough ago; `nil` while it can. The service's
+    /// readiness check (`/ready`) calls it on the loop.
+    func unavailability() -> String?
+
     // MARK: Checkpoints of running pipelines
 
     /// Reads the last checkpoint committed for the running pipeline `pipeline` (`nil`: it
@@ -61,4 +66,7 @@ extension SubjectStore {
     public func forgetLog(subject name: String) throws(HubError) {
         try removeLog(subject: name)
     }
+
+    /// A store that is always available.
+    public func unavailability() -> String? { nil }
 }

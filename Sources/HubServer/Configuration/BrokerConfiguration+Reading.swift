@@ -4,13 +4,15 @@ import HubValue
 import HubWire
 import HubPipeline
 import HubRegistry
-import HubSQLite
 import HubTransport
 import Yams
 
 extension BrokerConfiguration {
     /// Reads the document `root` into this configuration (which holds the defaults).
-    mutating func read(_ root: Node, _ reader: ConfigurationReader) throws(ConfigurationError) {
+    /// A `storage` section is read by `storageKind`, and refused without one.
+    mutating func read(
+        _ root: Node, _ reader: ConfigurationReader, storageKind: (any DurableStorageKind.Type)?
+    ) throws(ConfigurationError) {
         if case .scalar = root, !reader.isNull(root) {
             throw reader.error(root, "", "expected a mapping of \(BrokerConfiguration.topLevelKeys.joined(separator: ", ")) (got \(reader.describe(root)))")
         }
@@ -80,7 +82,7 @@ extension BrokerConfiguration {
         if let limits = top["limits"] { try readLimits(limits, reader) }
         if let auth = top["auth"] { try readAuth(auth, reader) }
         if let adHoc = top["allowAdHocPipelines"] { try readAdHoc(adHoc, reader) }
-        if let storage = top["storage"] { try readStorage(storage, reader) }
+        if let storage = top["storage"] { try readStorage(storage, reader, kind: storageKind) }
         if let cluster = top["cluster"] { try readCluster(cluster, reader) }
         if let defaults = top["defaults"] {
             let fields = try reader.fields(defaults.value, defaults.path, allowed: BrokerConfiguration.defaultsKeys)
@@ -281,10 +283,15 @@ extension BrokerConfiguration {
     }
 
     /// `storage`: the directory of the durable store (relative paths are taken from the
-    /// configuration file's directory), its sync policy and whether other processes may
-    /// open it.
-    private mutating func readStorage(_ storage: ConfigurationReader.Entry, _ reader: ConfigurationReader) throws(ConfigurationError) {
-        let fields = try reader.fields(storage.value, storage.path, allowed: BrokerConfiguration.storageKeys)
+    /// configuration file's directory) and the store's own settings, which `kind` reads
+    /// (HubSQLite's `SQLiteStorage`: its sync policy and whether other processes may open it).
+    private mutating func readStorage(
+        _ storage: ConfigurationReader.Entry, _ reader: ConfigurationReader, kind: (any DurableStorageKind.Type)?
+    ) throws(ConfigurationError) {
+        guard let kind else {
+            throw reader.error(storage.keyNode, storage.path, "this broker has no durable store to configure")
+        }
+        let fields = try reader.fields(storage.value, storage.path, allowed: kind.settingKeys)
         guard let pathField = fields["path"] else {
             throw reader.error(storage.value, storage.path, "missing 'path' (the directory of the durable store)")
         }
@@ -297,15 +304,14 @@ extension BrokerConfiguration {
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue {
             throw reader.error(pathField.value, pathField.path, "'\(path)' is a file, not a directory")
         }
-        var sync = SQLiteStore.Sync.full
-        if let field = fields["sync"] { sync = try reader.choice(field.value, field.path, SQLiteStore.Sync.allCases) }
-        var shared = false
-        if let field = fields["shared"] { shared = try reader.bool(field.value, field.path) }
-        var onCorruption = SQLiteStore.CorruptionPolicy.refuse
-        if let field = fields["onCorruption"] {
-            onCorruption = try reader.choice(field.value, field.path, SQLiteStore.CorruptionPolicy.allCases)
+        var values: [String: StorageSettings.Scalar] = [:]
+        for (key, field) in fields where key != "path" { values[key] = reader.storageScalar(field.value) }
+        do {
+            service.storage = try kind.storage(from: StorageSettings(path: path, values: values))
+        } catch {
+            let field = fields[error.key]
+            throw reader.error(field?.value ?? storage.value, field?.path ?? storage.path, error.message)
         }
-        service.storage = HubService.Configuration.Storage(path: path, sync: sync, shared: shared, onCorruption: onCorruption)
     }
 
     /// A `history`: `{size: N, ttl: "10m"}`, either bound optional (size defaults to

@@ -160,8 +160,6 @@ public struct BrokerConfiguration: Sendable {
     public static let adminKeys = ["host", "port"]
     /// The keys of `metrics`.
     public static let metricsKeys = ["nameLabels", "statsInterval", "passCPU"]
-    /// The keys of `storage`.
-    public static let storageKeys = ["path", "sync", "shared", "onCorruption"]
     /// The keys of `defaults`.
     public static let defaultsKeys = ["history"]
     /// The keys of a `history` (a subject's, or `defaults.history`).
@@ -200,8 +198,12 @@ public struct BrokerConfiguration: Sendable {
 
     // MARK: Loading
 
-    /// Reads and parses the file at `path`; errors name it `path`.
-    public static func load(contentsOf path: String) throws(ConfigurationError) -> BrokerConfiguration {
+    /// Reads and parses the file at `path`; errors name it `path`. Its `storage` section,
+    /// if any, is read by `storage` (HubSQLite's `SQLiteStorage` in `hubcli`); without
+    /// one, a `storage` section is an error.
+    public static func load(
+        contentsOf path: String, storage: (any DurableStorageKind.Type)? = nil
+    ) throws(ConfigurationError) -> BrokerConfiguration {
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -211,11 +213,14 @@ public struct BrokerConfiguration: Sendable {
         guard let text = String(data: data, encoding: .utf8) else {
             throw ConfigurationError(file: path, line: 1, column: 1, path: "", message: "the file is not UTF-8 text")
         }
-        return try parse(yaml: text, file: path)
+        return try parse(yaml: text, file: path, storage: storage)
     }
 
-    /// Parses `yaml`; errors name it `file`.
-    public static func parse(yaml: String, file: String = "hub.yml") throws(ConfigurationError) -> BrokerConfiguration {
+    /// Parses `yaml`; errors name it `file`. Its `storage` section, if any, is read by
+    /// `storage`; without one, a `storage` section is an error.
+    public static func parse(
+        yaml: String, file: String = "hub.yml", storage: (any DurableStorageKind.Type)? = nil
+    ) throws(ConfigurationError) -> BrokerConfiguration {
         let root: Node?
         do {
             root = try Yams.compose(yaml: yaml)
@@ -227,7 +232,7 @@ public struct BrokerConfiguration: Sendable {
         var configuration = BrokerConfiguration(file: file)
         guard let root else { return configuration }
         let reader = ConfigurationReader(file: file, text: yaml)
-        try configuration.read(root, reader)
+        try configuration.read(root, reader, storageKind: storage)
         return configuration
     }
 

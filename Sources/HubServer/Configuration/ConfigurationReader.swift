@@ -1,3 +1,4 @@
+import HubRegistry
 import HubValue
 import HubWire
 import Yams
@@ -235,6 +236,17 @@ struct ConfigurationReader {
             }
         }
         return (located, currentPath)
+    }
+
+    /// A node as a ``StorageSettings/Scalar`` for the module that reads a `storage` section.
+    func storageScalar(_ node: Node) -> StorageSettings.Scalar {
+        guard case .scalar(let scalar) = node else { return .other(describe(node)) }
+        switch resolve(scalar) {
+        case .null: return .null
+        case .bool(let value): return .bool(value)
+        case .int, .double: return .number(scalar.string)
+        case .string(let text): return .string(text)
+        }
     }
 
     /// What a scalar stands for.
