@@ -320,10 +320,11 @@ final class ServerSocket {
         cws_shutdown_write(wsi)
     }
 
-    /// The WebSocket close handshake is complete (the peer's close frame read, this
-    /// side's written): nothing more is read, and the server closes the socket within a
-    /// few passes (``WebSocketServer/closeSoon(_:)``): a close costs lws a walk of every
-    /// connection of the loop, and a pass that closes hundreds would delay the rest.
+    /// The WebSocket close handshake is complete (the peer's close frame read; this
+    /// side's written, or written when the socket closes): nothing more is read, and the
+    /// server closes the socket within a few passes (``WebSocketServer/closeSoon(_:)``): a
+    /// close costs lws a walk of every connection of the loop, and a pass that closes
+    /// hundreds would delay the rest.
     func closeAfterHandshake() {
         guard mode == .webSocket, let wsi else { return }
         mode = .lingering
@@ -335,9 +336,20 @@ final class ServerSocket {
         server.closeSoon(self)
     }
 
-    /// Closes the socket now (outside lws's callbacks about it).
+    /// Closes the socket now (outside lws's callbacks about it), after the answer to the
+    /// peer's close frame when one is due: RFC 6455 §7.1.1 has the server close the TCP
+    /// connection first once both close frames are exchanged.
     func killNow() {
         guard let wsi else { return }
+        connection?.writeDeferredCloseAnswer()
+        guard self.wsi != nil else { return }
+        if lws_partial_buffered(wsi) != 0 {
+            // lws holds part of the answer: the sending side shuts down once it is out
+            // (``writable()``), the socket closes at the deadline unless lws sees the
+            // peer go first.
+            setDeadline(seconds: ServerSocket.lingerSeconds)
+            return
+        }
         cws_kill_sync(wsi)
     }
 
