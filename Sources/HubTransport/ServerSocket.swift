@@ -55,8 +55,12 @@ final class ServerSocket {
     private var body: [UInt8] = []
     /// The request being answered.
     private(set) var exchange: HTTPExchange?
-    /// Bytes read while a request is answered, parsed once it is.
+    /// Bytes read while a request is answered, parsed once it is (or, after an upgrade
+    /// request waiting for its answer, the client's first frames).
     private var stashed: [UInt8] = []
+    /// The upgrade request read and waiting for its turn to be answered
+    /// (``WebSocketServer/upgradeSoon(_:)``).
+    private var pendingUpgrade: HTTPRequestHead?
     private var readingPaused = false
     /// Bytes to write (answers), from `outputStart` on.
     private var output: [UInt8] = []
@@ -97,7 +101,7 @@ final class ServerSocket {
         case .lingering, .closed:
             return 0
         case .http:
-            if exchange != nil || !stashed.isEmpty {
+            if exchange != nil || pendingUpgrade != nil || !stashed.isEmpty {
                 stash(UnsafeRawBufferPointer(buffer))
                 return 0
             }
@@ -155,7 +159,14 @@ final class ServerSocket {
                 return 0
             case .head(let head):
                 if head.asksForWebSocket {
-                    return upgrade(head, rest: UnsafeMutableRawBufferPointer(rebasing: buffer[offset...]))
+                    // Answered at the end of the pass, among the few answered a pass:
+                    // reading it costs little, answering it (the 101, the connection,
+                    // what the delegate does when it opens) much more.
+                    if let wsi { server.requestArrived(wsi) }
+                    pendingUpgrade = head
+                    if offset < buffer.count { stash(UnsafeRawBufferPointer(rebasing: buffer[offset...])) }
+                    server.upgradeSoon(self)
+                    return 0
                 }
                 self.head = head
                 body = []
@@ -320,10 +331,11 @@ final class ServerSocket {
         cws_shutdown_write(wsi)
     }
 
-    /// The WebSocket close handshake is complete (the peer's close frame read, this
-    /// side's written): nothing more is read, and the server closes the socket within a
-    /// few passes (``WebSocketServer/closeSoon(_:)``): a close costs lws a walk of every
-    /// connection of the loop, and a pass that closes hundreds would delay the rest.
+    /// The WebSocket close handshake is complete (the peer's close frame read; this
+    /// side's written, or written when the socket closes): nothing more is read, and the
+    /// server closes the socket within a few passes (``WebSocketServer/closeSoon(_:)``): a
+    /// close costs lws a walk of every connection of the loop, and a pass that closes
+    /// hundreds would delay the rest.
     func closeAfterHandshake() {
         guard mode == .webSocket, let wsi else { return }
         mode = .lingering
@@ -335,9 +347,20 @@ final class ServerSocket {
         server.closeSoon(self)
     }
 
-    /// Closes the socket now (outside lws's callbacks about it).
+    /// Closes the socket now (outside lws's callbacks about it), after the answer to the
+    /// peer's close frame when one is due: RFC 6455 §7.1.1 has the server close the TCP
+    /// connection first once both close frames are exchanged.
     func killNow() {
         guard let wsi else { return }
+        connection?.writeDeferredCloseAnswer()
+        guard self.wsi != nil else { return }
+        if lws_partial_buffered(wsi) != 0 {
+            // lws holds part of the answer: the sending side shuts down once it is out
+            // (``writable()``), the socket closes at the deadline unless lws sees the
+            // peer go first.
+            setDeadline(seconds: ServerSocket.lingerSeconds)
+            return
+        }
         cws_kill_sync(wsi)
     }
 
@@ -355,6 +378,21 @@ final class ServerSocket {
     }
 
     // MARK: - The WebSocket upgrade
+
+    /// Answers the upgrade request read earlier (outside lws's callbacks, at the end of a
+    /// pass), with what the client sent after it.
+    func upgradeNow() {
+        guard mode == .http, let head = pendingUpgrade, let wsi else { return }
+        pendingUpgrade = nil
+        var rest: [UInt8] = []
+        swap(&rest, &stashed)
+        if readingPaused {
+            readingPaused = false
+            lws_rx_flow_control(wsi, 1)
+        }
+        let result = rest.withUnsafeMutableBytes { upgrade(head, rest: $0) }
+        if result != 0 { killSoon() }
+    }
 
     /// Answers an upgrade request: 101 and the connection, or the error that refuses it.
     /// `rest` holds what the client sent after the request (its first frames).

@@ -117,8 +117,11 @@ public final class WebSocketConnection {
     @exclusivity(unchecked) private var pendingPong: [UInt8]?
     /// Bytes read while reading was paused, parsed once it resumes.
     @exclusivity(unchecked) private var pendingInput: [UInt8] = []
-    /// Whether this side's close frame went out.
+    /// Whether this side's close frame went out (or is decided: ``closeAnswer``).
     @exclusivity(unchecked) private var closeFrameSent = false
+    /// The code of the close frame that answers the peer's, written when the socket
+    /// closes.
+    @exclusivity(unchecked) private var closeAnswer: WebSocketCloseCode?
     /// Whether the connection failed (a close frame for a broken rule): input is dropped.
     @exclusivity(unchecked) private var hasFailed = false
 
@@ -452,18 +455,33 @@ public final class WebSocketConnection {
             return 0
         case .valid(let code, let reason):
             handshake.peerClosed(code: code, reason: reason)
+            guard let socket else {
+                if !closeFrameSent { writeCloseFrame(wsi, code: code, reason: "") }
+                return -1
+            }
             if !closeFrameSent {
-                // Echo the code at once; what was queued is dropped (the peer reads no more).
+                // The answer echoes the code; what was queued is dropped (the peer reads no
+                // more). It is written just before the socket closes, among the few its
+                // loop closes a pass (``WebSocketServer/closeSoon(_:)``), not in this
+                // callback: when thousands of peers close together, one pass reads
+                // thousands of close frames, and a write each (through TLS, an
+                // encryption each) would make that pass as long.
                 outbound.removeAll()
                 pendingPong = nil
-                writeCloseFrame(wsi, code: code, reason: "")
+                closeFrameSent = true
+                closeAnswer = code
             }
-            // The handshake is complete: a server's socket closes among the few its loop
-            // closes a pass (``WebSocketServer/closeSoon(_:)``), not in this callback.
-            guard let socket else { return -1 }
             socket.closeAfterHandshake()
             return 0
         }
+    }
+
+    /// Writes the answer to the peer's close frame, deferred until its socket closes
+    /// (``receivedClose(_:_:)``).
+    func writeDeferredCloseAnswer() {
+        guard let code = closeAnswer, let wsi else { return }
+        closeAnswer = nil
+        writeCloseFrame(wsi, code: code, reason: "")
     }
 
     /// Fails the connection (RFC 6455 §7.1.7): the close frame with `code` goes out

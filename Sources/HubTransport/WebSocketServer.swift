@@ -77,6 +77,14 @@ public final class WebSocketServer: WebSocketEndpoint {
     static let closeTimePerPass: Int64 = 2_000_000
     /// The most sockets one pass has closed (for tests).
     private(set) var mostClosedInOnePass = 0
+    /// Sockets whose upgrade request is read and waits for its answer, answered a few a
+    /// pass (``upgradeQueued()``).
+    private var upgradeQueue = Deque<ServerSocket>()
+    private var upgradesScheduled = false
+    /// The wall-clock time after which ``upgradeQueued()`` stops answering in a pass.
+    static let upgradeTimePerPass: Int64 = 2_000_000
+    /// The most upgrade requests one pass has answered (for tests).
+    private(set) var mostUpgradedInOnePass = 0
 
     /// Creates a server on `eventLoop` (loop thread only). Call ``start()`` to listen.
     ///
@@ -340,6 +348,37 @@ public final class WebSocketServer: WebSocketEndpoint {
 
     /// Sockets whose close waits for a pass (for tests).
     var queuedCloseCount: Int { closeQueue.count }
+
+    /// Answers the upgrade request `socket` has read at the end of this pass or a later
+    /// one: at most ``Configuration/upgradesPerPass`` a pass, for at most
+    /// ``upgradeTimePerPass``, oldest first.
+    func upgradeSoon(_ socket: ServerSocket) {
+        upgradeQueue.append(socket)
+        scheduleUpgrades()
+    }
+
+    private func scheduleUpgrades() {
+        guard !upgradesScheduled else { return }
+        upgradesScheduled = true
+        eventLoop.executeAtEndOfPass { [weak self] in self?.upgradeQueued() }
+    }
+
+    private func upgradeQueued() {
+        upgradesScheduled = false
+        let started = EventLoop.monotonicNanoseconds()
+        var answered = 0
+        while answered < max(1, configuration.upgradesPerPass), let socket = upgradeQueue.popFirst() {
+            guard socket.wsi != nil else { continue }  // lws closed it meanwhile
+            answered += 1
+            socket.upgradeNow()
+            if EventLoop.monotonicNanoseconds() - started >= WebSocketServer.upgradeTimePerPass { break }
+        }
+        mostUpgradedInOnePass = max(mostUpgradedInOnePass, answered)
+        if !upgradeQueue.isEmpty { scheduleUpgrades() }
+    }
+
+    /// Upgrade requests read and not answered yet (for tests).
+    var queuedUpgradeCount: Int { upgradeQueue.count }
 
     deinit {
         // The loop stopped with sockets still waiting: they were never lws's.

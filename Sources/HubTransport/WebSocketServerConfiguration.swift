@@ -59,6 +59,13 @@ extension WebSocketServer {
         /// connections); a pass also stops closing after 2 ms. The rest close in the
         /// next passes.
         public var closesPerPass = 64
+        /// The most WebSocket upgrade requests the server answers in one pass of its loop
+        /// (each is a 101, a connection and what the delegate does when it opens, about
+        /// 0.1 ms here); a pass also stops answering after 2 ms. Requests read meanwhile
+        /// wait, and are answered in the next passes, oldest first: clients that connect
+        /// together send their requests together, and one pass would otherwise answer
+        /// them all.
+        public var upgradesPerPass = 64
         /// Counts the open connections of every server that shares it against
         /// ``maximumConnections`` (the servers of one port on several loops); `nil` counts
         /// this server's own.

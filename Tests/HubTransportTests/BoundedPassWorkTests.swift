@@ -153,4 +153,38 @@ struct BoundedPassWorkTests {
         #expect(figures.1 == 0)
         #expect((1...2).contains(figures.2))
     }
+
+    @Test func upgradeRequestsReadTogetherAreAnsweredAFewAPassAndEveryConnectionOpens() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        var configuration = WebSocketServer.Configuration()
+        configuration.upgradesPerPass = 2
+        configuration.handshakeTimeout = 60
+        let (server, port) = try await startEchoServer(on: loop, configuration: configuration)
+        let clients = try (0..<12).map { _ in try HTTPTestClient(port: port, timeoutSeconds: 10) }
+        // Every socket is taken into lws first, so that their requests arrive together.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try await onLoop(loop, { server.value.trackedSocketCount }) < clients.count, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        // Each request with the client's first frame right behind it, in one write: the
+        // frame waits with the request and reaches the connection once it is open.
+        let request = Array((
+            "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").utf8)
+        for (index, client) in clients.enumerated() {
+            try client.write(request + HTTPTestClient.frame(opcode: 0x1, payload: Array("hello \(index)".utf8)))
+        }
+        for (index, client) in clients.enumerated() {
+            #expect(try await Blocking.run { try client.readResponse() }.status == 101, "connection \(index)")
+            let echoed = await Blocking.run { client.readFrame() }
+            #expect(echoed.map { String(decoding: $0.payload, as: UTF8.self) } == "hello \(index)", "connection \(index)")
+        }
+        let figures = try await onLoop(loop) {
+            (server.value.openConnectionCount, server.value.queuedUpgradeCount, server.value.mostUpgradedInOnePass)
+        }
+        #expect(figures.0 == clients.count)
+        #expect(figures.1 == 0)
+        #expect((1...2).contains(figures.2))
+    }
 }

@@ -83,7 +83,8 @@ public final class HTTPTestClient: @unchecked Sendable {
         return try readResponse(method: method)
     }
 
-    private func readResponse(method: String) throws -> Response {
+    /// Reads the next response (blocking), for a request written with ``write(_:)``.
+    public func readResponse(method: String = "GET") throws -> Response {
         let separator: [UInt8] = Array("\r\n\r\n".utf8)
         var headerEnd: Int?
         while headerEnd == nil {
