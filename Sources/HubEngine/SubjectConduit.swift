@@ -113,13 +113,3 @@ internal final class SubjectConduit<Output, Failure: Error>: Subscription {
         detach.take()?(self)
     }
 }
-
-extension Optional {
-    /// Returns the wrapped value and sets `self` to `nil`.
-    @inlinable
-    internal mutating func take() -> Wrapped? {
-        let value = self
-        self = nil
-        return value
-    }
-}

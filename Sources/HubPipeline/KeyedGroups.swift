@@ -437,11 +437,3 @@ struct KeyedGroups: Publisher {
         }
     }
 }
-
-extension Optional {
-    /// The value, leaving `nil` behind.
-    fileprivate mutating func take() -> Wrapped? {
-        defer { self = nil }
-        return self
-    }
-}

@@ -329,11 +329,3 @@ struct KeyedJoin: Publisher {
         }
     }
 }
-
-extension Optional {
-    /// The value, leaving `nil` behind.
-    fileprivate mutating func take() -> Wrapped? {
-        defer { self = nil }
-        return self
-    }
-}

@@ -462,11 +462,3 @@ struct TimeWindows: Publisher {
         }
     }
 }
-
-extension Optional {
-    /// The value, leaving `nil` behind.
-    fileprivate mutating func take() -> Wrapped? {
-        defer { self = nil }
-        return self
-    }
-}

@@ -213,12 +213,3 @@ final class BenchPublisher: WebSocketConnectionHandler {
         }
     }
 }
-
-extension Optional {
-    /// Returns the wrapped value and sets `self` to `nil`.
-    fileprivate mutating func take() -> Wrapped? {
-        let value = self
-        self = nil
-        return value
-    }
-}

@@ -82,11 +82,3 @@ final class ClusterMembership: @unchecked Sendable {
         }
     }
 }
-
-extension Optional {
-    /// The value, leaving `nil` behind.
-    fileprivate mutating func take() -> Wrapped? {
-        defer { self = nil }
-        return self
-    }
-}

@@ -338,11 +338,3 @@ extension Publishers {
         }
     }
 }
-
-extension Optional {
-    /// Returns the value and leaves `nil`.
-    fileprivate mutating func take() -> Wrapped? {
-        defer { self = nil }
-        return self
-    }
-}
