@@ -17,12 +17,17 @@ struct ServerStoreTests {
         try hub.declareSubject("orders", history: HistoryRetention(size: 100), durable: true)
     }
 
+    /// A service whose durable store is `storage`.
+    private static func configuration(_ storage: RecordingStorage) -> HubService.Configuration {
+        var configuration = serviceConfiguration()
+        configuration.storage = storage
+        return configuration
+    }
+
     @Test("durable subjects on an in-memory store: acked sends, replay from an offset")
     func inMemoryStore() async throws {
-        var configuration = serviceConfiguration()
         let storage = RecordingStorage()
-        configuration.storage = storage
-        try await withServer(configuration, setUp: declare) { server in
+        try await withServer(Self.configuration(storage), setUp: declare) { server in
             let client = try await server.connect()
             try await client.send(json(["op": "subscribe", "id": 1, "to": "orders"]))
             let epoch = try #require(try await client.next()["epoch"])
@@ -44,10 +49,8 @@ struct ServerStoreTests {
 
     @Test("a delete removes the subject's log from the store")
     func deleteRemovesTheLog() async throws {
-        var configuration = serviceConfiguration()
         let storage = RecordingStorage()
-        configuration.storage = storage
-        try await withServer(configuration, setUp: declare) { server in
+        try await withServer(Self.configuration(storage), setUp: declare) { server in
             let client = try await server.connect()
             try await client.send(json(["op": "send", "to": "orders", "value": 1, "ack": 1]))
             #expect(try await client.next() == ["op": "ack", "ack": 1])
@@ -62,10 +65,8 @@ struct ServerStoreTests {
 
     @Test("/ready says the store is unavailable while it says so, and ready again after")
     func readinessAsksTheStore() async throws {
-        var configuration = serviceConfiguration()
         let storage = RecordingStorage()
-        configuration.storage = storage
-        try await withServer(configuration, setUp: declare) { server in
+        try await withServer(Self.configuration(storage), setUp: declare) { server in
             #expect(try await HTTPTestClient.request(port: server.port, path: "/ready").status == 200)
             storage.recorder.unavailable = "the disk is full"
             let down = try await HTTPTestClient.request(port: server.port, path: "/ready")
@@ -79,12 +80,10 @@ struct ServerStoreTests {
 
     @Test("a store that cannot open keeps the service from starting, with its error")
     func aStoreThatCannotOpen() async throws {
-        var configuration = serviceConfiguration()
         let storage = RecordingStorage()
         storage.recorder.openError = HubError(.storageUnavailable, "no such volume")
-        configuration.storage = storage
         await #expect(throws: HubError.self) {
-            try await withServer(configuration, setUp: declare) { _ in }
+            try await withServer(Self.configuration(storage), setUp: declare) { _ in }
         }
     }
 }
