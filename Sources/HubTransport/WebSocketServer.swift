@@ -68,23 +68,17 @@ public final class WebSocketServer: WebSocketEndpoint {
     /// (a client that connects and sends nothing holds a place only this long).
     static let tlsHandshakesInFlight = 8
     static let tlsInFlightNanoseconds: Int64 = 100_000_000
-    /// Sockets whose close handshake is complete, closed a few a pass (``closeQueued()``).
-    private var closeQueue = Deque<ServerSocket>()
-    private var closesScheduled = false
-    /// The wall-clock time after which ``closeQueued()`` stops closing in a pass: a close
-    /// costs lws 4.1.6 (Debian's, built with its debug checks) a walk of its whole
-    /// descriptor table and of every connection of the loop.
-    static let closeTimePerPass: Int64 = 2_000_000
-    /// The most sockets one pass has closed (for tests).
-    private(set) var mostClosedInOnePass = 0
+    /// Sockets whose close handshake is complete, closed a few a pass, each for at most
+    /// 2 ms of wall-clock time a pass: a close costs lws 4.1.6 (Debian's, built with its
+    /// debug checks) a walk of its whole descriptor table and of every connection of the loop.
+    private lazy var closes = EndOfPassQueue(
+        eventLoop: eventLoop, perPass: { [weak self] in self?.configuration.closesPerPass ?? 1 },
+        timePerPass: 2_000_000, step: { $0.killNow() })  // its WSI_DESTROY comes through socketFreed(_:)
     /// Sockets whose upgrade request is read and waits for its answer, answered a few a
-    /// pass (``upgradeQueued()``).
-    private var upgradeQueue = Deque<ServerSocket>()
-    private var upgradesScheduled = false
-    /// The wall-clock time after which ``upgradeQueued()`` stops answering in a pass.
-    static let upgradeTimePerPass: Int64 = 2_000_000
-    /// The most upgrade requests one pass has answered (for tests).
-    private(set) var mostUpgradedInOnePass = 0
+    /// pass, for at most 2 ms a pass.
+    private lazy var upgrades = EndOfPassQueue(
+        eventLoop: eventLoop, perPass: { [weak self] in self?.configuration.upgradesPerPass ?? 1 },
+        timePerPass: 2_000_000, step: { $0.upgradeNow() })
 
     /// Creates a server on `eventLoop` (loop thread only). Call ``start()`` to listen.
     ///
@@ -320,65 +314,26 @@ public final class WebSocketServer: WebSocketEndpoint {
 
     /// Closes `socket` (its close handshake complete, its reading paused) at the end of
     /// this pass or a later one: at most ``Configuration/closesPerPass`` a pass, for at most
-    /// ``closeTimePerPass``, oldest first.
+    /// 2 ms, oldest first.
     func closeSoon(_ socket: ServerSocket) {
-        closeQueue.append(socket)
-        scheduleCloses()
-    }
-
-    private func scheduleCloses() {
-        guard !closesScheduled else { return }
-        closesScheduled = true
-        eventLoop.executeAtEndOfPass { [weak self] in self?.closeQueued() }
-    }
-
-    private func closeQueued() {
-        closesScheduled = false
-        let started = EventLoop.monotonicNanoseconds()
-        var closed = 0
-        while closed < max(1, configuration.closesPerPass), let socket = closeQueue.popFirst() {
-            guard socket.wsi != nil else { continue }  // lws closed it meanwhile
-            closed += 1
-            socket.killNow()  // its WSI_DESTROY comes through socketFreed(_:)
-            if EventLoop.monotonicNanoseconds() - started >= WebSocketServer.closeTimePerPass { break }
-        }
-        mostClosedInOnePass = max(mostClosedInOnePass, closed)
-        if !closeQueue.isEmpty { scheduleCloses() }
+        closes.append(socket)
     }
 
     /// Sockets whose close waits for a pass (for tests).
-    var queuedCloseCount: Int { closeQueue.count }
+    var queuedCloseCount: Int { closes.count }
+    /// The most sockets one pass has closed (for tests).
+    var mostClosedInOnePass: Int { closes.mostInOnePass }
 
     /// Answers the upgrade request `socket` has read at the end of this pass or a later
-    /// one: at most ``Configuration/upgradesPerPass`` a pass, for at most
-    /// ``upgradeTimePerPass``, oldest first.
+    /// one: at most ``Configuration/upgradesPerPass`` a pass, for at most 2 ms, oldest first.
     func upgradeSoon(_ socket: ServerSocket) {
-        upgradeQueue.append(socket)
-        scheduleUpgrades()
-    }
-
-    private func scheduleUpgrades() {
-        guard !upgradesScheduled else { return }
-        upgradesScheduled = true
-        eventLoop.executeAtEndOfPass { [weak self] in self?.upgradeQueued() }
-    }
-
-    private func upgradeQueued() {
-        upgradesScheduled = false
-        let started = EventLoop.monotonicNanoseconds()
-        var answered = 0
-        while answered < max(1, configuration.upgradesPerPass), let socket = upgradeQueue.popFirst() {
-            guard socket.wsi != nil else { continue }  // lws closed it meanwhile
-            answered += 1
-            socket.upgradeNow()
-            if EventLoop.monotonicNanoseconds() - started >= WebSocketServer.upgradeTimePerPass { break }
-        }
-        mostUpgradedInOnePass = max(mostUpgradedInOnePass, answered)
-        if !upgradeQueue.isEmpty { scheduleUpgrades() }
+        upgrades.append(socket)
     }
 
     /// Upgrade requests read and not answered yet (for tests).
-    var queuedUpgradeCount: Int { upgradeQueue.count }
+    var queuedUpgradeCount: Int { upgrades.count }
+    /// The most upgrade requests one pass has answered (for tests).
+    var mostUpgradedInOnePass: Int { upgrades.mostInOnePass }
 
     deinit {
         // The loop stopped with sockets still waiting: they were never lws's.
