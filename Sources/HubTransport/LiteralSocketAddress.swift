@@ -26,13 +26,13 @@ public struct LiteralSocketAddress {
             v4.sin_port = networkPort
             family = AF_INET
             length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: &v4, count: Int(length))) }
+            withUnsafeBytes(of: &v4) { address in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: address) } }
         } else if inet_pton(AF_INET6, literal, &v6.sin6_addr) == 1 {
             v6.sin6_family = sa_family_t(AF_INET6)
             v6.sin6_port = networkPort
             family = AF_INET6
             length = socklen_t(MemoryLayout<sockaddr_in6>.size)
-            withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: &v6, count: Int(length))) }
+            withUnsafeBytes(of: &v6) { address in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: address) } }
         } else {
             return nil
         }

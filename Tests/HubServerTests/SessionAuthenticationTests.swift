@@ -112,7 +112,7 @@ struct SessionAuthenticationTests {
     // MARK: Hello
 
     @Test func aHelloWithATokenLeavesThePoolStopsTheClockAndIsAdmitted() {
-        var machine = authenticatedAlice()
+        let machine = authenticatedAlice()
         #expect(machine.phase == .open)
         #expect(machine.token == "token-a")
         #expect(!machine.isWaitingInPool)
