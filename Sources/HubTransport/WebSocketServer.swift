@@ -64,6 +64,13 @@ public final class WebSocketServer: WebSocketEndpoint {
     private var tlsInFlight = Deque<(wsi: OpaquePointer, until: Int64)>()
     private var tlsInFlightSet: Set<OpaquePointer> = []
     private var tlsInFlightTimer: TimerQueue.Entry?
+    /// How long a TLS socket counts as a handshake in flight at most
+    /// (``tlsInFlightNanoseconds``; tests lengthen it to see the bound on a busy host).
+    var tlsInFlightHold = WebSocketServer.tlsInFlightNanoseconds
+    /// The most TLS handshakes that were in flight at once, and how many times an
+    /// adoption waited for one of them (for tests).
+    private(set) var mostTLSHandshakesInFlight = 0
+    private(set) var adoptionsThatWaitedForTLS = 0
     /// The most TLS handshakes a server has in flight, and how long one counts at most
     /// (a client that connects and sends nothing holds a place only this long).
     static let tlsHandshakesInFlight = 8
@@ -263,6 +270,7 @@ public final class WebSocketServer: WebSocketEndpoint {
         while budget > 0, !adoptionQueue.isEmpty {
             if tls, tlsInFlightSet.count >= WebSocketServer.tlsHandshakesInFlight {
                 // The next waits for a handshake to finish, or to stop counting.
+                adoptionsThatWaitedForTLS += 1
                 waitForTLSInFlight()
                 return
             }
@@ -278,7 +286,8 @@ public final class WebSocketServer: WebSocketEndpoint {
                 continue
             }
             if tls, tlsInFlightSet.insert(wsi).inserted {
-                tlsInFlight.append((wsi, now + WebSocketServer.tlsInFlightNanoseconds))
+                tlsInFlight.append((wsi, now + tlsInFlightHold))
+                mostTLSHandshakesInFlight = max(mostTLSHandshakesInFlight, tlsInFlightSet.count)
             }
         }
         if !adoptionQueue.isEmpty { scheduleAdoptions() }

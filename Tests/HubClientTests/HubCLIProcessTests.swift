@@ -169,7 +169,7 @@ final class RunningProcess: @unchecked Sendable {
     }
 
     /// The port of `hubcli: listening on ws://127.0.0.1:PORT/` (or `scheme://`) on standard error.
-    func port(scheme: String = "ws", timeout: Duration = .seconds(20)) async throws -> Int {
+    func port(scheme: String = "ws", timeout: Duration = .seconds(60)) async throws -> Int {
         var seen = ""
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)

@@ -83,8 +83,9 @@ struct TLSTransportTests {
     ///
     /// The bug shows as a failed TLS verification, which fails the test at once. On a
     /// loaded machine (two CI runs, with the whole suite in parallel) the held server
-    /// loop can instead make the attempt fail otherwise (a timeout): that attempt proves
-    /// nothing either way, and the scenario runs again, three times at most.
+    /// loop can instead make the attempt time out ("Timed out waiting SSL", a message
+    /// that names TLS too): that attempt proves nothing either way, and the scenario
+    /// runs again, three times at most.
     @Test func handshakeSurvivesLoopsCreatedMeanwhile() async throws {
         let certificate = try TestCertificate.get()
         var failures: [String] = []
@@ -107,9 +108,12 @@ struct TLSTransportTests {
             held.signal()
             let opened = try await handler.events.next()
             if case .failed(_, let message) = opened {
-                #expect(!message.contains("TLS"), "the handshake failed: \(message)")
+                // A time-out ("Timed out waiting SSL": the held loop on a busy host) proves
+                // nothing; any other failure is the bug.
                 failures.append(message)
-                continue
+                if message.contains("Timed out") { continue }
+                Issue.record("the handshake failed: \(message)")
+                return
             }
             #expect(opened == .open, "\(opened)")
             try await onLoop(clientLoop) { connection.value.send(text: "still verified") }

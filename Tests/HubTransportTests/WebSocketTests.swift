@@ -615,12 +615,16 @@ struct WebSocketFlushingTests {
         let clientLoop = try EventLoop()
         defer { clientLoop.shutdown(); serverLoop.shutdown() }
         let accepted = EventQueue<AcceptedConnection>()
-        let (server, port) = try await startEchoServer(on: serverLoop, accepted: accepted)
+        // No keepalive within the test, however long a busy host makes it: a ping's or a
+        // pong's write would count as one more.
+        let (server, port) = try await startEchoServer(
+            on: serverLoop, configuration: .init(pingInterval: 600, idleTimeout: 600), accepted: accepted)
         let clients = 5
         var events: [EventQueue<ConnectionEvent>] = []
         for _ in 0..<clients {
             let queue = EventQueue<ConnectionEvent>()
-            _ = try await connectClient(on: clientLoop, port: port, events: queue)
+            _ = try await connectClient(
+                on: clientLoop, port: port, configuration: .init(pingInterval: 600, idleTimeout: 600), events: queue)
             #expect(try await queue.next() == .open)
             events.append(queue)
         }
