@@ -50,9 +50,12 @@ struct ServerKeepaliveTests {
             var outcome: (pings: Int, longestSilence: Double, failure: String?) = (0, 0, nil)
             try await withServer(Self.configuration(pingInterval: 1, idleTimeout: 4)) { server in
                 let client = try await WebSocketConformanceTests.upgraded(server, timeoutSeconds: 15)
+                // The upgrade request is the last the server heard: the silence counts from it
+                // (the test's task may resume seconds later in a busy parallel run).
+                let upgradedAt = ContinuousClock.now
                 outcome = await Blocking.run { () -> (Int, Double, String?) in
                     let start = ContinuousClock.now
-                    var lastWrite = start
+                    var lastWrite = upgradedAt
                     var longest = 0.0
                     var pings = 0
                     func write(_ frame: [UInt8]) throws {
@@ -109,9 +112,12 @@ struct ServerKeepaliveTests {
             var outcome: (answers: Int, longestSilence: Double, failure: String?) = (0, 0, nil)
             try await withServer(Self.configuration(pingInterval: 1, idleTimeout: 5)) { server in
                 let client = try await WebSocketConformanceTests.upgraded(server, timeoutSeconds: 15)
+                // The upgrade request is the last the server heard: the silence counts from it
+                // (the test's task may resume seconds later in a busy parallel run).
+                let upgradedAt = ContinuousClock.now
                 outcome = await Blocking.run { () -> (Int, Double, String?) in
                     let start = ContinuousClock.now
-                    var lastWrite = start
+                    var lastWrite = upgradedAt
                     var longest = 0.0
                     var answers = 0
                     func request() throws {
