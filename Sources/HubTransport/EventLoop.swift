@@ -1,6 +1,7 @@
 import CWebsockets
 import DequeModule
 import Foundation
+import HubLoop
 import Logging
 import Synchronization
 
@@ -261,3 +262,6 @@ public final class EventLoop: @unchecked Sendable {
         thread.waitForExit()
     }
 }
+
+/// The transport's loop is the loop the hub's stores, its cluster and ``LoopBound`` see.
+extension EventLoop: LoopExecutor {}
