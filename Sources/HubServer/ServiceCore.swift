@@ -122,6 +122,8 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
             pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout,
             tls: configuration.tls, handshakeTimeout: configuration.handshakeTimeout,
             maximumPendingHandshakes: pendingHandshakesPerLoop)
+        // An HTTP API request carries a message (or, as NDJSON, several): bounded alike.
+        server.maximumRequestBodySize = configuration.maxMessageSize
         server.listens = listening
         server.connectionTally = connectionTally
         return server
@@ -172,7 +174,8 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
                     connectionLimitCloseCode: WebSocketCloseCode(HubCloseCode.tooManyConnections.rawValue),
                     pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout,
                     handshakeTimeout: configuration.handshakeTimeout,
-                    maximumPendingHandshakes: pendingHandshakeLimit),
+                    maximumPendingHandshakes: pendingHandshakeLimit,
+                    maximumRequestBodySize: configuration.maxMessageSize),
                 delegate: self)
             try adminServer.start()
             self.adminServer = adminServer
@@ -207,8 +210,10 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
         serve(exchange.request, on: server === adminServer ? .admin : .main, respond: exchange.respond)
     }
 
-    /// Answers a plain HTTP request that arrived on `listener` (on any loop).
-    func serve(_ request: HTTPRequest, on listener: ServiceRoutes.Listener, respond: (HTTPResponse) -> Void) {
+    /// Answers a plain HTTP request that arrived on `listener` (on any loop): `respond`
+    /// runs once, on the hub's loop, now or later (an API request's answer may wait for
+    /// the store).
+    func serve(_ request: HTTPRequest, on listener: ServiceRoutes.Listener, respond: @escaping (HTTPResponse) -> Void) {
         ServiceRoutes.handle(request, on: listener, adminSplit: adminServer != nil, core: self, respond: respond)
     }
 
@@ -244,7 +249,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     }
 
     /// Makes the session of each new connection.
-    private var sessionFactory: SessionFactory {
+    var sessionFactory: SessionFactory {
         SessionFactory(
             hub: hub, configuration: configuration.session, encodingCache: encodingCache, logger: logger,
             counters: counters, service: self, authenticator: authenticator, admission: admission)
