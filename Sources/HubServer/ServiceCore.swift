@@ -207,14 +207,16 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     }
 
     func server(_ server: WebSocketServer, didReceive exchange: HTTPExchange) {
-        serve(exchange.request, on: server === adminServer ? .admin : .main, respond: exchange.respond)
+        serve(
+            exchange.request, on: server === adminServer ? .admin : .main,
+            reply: HTTPReply(respond: exchange.respond, stream: { LocalHTTPStream(exchange) }))
     }
 
-    /// Answers a plain HTTP request that arrived on `listener` (on any loop): `respond`
-    /// runs once, on the hub's loop, now or later (an API request's answer may wait for
-    /// the store).
-    func serve(_ request: HTTPRequest, on listener: ServiceRoutes.Listener, respond: @escaping (HTTPResponse) -> Void) {
-        ServiceRoutes.handle(request, on: listener, adminSplit: adminServer != nil, core: self, respond: respond)
+    /// Answers a plain HTTP request that arrived on `listener` (on any loop) through
+    /// `reply`, on the hub's loop, now or later (an API request's answer may wait for the
+    /// store; an event stream goes on).
+    func serve(_ request: HTTPRequest, on listener: ServiceRoutes.Listener, reply: HTTPReply) {
+        ServiceRoutes.handle(request, on: listener, adminSplit: adminServer != nil, core: self, reply: reply)
     }
 
     func server(_ server: WebSocketServer, didAccept connection: WebSocketConnection) {

@@ -91,6 +91,9 @@ final class APIRequestHandler {
                 message["limit"] = .int(limit)
             }
             send(message, on: session)
+        case .events:
+            // Served as a stream (SSERequestHandler), never here.
+            throw HubError(.internal, "an event stream is not a request")
         case .latest(let name):
             guard session.withinRate(bytes: 0) else { return }
             guard let latest = try session.latestValue(of: name) else {

@@ -9,6 +9,9 @@
 /// | `POST /v1/subjects/{name}/fail` | `fail` (body: the error) |
 /// | `POST /v1/triggers/{name}` | `trigger` (body: the key, or none) |
 /// | `GET`/`HEAD /v1/catalog` | `list` |
+/// | `GET /v1/subjects/{name}/events` | `subscribe`, as Server-Sent Events |
+/// | `GET /v1/pipelines/{name}/events`, `GET /v1/triggers/{name}/events` | the same |
+/// | `GET /v1/events?pipeline=TEXT` | `subscribe` to an ad-hoc pipeline, as Server-Sent Events |
 ///
 /// Only the shape is read here; the name is checked by the operation, as over WebSocket.
 enum APIRoute: Equatable {
@@ -19,6 +22,16 @@ enum APIRoute: Equatable {
     case fail(subject: String)
     case trigger(name: String)
     case catalog
+    case events(EventsTarget)
+
+    /// What an event stream subscribes to.
+    enum EventsTarget: Equatable {
+        case subject(String)
+        case pipeline(String)
+        case trigger(String)
+        /// The pipeline text of the `pipeline` query parameter.
+        case adHoc
+    }
 
     /// What a request's method and path make.
     enum Match: Equatable {
@@ -41,6 +54,23 @@ enum APIRoute: Equatable {
         let parts = path.dropFirst(prefix.count).split(separator: "/", omittingEmptySubsequences: false)
         let reads = ["GET", "HEAD"]
         switch (parts.first, parts.count) {
+        case ("events", 1):
+            return method == "GET" ? .route(.events(.adHoc)) : .methodNotAllowed(allowed: ["GET"])
+        case ("subjects", 3), ("pipelines", 3), ("triggers", 3):
+            guard !parts[1].isEmpty, parts[2] == "events" || parts[0] == "subjects" else { return .notFound }
+            if parts[2] == "events" {
+                guard method == "GET" else { return .methodNotAllowed(allowed: ["GET"]) }
+                let name = String(parts[1])
+                switch parts[0] {
+                case "subjects": return .route(.events(.subject(name)))
+                case "pipelines": return .route(.events(.pipeline(name)))
+                default: return .route(.events(.trigger(name)))
+                }
+            }
+            guard parts[2] == "complete" || parts[2] == "fail" else { return .notFound }
+            guard method == "POST" else { return .methodNotAllowed(allowed: ["POST"]) }
+            let name = String(parts[1])
+            return .route(parts[2] == "complete" ? .complete(subject: name) : .fail(subject: name))
         case ("catalog", 1):
             return reads.contains(method) ? .route(.catalog) : .methodNotAllowed(allowed: reads)
         case ("subjects", 2) where !parts[1].isEmpty:
@@ -51,10 +81,6 @@ enum APIRoute: Equatable {
             case "DELETE": return .route(.delete(subject: name))
             default: return .methodNotAllowed(allowed: ["GET", "HEAD", "POST", "DELETE"])
             }
-        case ("subjects", 3) where !parts[1].isEmpty && (parts[2] == "complete" || parts[2] == "fail"):
-            guard method == "POST" else { return .methodNotAllowed(allowed: ["POST"]) }
-            let name = String(parts[1])
-            return .route(parts[2] == "complete" ? .complete(subject: name) : .fail(subject: name))
         case ("triggers", 2) where !parts[1].isEmpty:
             guard method == "POST" else { return .methodNotAllowed(allowed: ["POST"]) }
             return .route(.trigger(name: String(parts[1])))

@@ -26,13 +26,16 @@ struct ServiceRoutes {
         case admin
     }
 
-    /// Answers `request`, which arrived on `listener`, through `respond` (once);
+    /// Answers `request`, which arrived on `listener`, through `reply` (once);
     /// `adminSplit` says whether an admin listener is configured.
     static func handle(
-        _ request: HTTPRequest, on listener: Listener, adminSplit: Bool, core: ServiceCore,
-        respond: @escaping (HTTPResponse) -> Void
+        _ request: HTTPRequest, on listener: Listener, adminSplit: Bool, core: ServiceCore, reply: HTTPReply
     ) {
+        let respond = reply.respond
         switch APIRoute.match(method: request.method, path: request.path) {
+        case .route(.events(let target)):
+            SSERequestHandler.serve(target, request, sessions: core.sessionFactory, reply: reply)
+            return
         case .route(let route):
             APIRequestHandler.serve(route, request, sessions: core.sessionFactory, respond: respond)
             return
