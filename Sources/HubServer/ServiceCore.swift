@@ -257,6 +257,14 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
             counters: counters, service: self, authenticator: authenticator, admission: admission)
     }
 
+    /// Records an event stream as a connection (drained and stopped with the others);
+    /// `false` once the service drains or has stopped.
+    func adoptStream(_ stream: any SessionLink) -> Bool {
+        guard !stopped, !isDraining else { return false }
+        handlers[ObjectIdentifier(stream)] = stream
+        return true
+    }
+
     /// Forgets a connection that closed; returns whether it was known.
     @discardableResult
     func forget(_ handler: any SessionLink) -> Bool {

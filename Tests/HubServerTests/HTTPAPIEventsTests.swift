@@ -199,6 +199,23 @@ struct HTTPAPIEventsTests {
         }
     }
 
+    @Test func aStreamIsCountedWithTheConnectionsAndADrainEndsIt() async throws {
+        try await withServer { server in
+            let stream = try await Stream(server, "/v1/subjects/prices/events")
+            #expect(stream.head.status == 200)
+            #expect(try await Self.subscribers(server, of: "prices", 1))
+            let statistics = await server.service.statistics
+            #expect(statistics.sessions == 1 && statistics.subscriptions == 1, "\(statistics)")
+            _ = try await Self.post(server, "/v1/subjects/prices", "1")
+            #expect(try await stream.next() == .init(data: "1"))
+            await server.service.drain(grace: .milliseconds(100))
+            let last = try #require(try await stream.next())
+            #expect(last.event == "error" && last.data.contains("shutting_down"), "\(last)")
+            #expect(try await stream.next() == nil)
+            #expect(await server.service.statistics.sessions == 0)
+        }
+    }
+
     /// On one loop, and on a connection loop of three (the second socket goes there).
     @Test(arguments: [1, 3])
     func aStreamWhoseReaderStopsReadingIsClosedAsASlowConsumer(loops: Int) async throws {

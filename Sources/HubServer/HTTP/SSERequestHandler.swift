@@ -2,6 +2,7 @@ import HubRegistry
 import HubTransport
 import HubValue
 import HubWire
+import Logging
 
 /// Serves one event stream request (`GET …/events`) with a ``Session`` of its own,
 /// which subscribes once with unlimited demand (or `?demand=N`) from the position the
@@ -11,26 +12,50 @@ import HubWire
 /// for as long as it lasts; its subscription's buffer, overflow policy and the
 /// slow-consumer bound are the protocol's.
 ///
+/// The service keeps it with its connections while the stream lasts (``SessionLink``):
+/// it is opened, logged and counted as one (`connect`, `disconnect`, `$sys.connections`),
+/// and a drain or a stop ends it with `event: error` (`shutting_down`).
+///
 /// Confined to the hub's loop; it lives until the stream ends (its session's connection
-/// holds it).
-final class SSERequestHandler {
+/// holds it, and the service while it is open).
+final class SSERequestHandler: SessionLink {
     private let request: HTTPRequest
     private let reply: HTTPReply
-    private var session: Session?
+    private unowned let core: ServiceCore
+    private(set) var session: Session?
     private var stream: SSEStream?
     private var answered = false
+    private var sessions: SessionFactory?
+    private var logger: Logger?
+    let openedAt = Hub.systemWallClock().nanoseconds
 
-    private init(request: HTTPRequest, reply: HTTPReply) {
+    private init(request: HTTPRequest, reply: HTTPReply, core: ServiceCore) {
         self.request = request
         self.reply = reply
+        self.core = core
     }
 
-    /// Serves `request`, a stream of `target`, with a session `sessions` makes.
-    static func serve(_ target: APIRoute.EventsTarget, _ request: HTTPRequest, sessions: SessionFactory, reply: HTTPReply) {
-        SSERequestHandler(request: request, reply: reply).start(target, sessions)
+    /// Serves `request`, a stream of `target`, with a session of `core`'s.
+    static func serve(_ target: APIRoute.EventsTarget, _ request: HTTPRequest, core: ServiceCore, reply: HTTPReply) {
+        SSERequestHandler(request: request, reply: reply, core: core).start(target, core.sessionFactory)
     }
+
+    // MARK: SessionLink
+
+    var peer: String? { request.peer }
+    var bytesReceived: Int { request.body.count }
+    var bytesSent: Int { stream?.bytesWritten ?? 0 }
+    var writeCalls: Int { stream?.eventsWritten ?? 0 }
+    var messagesWritten: Int { stream?.eventsWritten ?? 0 }
+    var queuedBytes: Int { stream?.queuedBytes ?? 0 }
+
+    // MARK: Serving
 
     private func start(_ target: APIRoute.EventsTarget, _ sessions: SessionFactory) {
+        guard core.adoptStream(self) else {
+            refuse(HubError(.shuttingDown, "the server is \(core.isDraining ? "draining" : "shutting down")"))
+            return
+        }
         if sessions.authenticator != nil || sessions.configuration.requiresAuthentication,
            Session.bearerToken(request.authorization) == nil
         {
@@ -63,8 +88,11 @@ final class SSERequestHandler {
         }
         let stream = SSEStream(channel: reply.stream(), demand: demand)
         self.stream = stream
-        let session = sessions.openRequest(on: stream, authorization: request.authorization, peer: request.peer)
+        let (session, logger) = sessions.open(
+            on: stream, authorization: request.authorization, peer: request.peer, path: request.path)
         self.session = session
+        self.sessions = sessions
+        self.logger = logger
         stream.onRefusal = { [self] error in refuse(error) }
         stream.onEnd = { [self] in ended() }
         session.start()
@@ -105,15 +133,23 @@ final class SSERequestHandler {
         ended()
     }
 
-    /// The stream ended (or never began): the session ends after the current step, and
-    /// the admission gets its place back.
+    /// The stream ended (or never began): the session ends after the current step (the
+    /// admission gets its place back), and the service forgets the stream.
     private func ended() {
         answered = true
-        guard let session = session.take() else { return }
         stream?.onEnd = nil
         stream?.onRefusal = nil
-        stream = nil
+        guard let session = session.take(), let sessions, let logger else {
+            core.forget(self)
+            return
+        }
         // Not inside the step that ended it (a value being delivered): next.
-        session.hub.scheduler.schedule { session.connectionClosed() }
+        session.hub.scheduler.schedule { [self] in
+            sessions.close(
+                session, logger: logger, openedAt: openedAt, code: nil, reason: "event stream ended", peer: peer,
+                bytesReceived: bytesReceived, bytesSent: bytesSent)
+            stream = nil
+            core.forget(self)
+        }
     }
 }

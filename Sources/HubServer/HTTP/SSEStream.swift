@@ -27,6 +27,9 @@ final class SSEStream: SessionConnection {
     private var epoch: String?
     /// Values still to send with `?demand=N`; `nil`: unlimited.
     private var remaining: Int64?
+    /// Bytes of events written so far, and the events.
+    private(set) var bytesWritten = 0
+    private(set) var eventsWritten = 0
     /// Hears the error that refused the subscription before the stream began.
     var onRefusal: ((HubError) -> Void)?
     /// Hears that the stream has ended (from either side).
@@ -59,7 +62,7 @@ final class SSEStream: SessionConnection {
         event.append(contentsOf: "data: ".utf8)
         event.append(contentsOf: body)
         event.append(contentsOf: "\n\n".utf8)
-        channel.write(event)
+        write(event)
         if let remaining {
             self.remaining = remaining - 1
             if remaining <= 1 { end(closingConnection: false) }
@@ -112,7 +115,7 @@ final class SSEStream: SessionConnection {
             if code == .slowConsumer {
                 // What is queued stays queued (a chunk cannot be taken back); the connection
                 // closes once it is out, or within seconds if the reader never reads it.
-                channel.write(SSEStream.event(
+                write(SSEStream.event(
                     "error", APIErrorStatus.body(of: HubError(
                         .limitExceeded, "slow consumer: the stream was not read fast enough and is closed",
                         data: ["limit": "maxQueuedBytes"]))))
@@ -142,7 +145,7 @@ final class SSEStream: SessionConnection {
             var reset: Value.Object = [:]
             if let epoch { reset["epoch"] = .string(epoch) }
             if let offset = subscribed["offset"] { reset["offset"] = offset }
-            channel.write(SSEStream.event("reset", .object(reset)))
+            write(SSEStream.event("reset", .object(reset)))
         }
         if remaining == 0 { end(closingConnection: false) }
     }
@@ -150,7 +153,7 @@ final class SSEStream: SessionConnection {
     /// Writes the last event and ends the stream.
     private func finalEvent(_ name: String, _ data: Value) {
         guard phase == .streaming else { return }
-        channel.write(SSEStream.event(name, data))
+        write(SSEStream.event(name, data))
         end(closingConnection: false)
     }
 
@@ -166,6 +169,12 @@ final class SSEStream: SessionConnection {
         guard phase != .ended else { return }
         phase = .ended
         onEnd?()
+    }
+
+    private func write(_ event: [UInt8]) {
+        bytesWritten += event.count
+        eventsWritten += 1
+        channel.write(event)
     }
 
     /// An event named `name` with `data` as its JSON.

@@ -34,7 +34,7 @@ struct ServiceRoutes {
         let respond = reply.respond
         switch APIRoute.match(method: request.method, path: request.path) {
         case .route(.events(let target)):
-            SSERequestHandler.serve(target, request, sessions: core.sessionFactory, reply: reply)
+            SSERequestHandler.serve(target, request, core: core, reply: reply)
             return
         case .route(let route):
             APIRequestHandler.serve(route, request, sessions: core.sessionFactory, respond: respond)
