@@ -242,6 +242,34 @@ struct HTTPAPIPublishTests {
         }
     }
 
+    @Test func aPublisherToASubjectThatBlocksWaitsForItsSubscribersAndNothingIsLost() async throws {
+        try await withServer(PublisherBackPressureTests.configuration(), setUp: PublisherBackPressureTests.declareJobs) { server in
+            let subscriber = try await server.connect()
+            try await subscriber.send(json(["op": "subscribe", "id": 1, "to": "jobs", "demand": 2]))
+            #expect(try await subscriber.next()["op"] == "subscribed")
+            let lines = (1...200).map { "\($0)" }.joined(separator: "\n")
+            let publish = Task {
+                try await Self.ask(server, "POST", "/v1/subjects/jobs", body: lines, headers: ["Content-Type": "application/x-ndjson"])
+            }
+            #expect(try await subscriber.values(2, id: 1) == [1, 2])
+            // The subscriber's buffer (8) is full: the request's next values wait.
+            #expect(try await server.eventually { hub in
+                guard case .subject(let subject) = hub.entry(named: "jobs") else { return false }
+                return subject.congestion.isCongested
+            })
+            let published = try await server.withHub { hub -> Int in
+                guard case .subject(let subject) = hub.entry(named: "jobs") else { return -1 }
+                return subject.counters.published
+            }
+            #expect(published < 200, "published \(published)")
+            try await subscriber.send(json(["op": "request", "id": 1, "n": 198]))
+            #expect(try await subscriber.values(198, id: 1) == (3...200).map { Value.int(Int64($0)) })
+            let answer = try await publish.value
+            #expect(answer.status == 200, "\(answer.text)")
+            #expect(try await server.withHub { hub in hub.metrics.dropped + hub.metrics.overflows } == 0)
+        }
+    }
+
     @Test func theAPIServesOnSeveralEventLoops() async throws {
         var configuration = HubService.Configuration()
         configuration.eventLoops = 3

@@ -10,7 +10,10 @@ import HubWire
 /// a `list`, ...), which the session checks (rate limits, permissions, names, schemas)
 /// and runs; its `ack`, `error` or `catalog` becomes the HTTP answer
 /// (``APIErrorStatus`` for errors). A publish to a subject with history is answered
-/// once its last value is stored, with that value's offset and the epoch.
+/// once its last value is stored, with that value's offset and the epoch. While the
+/// session would stop reading a WebSocket publisher (a congested `overflow: block`
+/// subject, values waiting for the store), the next value waits, and so does the
+/// answer: an HTTP publisher is slowed down as a WebSocket one is.
 ///
 /// Confined to the hub's loop; it lives until it has answered (its session's connection
 /// holds it).
@@ -22,6 +25,13 @@ final class APIRequestHandler {
     private var session: Session?
     /// The `ack` whose arrival answers the request (a publish's last value's).
     private var finalAck: Int64 = 1
+    /// A publish's values, and how many were sent.
+    private var values: [Value] = []
+    private var sent = 0
+    /// Whether values are being handed to the session now (an answer waits for the end).
+    private var sending = false
+    /// The answer that came while ``sending``.
+    private var heldAnswer: HTTPResponse?
 
     private init(route: APIRoute, request: HTTPRequest, respond: @escaping (HTTPResponse) -> Void) {
         self.route = route
@@ -109,13 +119,37 @@ final class APIRequestHandler {
             finish(APIErrorStatus.unsupportedMediaType(request.header("content-type") ?? ""))
             return
         }
-        let values = kind == .json ? [try APIBody.value(request.body)] : try APIBody.values(request.body)
+        values = kind == .json ? [try APIBody.value(request.body)] : try APIBody.values(request.body)
         // Every value is checked before any is sent: a refusal sends nothing.
         if values.count > 1 { try session.checkSending(values, to: name) }
         finalAck = Int64(values.count)
-        for (index, value) in values.enumerated() {
-            guard respond != nil else { return }
-            send(["op": "send", "to": .string(name), "value": value, "ack": .int(Int64(index + 1))], on: session)
+        sendValues(to: name, on: session)
+    }
+
+    /// Sends the values not sent yet, in order, pausing while the session does not read.
+    private func sendValues(to name: String, on session: Session) {
+        sending = true
+        while sent < values.count, respond != nil {
+            if connection.isPaused {
+                connection.onResume = { [self] in sendValues(to: name, on: session) }
+                break
+            }
+            let value = values[sent]
+            sent += 1
+            send(["op": "send", "to": .string(name), "value": value, "ack": .int(Int64(sent))], on: session)
+        }
+        sending = false
+        if let answer = heldAnswer.take() { answerWhenReading(answer) }
+    }
+
+    /// Answers once the session reads on (at once when it does).
+    private func answerWhenReading(_ response: HTTPResponse) {
+        if sending {
+            heldAnswer = response
+        } else if connection.isPaused {
+            connection.onResume = { [self] in finish(response) }
+        } else {
+            finish(response)
         }
     }
 
@@ -163,7 +197,7 @@ final class APIRequestHandler {
             finish(APIErrorStatus.response(for: error))
         case "ack":
             guard fields["ack"] == .int(finalAck) else { return }
-            finish(APIResponse.json(200, acknowledgement()))
+            answerWhenReading(APIResponse.json(200, acknowledgement()))
         case "catalog":
             var catalog = fields
             catalog["op"] = nil

@@ -14,6 +14,11 @@ final class APISessionConnection: SessionConnection {
     var onClose: ((HubCloseCode) -> Void)?
     /// Whether the session has closed it.
     private(set) var isClosed = false
+    /// Whether the session stopped reading: a subject it sent to is congested
+    /// (`overflow: block`), or too many of its values wait for the store.
+    private(set) var isPaused = false
+    /// Runs (once) when the session reads on.
+    var onResume: (() -> Void)?
 
     func sendMessage(_ build: (inout [UInt8]) -> Void) -> Bool {
         guard !isClosed else { return false }
@@ -44,11 +49,21 @@ final class APISessionConnection: SessionConnection {
         close(code: .goingAway, reason: "dropped", discardingQueued: true)
     }
 
+    func pauseReading() {
+        isPaused = true
+    }
+
+    func resumeReading() {
+        isPaused = false
+        onResume.take()?()
+    }
+
     /// Stops hearing the session (the request is answered).
     func detach() {
         isClosed = true
         onMessage = nil
         onClose = nil
+        onResume = nil
     }
 
     private func deliver(_ message: [UInt8]) {
