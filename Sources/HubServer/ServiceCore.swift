@@ -49,6 +49,8 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     var jwtVerifier: JWTVerifier?
     /// Bounds the connections, of the service and of each identity.
     let admission: Admission
+    /// The HTTP API's rate limiters, kept across a client's requests.
+    let httpRateLimits = HTTPRateLimits()
     /// Forgets idle names created on first use, every `hub.idleNameTimeout`.
     var idleSweep: (any Cancellable)?
     /// The interval ``idleSweep`` runs at.

@@ -270,6 +270,19 @@ struct HTTPAPIPublishTests {
         }
     }
 
+    @Test func aClientsRateLimitCarriesOverFromOneRequestToTheNext() async throws {
+        var session = SessionConfiguration()
+        session.inboundRate = InboundRateLimits(messagesPerSecond: 1)
+        try await withServer(serviceConfiguration(session: session)) { server in
+            // One value a second: of twenty requests one after the other, most are refused.
+            var statuses: [Int] = []
+            for n in 1...20 { statuses.append(try await Self.ask(server, "POST", "/v1/subjects/prices", body: "\(n)").status) }
+            #expect(statuses.first == 200)
+            #expect(statuses.filter { $0 == 429 }.count >= 10, "\(statuses)")
+            #expect(Set(statuses).isSubset(of: [200, 429]), "\(statuses)")
+        }
+    }
+
     @Test func theAPIServesOnSeveralEventLoops() async throws {
         var configuration = HubService.Configuration()
         configuration.eventLoops = 3

@@ -42,9 +42,27 @@ final class APIRequestHandler {
     /// Serves `request` (of `route`) with a session `sessions` makes; `respond` gets the
     /// answer once, now or later on the hub's loop.
     static func serve(
-        _ route: APIRoute, _ request: HTTPRequest, sessions: SessionFactory, respond: @escaping (HTTPResponse) -> Void
+        _ route: APIRoute, _ request: HTTPRequest, sessions: SessionFactory, rateLimits: HTTPRateLimits,
+        respond: @escaping (HTTPResponse) -> Void
     ) {
-        APIRequestHandler(route: route, request: request, respond: respond).start(sessions)
+        let handler = APIRequestHandler(route: route, request: request, respond: respond)
+        handler.rateLimits = rateLimits
+        handler.start(sessions)
+    }
+
+    /// The client's limiters, kept across its requests.
+    private var rateLimits: HTTPRateLimits?
+
+    /// Runs `body` (which hands the session messages) with the client's limiter kept
+    /// across requests in place of the session's own.
+    private func rateLimited<T>(_ session: Session, _ body: () -> T) -> T {
+        guard let rateLimits, let own = session.rateLimiter else { return body() }
+        let key = session.authenticator == nil ? "peer \(request.peer ?? "?")" : "identity \(session.identity?.name ?? "?")"
+        let now = session.hub.scheduler.now.nanoseconds
+        session.rateLimiter = rateLimits.limiter(for: key, limits: own.limits, now: now)
+        let result = body()
+        if let used = session.rateLimiter { rateLimits.keep(used, for: key, now: now) }
+        return result
     }
 
     private func start(_ sessions: SessionFactory) {
@@ -105,7 +123,7 @@ final class APIRequestHandler {
             // Served as a stream (SSERequestHandler), never here.
             throw HubError(.internal, "an event stream is not a request")
         case .latest(let name):
-            guard session.withinRate(bytes: 0) else { return }
+            guard rateLimited(session, { session.withinRate(bytes: 0) }) else { return }
             guard let latest = try session.latestValue(of: name) else {
                 throw HubError(.notFound, "subject '\(name)' has no value")
             }
@@ -162,7 +180,7 @@ final class APIRequestHandler {
             finish(APIErrorStatus.response(for: error.error))
             return
         }
-        session.receive(message, bytes: fields["value"]?.estimatedBytes ?? request.body.count)
+        rateLimited(session) { session.receive(message, bytes: fields["value"]?.estimatedBytes ?? request.body.count) }
     }
 
     /// The body of an operation that reads JSON (a fail's error, a trigger's key).

@@ -37,7 +37,8 @@ struct ServiceRoutes {
             SSERequestHandler.serve(target, request, core: core, reply: reply)
             return
         case .route(let route):
-            APIRequestHandler.serve(route, request, sessions: core.sessionFactory, respond: respond)
+            APIRequestHandler.serve(
+                route, request, sessions: core.sessionFactory, rateLimits: core.httpRateLimits, respond: respond)
             return
         case .notFound:
             respond(APIResponse.notFound(request.path))
