@@ -199,6 +199,21 @@ struct HTTPAPIEventsTests {
         }
     }
 
+    @Test func aQuietStreamGetsAHeartbeatComment() async throws {
+        var configuration = HubService.Configuration()
+        configuration.pingInterval = 1
+        try await withServer(configuration) { server in
+            let stream = try await Stream(server, "/v1/subjects/quiet/events")
+            #expect(stream.head.status == 200)
+            // A comment alone: an event with no field (EventSource ignores it).
+            #expect(try await stream.next() == .init(data: ""))
+            _ = try await Self.post(server, "/v1/subjects/quiet", "1")
+            var next = try await stream.next()
+            while next == .init(data: "") { next = try await stream.next() }
+            #expect(next == .init(data: "1"))
+        }
+    }
+
     @Test func aStreamIsCountedWithTheConnectionsAndADrainEndsIt() async throws {
         try await withServer { server in
             let stream = try await Stream(server, "/v1/subjects/prices/events")

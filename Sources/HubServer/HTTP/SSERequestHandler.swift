@@ -88,6 +88,7 @@ final class SSERequestHandler: SessionLink {
         }
         let stream = SSEStream(channel: reply.stream(), demand: demand)
         self.stream = stream
+        stream.keepAlive(every: .seconds(Int64(max(1, core.configuration.pingInterval))), on: sessions.hub.scheduler)
         let (session, logger) = sessions.open(
             on: stream, authorization: request.authorization, peer: request.peer, path: request.path)
         self.session = session

@@ -1,3 +1,4 @@
+import HubEngine
 import HubTransport
 import HubValue
 import HubWire
@@ -35,10 +36,27 @@ final class SSEStream: SessionConnection {
     /// Hears that the stream has ended (from either side).
     var onEnd: (() -> Void)?
 
+    /// Writes a comment while the stream is quiet (``keepAlive(every:on:)``).
+    private var heartbeat: (any Cancellable)?
+
     init(channel: any HTTPStreamChannel, demand: Int64?) {
         self.channel = channel
         remaining = demand
     }
+
+    /// Once the stream has begun, writes a comment line every `interval` (as WebSocket
+    /// connections are pinged): proxies keep a quiet stream open, and a reader that
+    /// vanished without closing is found by the write that fails, rather than holding
+    /// its connection's place for ever.
+    func keepAlive(every interval: Duration, on scheduler: any Scheduler) {
+        heartbeat = scheduler.schedule(after: scheduler.now.advanced(by: interval), interval: interval) { [weak self] in
+            guard let self, self.phase == .streaming else { return }
+            self.write(SSEStream.ping)
+        }
+    }
+
+    /// The heartbeat's comment.
+    static let ping = Array(": ping\n\n".utf8)
 
     /// The headers of an event stream: never cached, never buffered by a proxy.
     static let headers: [HTTPResponse.Header] = [
@@ -161,6 +179,7 @@ final class SSEStream: SessionConnection {
         guard phase != .ended else { return }
         let started = phase == .streaming
         phase = .ended
+        heartbeat.take()?.cancel()
         if started { channel.end(closingConnection: closingConnection) }
         onEnd?()
     }
@@ -168,6 +187,7 @@ final class SSEStream: SessionConnection {
     private func peerClosed() {
         guard phase != .ended else { return }
         phase = .ended
+        heartbeat.take()?.cancel()
         onEnd?()
     }
 
