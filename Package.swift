@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "HubRegistry", targets: ["HubRegistry"]),
         .library(name: "HubTesting", targets: ["HubTesting"]),
         .library(name: "HubSQLite", targets: ["HubSQLite"]),
+        .library(name: "HubLoop", targets: ["HubLoop"]),
         .library(name: "HubTransport", targets: ["HubTransport"]),
         .library(name: "HubServer", targets: ["HubServer"]),
         .library(name: "HubClient", targets: ["HubClient"]),
@@ -34,6 +35,10 @@ let package = Package(
     ],
     targets: [
         // MARK: the layers, bottom up
+
+        // The loop a hub's objects are confined to, as the transport, the stores and the
+        // cluster see it (`LoopExecutor`), and the one confinement wrapper (`LoopBound`).
+        .target(name: "HubLoop"),
 
         // The engine's operators snapshot their state as a `Value` for checkpoints of
         // running pipelines (Sources/HubEngine/Checkpoint): Value is a leaf without I/O.
@@ -77,6 +82,7 @@ let package = Package(
         .target(
             name: "HubRegistry",
             dependencies: [
+                "HubLoop",
                 "HubEngine",
                 "HubValue",
                 "HubWire",
@@ -132,6 +138,7 @@ let package = Package(
         .target(
             name: "HubTransport",
             dependencies: [
+                "HubLoop",
                 "CWebsockets",
                 "HubEngine",
                 "HubValue",
@@ -143,6 +150,7 @@ let package = Package(
         .target(
             name: "HubServer",
             dependencies: [
+                "HubLoop",
                 "HubEngine",
                 "HubValue",
                 "HubWire",
@@ -177,19 +185,20 @@ let package = Package(
         .target(
             name: "HubCluster",
             dependencies: [
+                "HubLoop",
                 "CNATS",
                 .product(name: "DequeModule", package: "swift-collections"),
                 "HubEngine",
                 "HubValue",
                 "HubWire",
                 "HubRegistry",
-                "HubTransport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
             name: "HubClient",
             dependencies: [
+                "HubLoop",
                 "HubEngine",
                 "HubValue",
                 "HubWire",
@@ -200,6 +209,7 @@ let package = Package(
         .executableTarget(
             name: "hubcli",
             dependencies: [
+                "HubLoop",
                 "HubClient",
                 "HubCluster",
                 "HubEngine",
@@ -275,6 +285,7 @@ let package = Package(
         .testTarget(
             name: "HubStoreTests",
             dependencies: [
+                "HubLoop",
                 "NetworkTestSupport", "HubRegistry", "HubSQLite", "HubCluster", "CSQLite", "CSQLiteVFS", "HubEngine", "HubValue",
                 "HubWire",
                 .product(name: "Logging", package: "swift-log"),
@@ -283,6 +294,7 @@ let package = Package(
         .testTarget(
             name: "HubTransportTests",
             dependencies: [
+                "HubLoop",
                 "NetworkTestSupport",
                 "HubTransport",
                 "HubEngine",
@@ -308,6 +320,7 @@ let package = Package(
         .testTarget(
             name: "HubServerTests",
             dependencies: [
+                "HubLoop",
                 "NetworkTestSupport",
                 "HubServer",
                 "HubRegistry",

@@ -23,6 +23,7 @@ let package = Package(
             dependencies: [
                 "NetworkTestSupport",
                 .product(name: "HubTransport", package: "ReactiveHub"),
+                .product(name: "HubLoop", package: "ReactiveHub"),
                 .product(name: "HubEngine", package: "ReactiveHub"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ],
@@ -40,6 +41,7 @@ let package = Package(
                 .product(name: "HubWire", package: "ReactiveHub"),
                 .product(name: "HubTesting", package: "ReactiveHub"),
                 .product(name: "HubTransport", package: "ReactiveHub"),
+                .product(name: "HubLoop", package: "ReactiveHub"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ],

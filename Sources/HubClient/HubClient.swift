@@ -1,3 +1,4 @@
+import HubLoop
 import HubValue
 import HubWire
 import HubTransport

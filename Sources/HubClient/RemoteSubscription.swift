@@ -1,4 +1,5 @@
 import HubEngine
+import HubLoop
 import HubValue
 import HubWire
 import HubTransport

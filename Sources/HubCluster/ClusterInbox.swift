@@ -1,5 +1,5 @@
 import Foundation
-import HubTransport
+import HubLoop
 
 /// What reaches a node from NATS, on libnats's delivery thread, handed to the hub's event
 /// loop in one batch at a time and in arrival order.
@@ -30,7 +30,7 @@ final class ClusterInbox: @unchecked Sendable {
     }
 
     let capacity: Int
-    private let eventLoop: EventLoop
+    private let eventLoop: any LoopExecutor
     private let lock = NSLock()
     private var events: [Event] = []
     private var isScheduled = false
@@ -43,7 +43,7 @@ final class ClusterInbox: @unchecked Sendable {
         var handle: (([Event]) -> Void)?
     }
 
-    init(capacity: Int, eventLoop: EventLoop, deliverer: Deliverer) {
+    init(capacity: Int, eventLoop: any LoopExecutor, deliverer: Deliverer) {
         self.capacity = capacity
         self.eventLoop = eventLoop
         deliver = LoopBound(deliverer, eventLoop: eventLoop)

@@ -1,7 +1,6 @@
 import Foundation
 import HubEngine
 import HubRegistry
-import HubTransport
 import HubValue
 import HubWire
 import Logging

@@ -1,7 +1,7 @@
 import Foundation
 import HubEngine
+import HubLoop
 import HubRegistry
-import HubTransport
 import HubValue
 import HubWire
 import Logging
@@ -63,9 +63,10 @@ extension ClusterNode {
     }
 
     public func hub(_ hub: Hub, interestMayHaveChangedIn name: String) {
-        // Reviewed once the loop's present work is done (a cancel lowers the count after).
+        // Reviewed once the loop's present work is done (a cancel lowers the count after):
+        // the hub's scheduler runs it after what the loop has queued.
         guard pendingInterest.insert(name).inserted, pendingInterest.count == 1 else { return }
-        eventLoop.executeSoon { [weak self] in
+        hub.scheduler.schedule { [weak self] in
             guard let self else { return }
             let names = self.pendingInterest
             self.pendingInterest = []
@@ -75,7 +76,7 @@ extension ClusterNode {
     }
 
     public func clusterCatalog(merging local: Catalog) -> Catalog {
-        remoteCatalogs.merging(local, at: EventLoop.monotonicNanoseconds())
+        remoteCatalogs.merging(local, at: MonotonicClock.nanoseconds())
     }
 
     /// The JetStream store keeping `subject`'s history, if it has history in one.

@@ -1,7 +1,7 @@
 import Foundation
 import HubEngine
+import HubLoop
 import HubRegistry
-import HubTransport
 import HubValue
 import HubWire
 import Logging
@@ -28,7 +28,7 @@ extension ClusterNode {
     /// This node's catalog (at most ``Configuration/maxCatalogEntries`` names) to every node.
     func broadcastCatalog() {
         guard !isStopped else { return }
-        remoteCatalogs.forgetStale(at: EventLoop.monotonicNanoseconds())
+        remoteCatalogs.forgetStale(at: MonotonicClock.nanoseconds())
         var catalog = hub.localCatalog()
         let limit = configuration.maxCatalogEntries
         if catalog.subjects.count + catalog.pipelines.count + catalog.triggers.count > limit {

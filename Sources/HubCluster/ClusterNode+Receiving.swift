@@ -1,7 +1,7 @@
 import Foundation
 import HubEngine
+import HubLoop
 import HubRegistry
-import HubTransport
 import HubValue
 import HubWire
 import Logging
@@ -105,6 +105,6 @@ extension ClusterNode {
 
     func receiveCatalog(_ payload: [UInt8], from origin: String) {
         guard case .catalog(_, let catalog)? = try? ServerMessage.decode(payload) else { return }
-        remoteCatalogs.record(catalog, from: origin, at: EventLoop.monotonicNanoseconds())
+        remoteCatalogs.record(catalog, from: origin, at: MonotonicClock.nanoseconds())
     }
 }

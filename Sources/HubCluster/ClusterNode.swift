@@ -1,7 +1,7 @@
 import Foundation
 import HubEngine
+import HubLoop
 import HubRegistry
-import HubTransport
 import HubValue
 import HubWire
 import Logging
@@ -47,7 +47,7 @@ public final class ClusterNode: HubClusterLink {
     /// The node's NATS subjects.
     public let names: ClusterSubjectNames
     let hub: Hub
-    let eventLoop: EventLoop
+    let eventLoop: any LoopExecutor
     let logger: Logger
     var connection: NATSConnection?
     let inbox: ClusterInbox
@@ -76,7 +76,7 @@ public final class ClusterNode: HubClusterLink {
     var placesPipelines = true
 
     /// A node for `hub` on `eventLoop` (the hub's); nothing connects until ``start()``.
-    public init(configuration: Configuration, hub: Hub, eventLoop: EventLoop, logger: Logger) {
+    public init(configuration: Configuration, hub: Hub, eventLoop: any LoopExecutor, logger: Logger) {
         self.configuration = configuration
         names = ClusterSubjectNames(prefix: configuration.subjectPrefix)
         self.hub = hub
@@ -165,5 +165,5 @@ public final class ClusterNode: HubClusterLink {
     public var droppedFromCluster: Int { inbox.dropped }
 
     /// The names of the other nodes heard from recently, sorted.
-    public var liveNodes: [String] { remoteCatalogs.liveNodes(at: EventLoop.monotonicNanoseconds()) }
+    public var liveNodes: [String] { remoteCatalogs.liveNodes(at: MonotonicClock.nanoseconds()) }
 }

@@ -1,5 +1,6 @@
 import DequeModule
 import Foundation
+import HubLoop
 import HubRegistry
 import HubValue
 import HubWire
@@ -156,7 +157,7 @@ final class JetStreamAppends: @unchecked Sendable {
                 executor.execute { append.log.acked(.failure(failure), value: append.value) }
             }
         }
-        let completion = StoreBound(commit.completion)
+        let completion = LoopBound(commit.completion, eventLoop: executor)
         executor.execute { completion.value(result) }
     }
 

@@ -1,4 +1,5 @@
 import DequeModule
+import HubLoop
 import HubRegistry
 import HubValue
 import HubWire
@@ -138,8 +139,8 @@ final class JetStreamLog: SubjectLog {
         }
         self.follower = follower
         let executor = store.executor
-        let log = StoreBound(self)
-        let bound = StoreBound(follower)
+        let log = LoopBound(self, eventLoop: executor)
+        let bound = LoopBound(follower, eventLoop: executor)
         follower.run { batch in
             executor.execute { log.value.observed(batch, from: bound.value) }
         }
@@ -290,10 +291,4 @@ final class JetStreamLog: SubjectLog {
         var seen: UInt64
         init(seen: UInt64) { self.seen = seen }
     }
-}
-
-/// A loop-confined value carried through the worker back to the loop (used on the loop only).
-struct StoreBound<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
 }

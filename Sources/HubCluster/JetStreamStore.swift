@@ -1,4 +1,5 @@
 import Dispatch
+import HubLoop
 import HubRegistry
 import HubValue
 import HubWire
@@ -191,10 +192,10 @@ public final class JetStreamStore: SubjectStore {
     /// `done` with its result on the loop.
     func request<T>(_ work: @escaping @Sendable () -> T, then done: ((T) -> Void)? = nil) {
         let (appends, executor) = (self.appends, self.executor)
-        let done = done.map(StoreBound.init)
+        let done = done.map { LoopBound($0, eventLoop: executor) }
         queue.async {
             appends.publishAdded()
-            let result = StoreBound(work())
+            let result = LoopBound(work(), eventLoop: executor)
             guard let done else { return }
             executor.execute { done.value(result.value) }
         }

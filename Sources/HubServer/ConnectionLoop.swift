@@ -1,3 +1,4 @@
+import HubLoop
 import HubTransport
 
 /// One of the broker's connection loops, as the hub's loop sees it: the loop, the

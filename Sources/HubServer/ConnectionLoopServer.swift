@@ -1,3 +1,4 @@
+import HubLoop
 import HubTransport
 
 /// The server of a connection loop (see ``ConnectionLoop``): it serves the sockets the
@@ -21,14 +22,15 @@ final class ConnectionLoopServer: WebSocketServerDelegate {
     }
 
     /// Starts a server with `configuration` on `eventLoop` (on its thread), which hands
-    /// its connections to `hubSide`'s loop, and the loop's lag probe, which notes into `lag`.
+    /// its connections to `hubSide` on `hubLoop` (the hub's), and the loop's lag probe,
+    /// which notes into `lag`.
     ///
     /// - Throws: ``TransportError`` when it cannot listen.
     static func start(
-        on eventLoop: EventLoop, configuration: WebSocketServer.Configuration, hubSide: LoopBound<ConnectionLoop>,
-        lag: LoopLagMonitor.SharedMaximum
+        on eventLoop: EventLoop, configuration: WebSocketServer.Configuration, hubLoop: EventLoop,
+        hubSide: LoopBound<ConnectionLoop>, lag: LoopLagMonitor.SharedMaximum
     ) throws -> LoopBound<ConnectionLoopServer> {
-        let delegate = ConnectionLoopServer(toHub: LoopHandOff(from: eventLoop, to: hubSide.eventLoop), hubSide: hubSide)
+        let delegate = ConnectionLoopServer(toHub: LoopHandOff(from: eventLoop, to: hubLoop), hubSide: hubSide)
         let server = WebSocketServer(eventLoop: eventLoop, configuration: configuration, delegate: delegate)
         delegate.server = server
         try server.start()

@@ -1,5 +1,6 @@
 import Foundation
 import HubEngine
+import HubLoop
 import HubRegistry
 import HubTransport
 import HubValue
@@ -91,7 +92,7 @@ public final class HubService: Sendable {
         }
         guard let (hubSide, configuration, lag) = known else { return }
         let server = try await loop.submit {
-            try ConnectionLoopServer.start(on: loop, configuration: configuration, hubSide: hubSide, lag: lag)
+            try ConnectionLoopServer.start(on: loop, configuration: configuration, hubLoop: hubLoop, hubSide: hubSide, lag: lag)
         }
         try await eventLoop.submit { hubSide.value.attach(server) }
     }

@@ -13,6 +13,9 @@ public struct LoopStoreExecutor: StoreExecutor {
         self.eventLoop = eventLoop
     }
 
+    /// Whether the caller runs on the loop's thread.
+    public var inEventLoop: Bool { eventLoop.inEventLoop }
+
     /// Runs `work` on the loop, as an answer.
     public func execute(_ work: @Sendable @escaping () -> Void) {
         eventLoop.executeAnswer(work)

@@ -1,3 +1,4 @@
+import HubLoop
 import HubRegistry
 import HubTransport
 

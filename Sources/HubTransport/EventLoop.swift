@@ -1,6 +1,7 @@
 import CWebsockets
 import DequeModule
 import Foundation
+import HubLoop
 import Logging
 import Synchronization
 
@@ -19,43 +20,43 @@ public final class EventLoop: @unchecked Sendable {
     /// The logger the loop, and by default its servers, clients and connections, log to.
     public let logger: Logger
 
-    private let thread = ServiceThread()
-    private let remoteWork = WorkQueue()
-    private let stopRequested = Atomic<Bool>(false)
-    private var startError: TransportError?  // written before the ready signal
+    let thread = ServiceThread()
+    let remoteWork = WorkQueue()
+    let stopRequested = Atomic<Bool>(false)
+    var startError: TransportError?  // written before the ready signal
 
     // Loop-confined state.
-    private var context: OpaquePointer?
+    var context: OpaquePointer?
     /// The libev loop lws runs on (nil: lws's own `poll`).
-    private var eventLibraryLoop: UnsafeMutableRawPointer?
+    var eventLibraryLoop: UnsafeMutableRawPointer?
     /// How the loop waits for its sockets (``Configuration/eventLibrary``, or `.poll` when
     /// lws could not load libev); `waitsWithEpoll` whether libev chose epoll. Written
     /// before the loop reports ready.
-    public private(set) var eventLibrary: Configuration.EventLibrary = .poll
-    public private(set) var waitsWithEpoll = false
+    public internal(set) var eventLibrary: Configuration.EventLibrary = .poll
+    public internal(set) var waitsWithEpoll = false
     /// On libev: the timer that wakes the loop for its next deadline, the deadline it is
     /// armed for, and when lws last had a pass of its own timers (see ``kickLibWebSockets()``).
-    private var wakeup: UnsafeMutablePointer<cws_ev_wakeup_t>?
-    @exclusivity(unchecked) private var armedWake: Int64 = .max
-    @exclusivity(unchecked) private var lastKick: Int64 = 0
+    var wakeup: UnsafeMutablePointer<cws_ev_wakeup_t>?
+    @exclusivity(unchecked) var armedWake: Int64 = .max
+    @exclusivity(unchecked) var lastKick: Int64 = 0
     /// Whether lws should service its own timers at the end of this pass: a connection
     /// was set to close through them (``requestLibWebSocketsService()``).
-    @exclusivity(unchecked) private var kickRequested = false
+    @exclusivity(unchecked) var kickRequested = false
     /// Until when pending writes wait for more input (``WriteCoalescing/Decision/waitUntil(_:)``).
-    @exclusivity(unchecked) private var writesWaitUntil: Int64?
+    @exclusivity(unchecked) var writesWaitUntil: Int64?
     /// How often lws's own timers (pings, timeouts) are serviced at least, on libev.
     static let libWebSocketsTimerInterval: Int64 = 100_000_000
     /// Set while the context is being destroyed: no new timers, listeners or connections.
-    private(set) var isDestroying = false
+    var isDestroying = false
     // @exclusivity(unchecked) on the hot fields: they are loop-confined and no access to
     // one of them is open while work, a timer action or lws runs, so the dynamic check
     // (a runtime call per access) would only cost.
-    @exclusivity(unchecked) private var localWork = Deque<() -> Void>()
-    @exclusivity(unchecked) private var endOfPassWork = Deque<() -> Void>()
-    @exclusivity(unchecked) private var drained: [WorkQueue.Work] = []
-    @exclusivity(unchecked) private var timers = TimerQueue()
-    @exclusivity(unchecked) private var timer = LoopTimer()
-    private var timerHandle: UnsafeMutablePointer<cws_timer_t>?
+    @exclusivity(unchecked) var localWork = Deque<() -> Void>()
+    @exclusivity(unchecked) var endOfPassWork = Deque<() -> Void>()
+    @exclusivity(unchecked) var drained: [WorkQueue.Work] = []
+    @exclusivity(unchecked) var timers = TimerQueue()
+    @exclusivity(unchecked) var timer = LoopTimer()
+    var timerHandle: UnsafeMutablePointer<cws_timer_t>?
     /// What lws points at for the context's life (protocol tables, names, endpoints).
     let arena = ContextArena()
     /// Buffers recycled across the loop's connections.
@@ -66,30 +67,30 @@ public final class EventLoop: @unchecked Sendable {
     /// of its wsi to its destruction (``WebSocketCallbackDispatcher``).
     var acceptors: [OpaquePointer: EndpointReference] = [:]
     /// Service passes (`lws_service` calls) so far, for tests of how the loop waits.
-    @exclusivity(unchecked) private(set) var servicePasses = 0
+    @exclusivity(unchecked) var servicePasses = 0
     /// Events handled so far (connection and endpoint callbacks, handed-in work, timers):
     /// a pass that changed it was busy, and more may be ready at once.
-    @exclusivity(unchecked) private var activity: UInt64 = 0
+    @exclusivity(unchecked) var activity: UInt64 = 0
     /// Input handled so far (inbound chunks, handed-in work): while a pass handles some,
     /// writes may wait for the next pass (``WriteCoalescing``).
-    @exclusivity(unchecked) private var inputs: UInt64 = 0
+    @exclusivity(unchecked) var inputs: UInt64 = 0
     /// Connections with messages queued since their last write, written at the end of the pass.
-    @exclusivity(unchecked) private var flushQueue: [WebSocketConnection] = []
-    @exclusivity(unchecked) private var flushing: [WebSocketConnection] = []
+    @exclusivity(unchecked) var flushQueue: [WebSocketConnection] = []
+    @exclusivity(unchecked) var flushing: [WebSocketConnection] = []
     /// Writers besides the connections that write when the loop writes (``writeWithConnections(_:)``).
-    @exclusivity(unchecked) private var writers: [any LoopWriter] = []
-    @exclusivity(unchecked) private var writing: [any LoopWriter] = []
-    @exclusivity(unchecked) private var coalescing: WriteCoalescing
+    @exclusivity(unchecked) var writers: [any LoopWriter] = []
+    @exclusivity(unchecked) var writing: [any LoopWriter] = []
+    @exclusivity(unchecked) var coalescing: WriteCoalescing
     /// Flushes so far (each writes every connection queued since the last), for tests.
-    @exclusivity(unchecked) private(set) var flushes = 0
+    @exclusivity(unchecked) var flushes = 0
     /// Messages queued since the last write (``noteMessageQueued()``).
-    @exclusivity(unchecked) private var queuedMessages = 0
+    @exclusivity(unchecked) var queuedMessages = 0
     /// Whether the pending writes go out at the end of this pass (``writeAtEndOfPass()``).
-    @exclusivity(unchecked) private var flushPromptly = false
+    @exclusivity(unchecked) var flushPromptly = false
     /// The thread's CPU time at the end of the previous pass (``Configuration/measuresPassCPUTime``).
-    @exclusivity(unchecked) private var passCPUMark: Int64 = 0
+    @exclusivity(unchecked) var passCPUMark: Int64 = 0
     /// The most CPU time one pass took since ``takeLongestPassCPUTime()`` last read it.
-    private let longestPassCPU = Atomic<Int64>(0)
+    let longestPassCPU = Atomic<Int64>(0)
 
     /// Starts the loop thread and creates its libwebsockets context.
     ///
@@ -216,7 +217,7 @@ public final class EventLoop: @unchecked Sendable {
         kickRequested = true
     }
 
-    private func enqueue(_ work: WorkQueue.Work) {
+    func enqueue(_ work: WorkQueue.Work) {
         if !remoteWork.enqueue(work) {
             logger.debug("work handed to a stopped event loop was dropped")
             work.drop?()
@@ -234,179 +235,6 @@ public final class EventLoop: @unchecked Sendable {
     func noteInput() {
         activity &+= 1
         inputs &+= 1
-    }
-
-    /// Writes `connection`'s queue at the end of the service pass (``WebSocketConnection/flush()``).
-    @inline(__always)
-    func scheduleFlush(_ connection: WebSocketConnection) {
-        flushQueue.append(connection)
-    }
-
-    /// Notes that a message was queued for a connection (or an element of a coalescing
-    /// one), here or through a ``LoopWriter``: how heavy a stream is decides how long its
-    /// writes wait (``WriteCoalescing``). Must be called on the loop thread.
-    @inline(__always)
-    public func noteMessageQueued() {
-        queuedMessages &+= 1
-    }
-
-    /// Writes at the end of this pass, whatever the coalescing: a connection has queued
-    /// a full batch, and holding more back would only grow its queue; or what is queued
-    /// was held back already (on another loop). Must be called on the loop thread.
-    @inline(__always)
-    public func writeAtEndOfPass() {
-        flushPromptly = true
-    }
-
-    /// Makes `writer` write when this loop next writes what its connections queued: at
-    /// the end of this pass, or later while a stream's writes are held back
-    /// (``WriteCoalescing``), its ``LoopWriter/pendingConnections`` counting as
-    /// connections waiting to be written. Once per write: a writer with more to write
-    /// afterwards registers again. Must be called on the loop thread.
-    public func writeWithConnections(_ writer: any LoopWriter) {
-        preconditionInEventLoop()
-        writers.append(writer)
-    }
-
-    /// Whether connections or writers wait for the loop's next write.
-    private var hasPendingWrites: Bool { !flushQueue.isEmpty || !writers.isEmpty }
-
-    /// Connections waiting for the next write, the writers' included.
-    var pendingConnections: Int {
-        var count = flushQueue.count
-        for writer in writers { count += writer.pendingConnections }
-        return count
-    }
-
-    /// Decides after a pass that left writes pending whether to write now.
-    private func decideAfterPass(handledInput: Bool, now: Int64) -> WriteCoalescing.Decision {
-        coalescing.afterPass(
-            handledInput: handledInput, now: now, pendingConnections: pendingConnections, queuedMessages: queuedMessages,
-            mustWrite: flushPromptly)
-    }
-
-    /// Writes the queues of the connections scheduled so far, then lets the writers write.
-    /// Connections and writers scheduled while it runs (a handler that queues more when its
-    /// queue drained) wait for the next pass.
-    private func flushConnections() {
-        flushes &+= 1
-        queuedMessages = 0
-        flushPromptly = false
-        swap(&flushQueue, &flushing)
-        swap(&writers, &writing)
-        for connection in flushing { connection.flush() }
-        flushing.removeAll(keepingCapacity: true)
-        for writer in writing { writer.write() }
-        writing.removeAll(keepingCapacity: true)
-    }
-
-    /// Runs the queued work; called on `LWS_CALLBACK_EVENT_WAIT_CANCELLED`.
-    func drainWork() {
-        noteActivity()
-        remoteWork.takePending(into: &drained)
-        for work in drained {
-            if work.isInput { noteInput() }
-            work.run()
-        }
-        drained.removeAll(keepingCapacity: true)
-        runLocalWork()
-        if !localWork.isEmpty { remoteWork.wake() }
-    }
-
-    /// Runs the local work queued before this pass (work it queues waits for the next).
-    private func runLocalWork() {
-        var budget = localWork.count
-        while budget > 0, let work = localWork.popFirst() {
-            budget -= 1
-            work()
-        }
-    }
-
-    /// Runs the work queued for the end of this pass (work it queues waits for the next).
-    private func runEndOfPassWork() {
-        guard !endOfPassWork.isEmpty else { return }
-        noteActivity()
-        var budget = endOfPassWork.count
-        while budget > 0, let work = endOfPassWork.popFirst() {
-            budget -= 1
-            work()
-        }
-    }
-
-    // MARK: - Pass CPU time
-
-    /// The most CPU time (the loop thread's) one service pass took since the previous
-    /// call, which starts a new window; `nil` unless ``Configuration/measuresPassCPUTime``.
-    /// A pass is everything between two waits: the sockets' events, handed-in work,
-    /// timers and writes. Callable from any thread.
-    public func takeLongestPassCPUTime() -> Duration? {
-        guard configuration.measuresPassCPUTime else { return nil }
-        return .nanoseconds(longestPassCPU.exchange(0, ordering: .relaxed))
-    }
-
-    /// Ends a pass's CPU measurement (waiting costs no CPU: the time since the previous
-    /// pass ended is this pass's).
-    @inline(__always)
-    private func notePassEnded() {
-        guard configuration.measuresPassCPUTime else { return }
-        let now = cws_thread_cpu_nanoseconds()
-        let spent = now - passCPUMark
-        passCPUMark = now
-        var current = longestPassCPU.load(ordering: .relaxed)
-        while spent > current {
-            let (exchanged, original) = longestPassCPU.compareExchange(
-                expected: current, desired: spent, ordering: .relaxed)
-            if exchanged { break }
-            current = original
-        }
-    }
-
-    // MARK: - Timers
-
-    /// The loop's monotonic clock in nanoseconds (`CLOCK_MONOTONIC`).
-    public static func monotonicNanoseconds() -> Int64 {
-        cws_monotonic_nanoseconds()
-    }
-
-    /// Schedules `action` at `deadline` (monotonic nanoseconds), repeating every
-    /// `interval` nanoseconds when given. Loop thread only.
-    func scheduleTimer(deadline: Int64, interval: Int64?, _ action: @escaping () -> Void) -> TimerQueue.Entry {
-        preconditionInEventLoop()
-        let entry = timers.insert(deadline: deadline, interval: interval, action: action)
-        armTimer()
-        return entry
-    }
-
-    /// Cancels a timer; idempotent. Loop thread only.
-    func cancelTimer(_ entry: TimerQueue.Entry) {
-        preconditionInEventLoop()
-        timers.cancel(entry)
-        armTimer()
-    }
-
-    private func armTimer() {
-        // On libev the loop wakes itself for the next deadline (``serviceOnLibev``).
-        guard !isDestroying, eventLibraryLoop == nil, let context, let timerHandle else { return }
-        switch timer.update(nextDeadline: timers.nextDeadline, now: EventLoop.monotonicNanoseconds()) {
-        case .keep:
-            break
-        case .cancel:
-            cws_timer_cancel(timerHandle)
-        case .arm(let microseconds):
-            cws_timer_schedule(context, timerHandle, cwsTimerFired, lws_usec_t(microseconds))
-        }
-    }
-
-    /// Runs the due timers; called by the lws sorted-usec-list callback.
-    func fireTimers() {
-        noteActivity()
-        timer.fired()
-        let now = EventLoop.monotonicNanoseconds()
-        let mark = timers.sequenceMark
-        while let action = timers.popDue(now: now, before: mark) {
-            action()
-        }
-        armTimer()
     }
 
     // MARK: - Resources kept for the context's life
@@ -433,204 +261,7 @@ public final class EventLoop: @unchecked Sendable {
         if inEventLoop { return }
         thread.waitForExit()
     }
-
-    // MARK: - The service thread
-
-    private func run() {
-        var info = lws_context_creation_info()
-        info.port = cws_context_port_no_listen
-        info.protocols = UnsafePointer(arena.protocolTable(name: "hub-event-loop", callback: cwsLoopCallback))
-        info.user = Unmanaged.passUnretained(self).toOpaque()
-        info.fd_limit_per_thread = UInt32(configuration.descriptorLimit)
-        if configuration.eventLibrary == .libev, let loop = cws_ev_loop_new() {
-            // lws runs on our libev loop (a "foreign" one): each pass is one ev_run.
-            let loops = arena.allocate(UnsafeMutableRawPointer?.self)
-            loops[0] = loop
-            info.foreign_loops = loops
-            info.options |= cws_option_libev
-            eventLibraryLoop = loop
-        }
-        var created = TLSContextSetup.createContext(&info)
-        if created == nil, let loop = eventLibraryLoop {
-            logger.warning("libwebsockets could not run on libev (is libwebsockets-evlib-ev installed?): using poll")
-            info.foreign_loops = nil
-            info.options &= ~cws_option_libev
-            cws_ev_loop_destroy(loop)
-            eventLibraryLoop = nil
-            created = TLSContextSetup.createContext(&info)
-        }
-        if let loop = eventLibraryLoop {
-            eventLibrary = .libev
-            waitsWithEpoll = cws_ev_backend_is_epoll(loop) != 0
-            // Passes are cheap on epoll: while messages stream in, wait for more before writing.
-            coalescing.waitsForInput = true
-            let wakeup = arena.allocate(cws_ev_wakeup_t.self)
-            cws_ev_wakeup_init(wakeup)
-            self.wakeup = wakeup
-        }
-        guard let context = created else {
-            startError = TransportError(code: .contextCreationFailed, message: "lws_create_context failed")
-            _ = remoteWork.close()
-            arena.releaseAll()
-            thread.signalReady()
-            thread.signalExit()
-            return
-        }
-        self.context = context
-        let timerHandle = arena.allocate(cws_timer_t.self)
-        cws_timer_init(timerHandle, Unmanaged.passUnretained(self).toOpaque())
-        self.timerHandle = timerHandle
-        let wakeTarget = ContextPointer(raw: context)
-        remoteWork.open { lws_cancel_service(wakeTarget.raw) }
-        thread.signalReady()
-        logger.debug("event loop started")
-
-        var lastPassWasBusy = true
-        if configuration.measuresPassCPUTime { passCPUMark = cws_thread_cpu_nanoseconds() }
-        while !stopRequested.load(ordering: .acquiring) {
-            if let eventLibraryLoop, let wakeup {
-                serviceOnLibev(eventLibraryLoop, wakeup, context)
-                continue
-            }
-            // With writes or end-of-pass work pending the pass must not wait: they are done after it.
-            let writesPending = hasPendingWrites || !endOfPassWork.isEmpty
-            // lws polls in whole milliseconds: when idle, sleep through a timer's last
-            // fraction of one rather than polling with a zero timeout until it is due
-            // (while busy, keep servicing: more I/O may be ready).
-            if !writesPending, case .sleep(let nanoseconds) = timer.wait(
-                now: EventLoop.monotonicNanoseconds(), hasPendingWork: lastPassWasBusy || remoteWork.isWakePending)
-            {
-                EventLoop.sleep(nanoseconds: nanoseconds)
-            }
-            let before = activity
-            let inputsBefore = inputs
-            servicePasses &+= 1
-            // A negative timeout makes lws poll without waiting.
-            if lws_service(context, writesPending ? -1 : 0) < 0 { break }
-            runEndOfPassWork()
-            kickRequested = false  // lws_service services its timers every pass
-            lastPassWasBusy = activity != before
-            if hasPendingWrites,
-                decideAfterPass(handledInput: inputs != inputsBefore, now: EventLoop.monotonicNanoseconds()) == .write
-            {
-                flushConnections()
-            }
-            notePassEnded()
-        }
-
-        // Run what was handed in before the stop, then refuse more and destroy.
-        for work in remoteWork.close() { work.run() }
-        runLocalWork()
-        runEndOfPassWork()
-        localWork.removeAll()
-        endOfPassWork.removeAll()
-        flushQueue.removeAll()
-        // What writers hold for other loops goes, as work handed in before the stop did.
-        for writer in writers { writer.write() }
-        writers.removeAll()
-        cws_timer_cancel(timerHandle)
-        if let eventLibraryLoop, let wakeup { cws_ev_wakeup_stop(eventLibraryLoop, wakeup) }
-        remoteWork.detachWaker()
-        isDestroying = true
-        lws_context_destroy(context)
-        self.context = nil
-        if let loop = eventLibraryLoop {
-            cws_ev_loop_destroy(loop)
-            eventLibraryLoop = nil
-        }
-        timers.removeAll()
-        self.timerHandle = nil
-        arena.releaseAll()
-        buffers.removeAll()
-        logger.debug("event loop stopped")
-        thread.signalExit()
-    }
-
-    /// One pass on libev: waits (unless writes are pending) until a socket is ready, work
-    /// is handed in, or the next deadline, handles what is ready, runs the due timers, then
-    /// writes what the pass queued (``WriteCoalescing``).
-    private func serviceOnLibev(
-        _ loop: UnsafeMutableRawPointer, _ wakeup: UnsafeMutablePointer<cws_ev_wakeup_t>, _ context: OpaquePointer
-    ) {
-        defer { notePassEnded() }
-        // Pending writes make the pass poll without waiting, unless they wait for input;
-        // so does work left for the end of this pass.
-        let noWait = (hasPendingWrites && writesWaitUntil == nil) || !endOfPassWork.isEmpty
-        if !noWait {
-            var wake = lastKick &+ EventLoop.libWebSocketsTimerInterval
-            if let deadline = timers.nextDeadline { wake = min(wake, deadline) }
-            if let writesWaitUntil { wake = min(wake, writesWaitUntil) }
-            if wake != armedWake {
-                let seconds = Double(max(0, wake - EventLoop.monotonicNanoseconds())) / 1e9
-                cws_ev_wakeup_arm(loop, wakeup, seconds)
-                armedWake = wake
-            }
-        }
-        let inputsBefore = inputs
-        servicePasses &+= 1
-        _ = cws_ev_run(loop, noWait ? 1 : 0)
-        var now = EventLoop.monotonicNanoseconds()
-        if now >= armedWake { armedWake = .max }
-        var timersFired = false
-        if let deadline = timers.nextDeadline, deadline <= now {
-            fireTimers()
-            timersFired = true
-        }
-        runEndOfPassWork()
-        now = EventLoop.monotonicNanoseconds()
-        if timersFired || kickRequested {
-            kickRequested = false
-            // What the timers did may need lws's own service (a kill, a paused read).
-            kickLibWebSockets(context, now: now)
-        } else if now - lastKick >= EventLoop.libWebSocketsTimerInterval {
-            kickLibWebSockets(context, now: now)
-        }
-        writesWaitUntil = nil
-        guard hasPendingWrites else { return }
-        switch decideAfterPass(handledInput: inputs != inputsBefore, now: now) {
-        case .write: flushConnections()
-        case .holdBack: break
-        case .waitUntil(let deadline): writesWaitUntil = deadline
-        }
-    }
-
-    /// lws 4.1 on libev services its own timers (pings, timeouts, kills) and forced work
-    /// (buffered input) only after it handled a socket event: waking it through its event
-    /// pipe makes it do so now.
-    private func kickLibWebSockets(_ context: OpaquePointer, now: Int64) {
-        lastKick = now
-        lws_cancel_service(context)
-    }
-
-    /// Sleeps the loop thread (less than a millisecond, before a timer lws cannot wait for).
-    private static func sleep(nanoseconds: Int64) {
-        var duration = timespec(tv_sec: 0, tv_nsec: Int(nanoseconds))
-        var remaining = timespec()
-        while nanosleep(&duration, &remaining) != 0, errno == EINTR {
-            duration = remaining
-        }
-    }
 }
 
-/// The lws context pointer, shareable so that other threads can `lws_cancel_service` it.
-private struct ContextPointer: @unchecked Sendable {
-    let raw: OpaquePointer
-}
-
-/// The protocol callback of the loop's own vhost: drains handed-in work.
-private func cwsLoopCallback(
-    _ wsi: OpaquePointer?, _ reason: lws_callback_reasons, _ user: UnsafeMutableRawPointer?,
-    _ input: UnsafeMutableRawPointer?, _ length: Int
-) -> Int32 {
-    guard reason == LWS_CALLBACK_EVENT_WAIT_CANCELLED,
-        let wsi, let context = lws_get_context(wsi), let raw = lws_context_user(context)
-    else { return 0 }
-    Unmanaged<EventLoop>.fromOpaque(raw).takeUnretainedValue().drainWork()
-    return 0
-}
-
-/// The sorted-usec-list callback of the loop's timer.
-private func cwsTimerFired(_ sul: UnsafeMutablePointer<lws_sorted_usec_list_t>?) {
-    guard let sul, let raw = cws_timer_user(sul) else { return }
-    Unmanaged<EventLoop>.fromOpaque(raw).takeUnretainedValue().fireTimers()
-}
+/// The transport's loop is the loop the hub's stores, its cluster and ``LoopBound`` see.
+extension EventLoop: LoopExecutor {}

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HubEngine
+import HubLoop
 import HubValue
 import HubServer
 import HubTransport

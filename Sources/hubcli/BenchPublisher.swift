@@ -1,3 +1,4 @@
+import HubLoop
 import HubTransport
 
 /// How the publisher paces its `send`s.

@@ -1,5 +1,6 @@
 import Foundation
 import HubCluster
+import HubLoop
 import HubRegistry
 import HubServer
 import HubTransport

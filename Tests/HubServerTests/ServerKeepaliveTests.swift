@@ -41,123 +41,120 @@ struct ServerKeepaliveTests {
 
     /// A client that answers every ping and sends nothing else stays open past twice
     /// the idle timeout. A pong has three seconds to arrive (a ping after one silent
-    /// second, the hang-up after four). An attempt in which the client itself went 3.5 s
-    /// without writing (its thread starved on a busy host) proves nothing either way and
-    /// runs again, three times at most; a hang-up after a shorter silence fails the test.
+    /// second, the hang-up after four): an attempt in which the client itself went 3.5 s
+    /// without writing proves nothing (``conclusiveAttempt(idleTimeout:inconclusiveSilence:_:)``).
     @Test func aClientThatAnswersPingsStaysOpenPastTheIdleTimeout() async throws {
-        var inconclusive: [String] = []
-        for _ in 0..<3 {
-            var outcome: (pings: Int, longestSilence: Double, failure: String?) = (0, 0, nil)
-            try await withServer(Self.configuration(pingInterval: 1, idleTimeout: 4)) { server in
-                let client = try await WebSocketConformanceTests.upgraded(server, timeoutSeconds: 15)
-                // The upgrade request is the last the server heard: the silence counts from it
-                // (the test's task may resume seconds later in a busy parallel run).
-                let upgradedAt = ContinuousClock.now
-                outcome = await Blocking.run { () -> (Int, Double, String?) in
-                    let start = ContinuousClock.now
-                    var lastWrite = upgradedAt
-                    var longest = 0.0
-                    var pings = 0
-                    func write(_ frame: [UInt8]) throws {
-                        longest = max(longest, Self.seconds(since: lastWrite))
-                        try client.write(frame)
-                        lastWrite = ContinuousClock.now
-                    }
-                    do {
-                        // Twice the idle timeout and more, answering every ping and nothing else.
-                        while Self.seconds(since: start) < 9 {
-                            guard let frame = client.readFrame() else {
-                                return (pings, max(longest, Self.seconds(since: lastWrite)), "the connection ended after \(pings) pings")
-                            }
-                            if frame.opcode == 0x9 {
-                                pings += 1
-                                // RFC 6455 §5.5.3: the pong carries the ping's payload.
-                                try write(HTTPTestClient.frame(opcode: 0xA, payload: frame.payload))
-                            }
-                        }
-                        try write(Self.list)
-                        while let frame = client.readFrame() {
-                            if frame.opcode == 0x9 { try write(HTTPTestClient.frame(opcode: 0xA, payload: frame.payload)) }
-                            if frame.opcode == 0x1, String(decoding: frame.payload, as: UTF8.self).contains("catalog") {
-                                return (pings, longest, nil)
-                            }
-                        }
-                        return (pings, longest, "no answer after \(pings) pings: not open")
-                    } catch {
-                        return (pings, max(longest, Self.seconds(since: lastWrite)), "\(error) after \(pings) pings")
-                    }
+        let pings = try await Self.conclusiveAttempt(idleTimeout: 4, inconclusiveSilence: 3.5) { client, writer in
+            var pings = 0
+            let start = ContinuousClock.now
+            // Twice the idle timeout and more, answering every ping and nothing else.
+            while Self.seconds(since: start) < 9 {
+                guard let frame = client.readFrame() else { return (pings, "the connection ended after \(pings) pings") }
+                if frame.opcode == 0x9 {
+                    pings += 1
+                    // RFC 6455 §5.5.3: the pong carries the ping's payload.
+                    try writer.write(HTTPTestClient.frame(opcode: 0xA, payload: frame.payload))
                 }
             }
-            guard let failure = outcome.failure else {
-                #expect(outcome.pings >= 2)
-                return
+            try writer.write(Self.list)
+            while let frame = client.readFrame() {
+                if frame.opcode == 0x9 { try writer.write(HTTPTestClient.frame(opcode: 0xA, payload: frame.payload)) }
+                if Self.isCatalog(frame) { return (pings, nil) }
             }
-            if outcome.longestSilence < 3.5 {
-                Issue.record("hung up on although the longest silence was \(outcome.longestSilence) s: \(failure)")
-                return
-            }
-            inconclusive.append("\(failure) (silent for \(outcome.longestSilence) s)")
+            return (pings, "no answer after \(pings) pings: not open")
         }
-        Issue.record("three attempts in which the client itself fell silent: \(inconclusive)")
+        if let pings { #expect(pings >= 2) }
     }
 
     /// Requests every 250 ms for 7 s against a 5-s idle timeout keep the connection
-    /// open. An attempt in which the client itself went 4 s without writing (its thread
-    /// starved on a busy host: a full parallel run on two loaded cores did it) proves
-    /// nothing either way and runs again, three times at most; a hang-up after a
-    /// shorter silence fails the test.
+    /// open (pings go unanswered: only the requests are heard). An attempt in which the
+    /// client itself went 4 s without writing proves nothing.
     @Test func messagesCountAsBeingHeard() async throws {
+        let answers = try await Self.conclusiveAttempt(idleTimeout: 5, inconclusiveSilence: 4) { client, writer in
+            var answers = 0
+            func answered() -> Bool {
+                while let frame = client.readFrame() {
+                    if Self.isCatalog(frame) { return true }
+                }
+                return false
+            }
+            let start = ContinuousClock.now
+            while Self.seconds(since: start) < 7 {
+                try writer.write(Self.list)
+                guard answered() else { return (answers, "the connection ended after \(answers) answers") }
+                answers += 1
+                Thread.sleep(forTimeInterval: 0.25)
+            }
+            try writer.write(Self.list)
+            return (answers, answered() ? nil : "no answer after \(answers) answers: not open")
+        }
+        if let answers { #expect(answers >= 10) }
+    }
+
+    private static func isCatalog(_ frame: HTTPTestClient.Frame) -> Bool {
+        frame.opcode == 0x1 && String(decoding: frame.payload, as: UTF8.self).contains("catalog")
+    }
+
+    /// Writes a client's frames and keeps its longest silence: the longest time the
+    /// server heard nothing from it, from the upgrade request on. Used on one thread.
+    private final class SilenceKeepingWriter: @unchecked Sendable {
+        let client: HTTPTestClient
+        private var lastWrite: ContinuousClock.Instant
+        private(set) var longestSilence = 0.0
+
+        init(client: HTTPTestClient, heardAt: ContinuousClock.Instant) {
+            self.client = client
+            lastWrite = heardAt
+        }
+
+        func write(_ frame: [UInt8]) throws {
+            longestSilence = max(longestSilence, ServerKeepaliveTests.seconds(since: lastWrite))
+            try client.write(frame)
+            lastWrite = ContinuousClock.now
+        }
+
+        /// The longest silence, counting the one still going on.
+        var longestSilenceSoFar: Double { max(longestSilence, ServerKeepaliveTests.seconds(since: lastWrite)) }
+    }
+
+    /// Runs `exchange` (on a thread of its own, on a fresh connection to a fresh server
+    /// with a one-second ping interval and `idleTimeout`) until one attempt concludes,
+    /// three at most, and returns what it counted; `nil` after recording an issue.
+    ///
+    /// `exchange` returns its count and, if the connection did not stay open, why. A
+    /// failure after the client itself was silent for `inconclusiveSilence` seconds or
+    /// more (its thread starved on a busy host: a full parallel run on two loaded cores
+    /// did it) proves nothing either way, and the attempt runs again; a failure after a
+    /// shorter silence is the server's, and fails the test.
+    private static func conclusiveAttempt(
+        idleTimeout: UInt16, inconclusiveSilence: Double,
+        _ exchange: @escaping @Sendable (HTTPTestClient, SilenceKeepingWriter) throws -> (Int, String?)
+    ) async throws -> Int? {
         var inconclusive: [String] = []
         for _ in 0..<3 {
-            var outcome: (answers: Int, longestSilence: Double, failure: String?) = (0, 0, nil)
-            try await withServer(Self.configuration(pingInterval: 1, idleTimeout: 5)) { server in
+            var outcome: (count: Int, longestSilence: Double, failure: String?) = (0, 0, nil)
+            try await withServer(Self.configuration(pingInterval: 1, idleTimeout: idleTimeout)) { server in
                 let client = try await WebSocketConformanceTests.upgraded(server, timeoutSeconds: 15)
                 // The upgrade request is the last the server heard: the silence counts from it
                 // (the test's task may resume seconds later in a busy parallel run).
-                let upgradedAt = ContinuousClock.now
+                let writer = SilenceKeepingWriter(client: client, heardAt: ContinuousClock.now)
                 outcome = await Blocking.run { () -> (Int, Double, String?) in
-                    let start = ContinuousClock.now
-                    var lastWrite = upgradedAt
-                    var longest = 0.0
-                    var answers = 0
-                    func request() throws {
-                        longest = max(longest, Self.seconds(since: lastWrite))
-                        try client.write(Self.list)
-                        lastWrite = ContinuousClock.now
-                    }
-                    func answered() -> Bool {
-                        while let frame = client.readFrame() {
-                            if frame.opcode == 0x1, String(decoding: frame.payload, as: UTF8.self).contains("catalog") {
-                                return true
-                            }
-                        }
-                        return false
-                    }
                     do {
-                        // Pings go unanswered: only the requests are heard.
-                        while Self.seconds(since: start) < 7 {
-                            try request()
-                            guard answered() else { return (answers, longest, "the connection ended after \(answers) answers") }
-                            answers += 1
-                            Thread.sleep(forTimeInterval: 0.25)
-                        }
-                        try request()
-                        return (answers, longest, answered() ? nil : "no answer after \(answers) answers: not open")
+                        let (count, failure) = try exchange(client, writer)
+                        return (count, failure == nil ? writer.longestSilence : writer.longestSilenceSoFar, failure)
                     } catch {
-                        return (answers, max(longest, Self.seconds(since: lastWrite)), "\(error) after \(answers) answers")
+                        return (0, writer.longestSilenceSoFar, "\(error)")
                     }
                 }
             }
-            guard let failure = outcome.failure else {
-                #expect(outcome.answers >= 10)
-                return
-            }
-            if outcome.longestSilence < 4 {
+            guard let failure = outcome.failure else { return outcome.count }
+            if outcome.longestSilence < inconclusiveSilence {
                 Issue.record("hung up on although the longest silence was \(outcome.longestSilence) s: \(failure)")
-                return
+                return nil
             }
             inconclusive.append("\(failure) (silent for \(outcome.longestSilence) s)")
         }
         Issue.record("three attempts in which the client itself fell silent: \(inconclusive)")
+        return nil
     }
 }

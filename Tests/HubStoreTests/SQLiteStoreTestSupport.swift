@@ -251,6 +251,7 @@ final class DatabaseHolder: Sendable {
 /// learning of it, made as long as a test needs.
 final class HoldingLoop: StoreExecutor, @unchecked Sendable {
     let loop = TestLoop()
+    var inEventLoop: Bool { loop.inEventLoop }
     private let lock = NSLock()
     private var holding = false
     private var held: [@Sendable () -> Void] = []
@@ -285,6 +286,7 @@ final class HoldingLoop: StoreExecutor, @unchecked Sendable {
 /// ``StoreExecutor/executeSoon(_:)``) waits for ``endPass()``.
 final class PassingLoop: StoreExecutor, @unchecked Sendable {
     let loop = TestLoop()
+    var inEventLoop: Bool { loop.inEventLoop }
     private let lock = NSLock()
     private var soon: [@Sendable () -> Void] = []
 

@@ -13,6 +13,14 @@ import Testing
 /// completion runs on, as the hub's event loop does in the broker.
 final class TestLoop: StoreExecutor {
     private let queue = DispatchQueue(label: "store-tests.loop")
+    private let key = DispatchSpecificKey<Bool>()
+
+    init() {
+        queue.setSpecific(key: key, value: true)
+    }
+
+    /// Whether the caller runs on the loop's queue.
+    var inEventLoop: Bool { DispatchQueue.getSpecific(key: key) == true }
 
     func execute(_ work: @Sendable @escaping () -> Void) {
         queue.async(execute: work)

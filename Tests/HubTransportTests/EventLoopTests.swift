@@ -1,3 +1,4 @@
+import HubLoop
 import NetworkTestSupport
 import Foundation
 import HubEngine
@@ -61,6 +62,25 @@ struct EventLoopTests {
         #expect(!loop.inEventLoop)
         let inside = try await onLoop(loop) { loop.inEventLoop }
         #expect(inside)
+    }
+
+    /// Seen as a ``LoopExecutor`` (as the stores and the cluster see it), the loop runs
+    /// handed-in work on its thread, and a value ``LoopBound`` to it is used there.
+    @Test func theLoopIsALoopExecutorForLoopBoundValues() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let executor: any LoopExecutor = loop
+        #expect(!executor.inEventLoop)
+        let bound = LoopBound([1, 2], eventLoop: executor)
+        let ran = EventQueue<[Int]>()
+        executor.execute {
+            var copy = bound
+            copy.value.append(executor.inEventLoop ? 3 : -1)
+            ran.push(copy.value)
+        }
+        #expect(try await ran.next() == [1, 2, 3])
+        let before = MonotonicClock.nanoseconds()
+        #expect(try await onLoop(loop) { EventLoop.monotonicNanoseconds() } >= before)
     }
 
     @Test func submitPropagatesErrors() async throws {

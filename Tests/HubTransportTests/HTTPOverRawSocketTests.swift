@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 @testable import HubTransport
+import HubLoop
 import NetworkTestSupport
 import Testing
 

@@ -1,3 +1,4 @@
+import HubLoop
 import NetworkTestSupport
 @testable import HubTransport
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import HubLoop
 import NetworkTestSupport
 import HubTransport
 import Testing

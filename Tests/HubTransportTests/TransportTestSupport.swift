@@ -1,4 +1,5 @@
 import DequeModule
+import HubLoop
 import HubTransport
 import Foundation
 import NetworkTestSupport

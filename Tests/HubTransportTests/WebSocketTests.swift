@@ -1,3 +1,4 @@
+import HubLoop
 import NetworkTestSupport
 import Foundation
 @testable import HubTransport

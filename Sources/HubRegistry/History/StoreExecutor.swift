@@ -1,7 +1,10 @@
+import HubLoop
+
 /// Runs work on the hub's event loop from another thread: a store whose I/O runs on
 /// threads of its own hands its results back to the loop through it (the event
-/// loop's work queue), so that every ``SubjectLog`` completion runs on the loop.
-public protocol StoreExecutor: Sendable {
+/// loop's work queue), so that every ``SubjectLog`` completion runs on the loop. A
+/// store's results carried back on it are ``LoopBound`` to it.
+public protocol StoreExecutor: LoopExecutor {
     /// Runs `work` on the hub's event loop, soon, in the order of the calls.
     func execute(_ work: @Sendable @escaping () -> Void)
 

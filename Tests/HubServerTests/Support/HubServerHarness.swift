@@ -1,4 +1,5 @@
 import Foundation
+import HubLoop
 import Synchronization
 import NetworkTestSupport
 import HubRegistry

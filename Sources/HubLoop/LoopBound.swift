@@ -1,7 +1,8 @@
 /// A value that belongs to one event loop, made `Sendable` so that it can travel through
 /// other threads to that loop (as SwiftNIO's `NIOLoopBound`). It is the one confinement
 /// wrapper of the package: the server's core, the client's core, hops of closures and
-/// objects to a loop, and the tests' handles on loop objects all use it.
+/// objects to a loop, a store's results carried back from its threads, and the tests'
+/// handles on loop objects all use it.
 ///
 /// It may be made on any thread, when the value is handed over: whoever makes it gives
 /// the value up, and from then on only `eventLoop`'s thread uses it (a value made off
@@ -10,12 +11,12 @@
 /// builds; release builds skip the check, which sits on every hop.
 public struct LoopBound<Value>: @unchecked Sendable {
     /// The loop whose thread may use the value.
-    public let eventLoop: EventLoop
+    public let eventLoop: any LoopExecutor
     @usableFromInline internal var storage: Value
 
     /// Hands `value` over to `eventLoop`: after this, only that loop's thread uses it.
     @inlinable
-    public init(_ value: Value, eventLoop: EventLoop) {
+    public init(_ value: Value, eventLoop: any LoopExecutor) {
         self.eventLoop = eventLoop
         self.storage = value
     }
