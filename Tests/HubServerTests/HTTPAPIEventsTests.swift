@@ -174,6 +174,13 @@ struct HTTPAPIEventsTests {
             #expect(try await status("/v1/subjects/orders.a/events?demand=0").0 == 400)
             #expect(try await status("/v1/subjects/orders.a/events?last=-1").0 == 400)
             #expect(try await status("/v1/subjects/orders.a/events?overflow=sometimes").0 == 400)
+            // An EventSource cannot set headers: the token may come as ?token= instead,
+            // under the same checks (and the header wins when both are there).
+            #expect(try await status("/v1/subjects/orders.a/events?token=nope", [:]).0 == 401)
+            #expect(try await status("/v1/subjects/orders.secret.x/events?token=reader-secret", [:]).0 == 403)
+            #expect(try await status("/v1/subjects/orders.a/events?token=reader-secret", ["Authorization": "Bearer nope"]).0 == 401)
+            let byParameter = try await Stream(server, "/v1/subjects/orders.a/events?token=reader-secret&last=1", headers: [:])
+            #expect(byParameter.head.status == 200)
             let operatorStats = try await Stream(server, "/v1/subjects/$sys.stats/events?demand=1", headers: ["Authorization": "Bearer operator-secret"])
             #expect(operatorStats.head.status == 200)
             #expect(try await operatorStats.rest().count == 1)

@@ -56,8 +56,9 @@ final class SSERequestHandler: SessionLink {
             refuse(HubError(.shuttingDown, "the server is \(core.isDraining ? "draining" : "shutting down")"))
             return
         }
+        let authorization = Self.credentials(of: request)
         if sessions.authenticator != nil || sessions.configuration.requiresAuthentication,
-           Session.bearerToken(request.authorization) == nil
+           Session.bearerToken(authorization) == nil
         {
             refuse(HubError(.unauthorized, "this server requires a token: send Authorization: Bearer TOKEN"))
             return
@@ -90,7 +91,7 @@ final class SSERequestHandler: SessionLink {
         self.stream = stream
         stream.keepAlive(every: .seconds(Int64(max(1, core.configuration.pingInterval))), on: sessions.hub.scheduler)
         let (session, logger) = sessions.open(
-            on: stream, authorization: request.authorization, peer: request.peer, path: request.path)
+            on: stream, authorization: authorization, peer: request.peer, path: request.path)
         self.session = session
         self.sessions = sessions
         self.logger = logger
@@ -103,6 +104,16 @@ final class SSERequestHandler: SessionLink {
             return
         }
         session.receive(message, bytes: request.path.utf8.count)
+    }
+
+    /// The request's credentials: its `Authorization` header, else its `token` query
+    /// parameter as a bearer token, for an `EventSource`, which cannot set headers. The
+    /// token goes no further than the session's authentication: a session logs the
+    /// request's path, which has no query, and its identity, never its token.
+    static func credentials(of request: HTTPRequest) -> String? {
+        if let authorization = request.authorization { return authorization }
+        guard let token = request.queryValue("token"), !token.isEmpty else { return nil }
+        return "Bearer " + token
     }
 
     /// A name under `/v1/pipelines/` or `/v1/triggers/` must be one (a subject's name
