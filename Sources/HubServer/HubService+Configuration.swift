@@ -44,6 +44,9 @@ extension HubService {
         public var drainGrace: Duration = .seconds(30)
         /// How often `$sys.stats` and `$sys.connections` are published.
         public var statsInterval: Duration = .seconds(1)
+        /// Which other origins' pages may call the HTTP API from a browser
+        /// (configuration `http.cors.origins`): none by default.
+        public var crossOrigin = CrossOriginPolicy.sameOriginOnly
         /// A separate plain-HTTP (and WebSocket) listener for operators: `/metrics`, the
         /// dashboard and its connection; `nil` serves them on the main port. With one, the
         /// main port keeps only WebSocket, `/health` and `/ready`.

@@ -44,6 +44,7 @@ extension ServiceCore {
         authenticator = ServiceCore.authenticator(configuration.session, jwt: jwtVerifier)
         configuration.maxMessageSize = new.maxMessageSize
         configuration.drainGrace = new.drainGrace
+        configuration.crossOrigin = new.crossOrigin
         hub.reconfigure(new.hub)
         if server != nil, !stopped { scheduleIdleSweep() }
         let (connectionLimit, handshakeLimit, perLoop) = (transportConnectionLimit, pendingHandshakeLimit, pendingHandshakesPerLoop)

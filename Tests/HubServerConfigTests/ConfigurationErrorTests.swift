@@ -9,9 +9,9 @@ struct ConfigurationErrorTests {
         ("a: [1\n", "hub.yml:2:1: invalid YAML: did not find expected ',' or ']' (while parsing a flow sequence at 1:4)"),
         ("a: b: c\n", "hub.yml:1:5: invalid YAML: mapping values are not allowed in this context"),
         ("- listen\n", "hub.yml:1:1: expected a mapping (got a sequence)"),
-        ("just text\n", "hub.yml:1:1: expected a mapping of listen, autoCreate, limits, auth, allowAdHocPipelines, storage, defaults, subjects, triggers, pipelines, admin, metrics, drainGrace, cluster (got \"just text\")"),
+        ("just text\n", "hub.yml:1:1: expected a mapping of listen, autoCreate, limits, auth, allowAdHocPipelines, storage, defaults, subjects, triggers, pipelines, admin, metrics, drainGrace, cluster, http (got \"just text\")"),
         // unknown and duplicate keys
-        ("listn: {}\n", "hub.yml:1:1: listn: unknown key 'listn'; valid keys: listen, autoCreate, limits, auth, allowAdHocPipelines, storage, defaults, subjects, triggers, pipelines, admin, metrics, drainGrace, cluster"),
+        ("listn: {}\n", "hub.yml:1:1: listn: unknown key 'listn'; valid keys: listen, autoCreate, limits, auth, allowAdHocPipelines, storage, defaults, subjects, triggers, pipelines, admin, metrics, drainGrace, cluster, http"),
         ("limits:\n  maxConection: 3\n", "hub.yml:2:3: limits.maxConection: unknown key 'maxConection'; valid keys: maxMessageBytes, maxConnections, maxSubscriptionsPerConnection, maxQueuedBytesPerConnection, pipelines, defaultBuffer, maxBuffer, perConnection, perIdentity, maxUnauthenticated, maxPendingHandshakes, idleNameTimeout"),
         ("limits:\n  pipelines:\n    maxStage: 3\n", "hub.yml:3:5: limits.pipelines.maxStage: unknown key 'maxStage'; valid keys: maxSourceLength, maxStages, maxExpressionDepth, minimumInterval, maxValueDepth, maxValueBytes, maxCallDepth"),
         ("listen: {hots: x}\n", "hub.yml:1:10: listen.hots: unknown key 'hots'; valid keys: host, port, tls, eventLoops, maxWriteDelay"),
@@ -103,6 +103,11 @@ struct ConfigurationErrorTests {
         ("pipelines:\n  p: {shared: true}\n", "hub.yml:2:3: pipelines.p: missing key 'source' (the pipeline text)"),
         ("pipelines:\n  p:\n", "hub.yml:2:3: pipelines.p: missing key 'source' (the pipeline text)"),
         ("limits: {pipelines: {maxStages: 2}}\npipelines:\n  p: a | map(1) | map(2)\n", "hub.yml:3:19: pipelines.p: pipeline error: too many stages (the limit is 2)"),
+        // http: the origins a browser may call the HTTP API from
+        ("http:\n  cors:\n    origins: [\"https://app.example/\"]\n", "hub.yml:3:15: http.cors.origins[0]: 'https://app.example/': expected a host (and an optional port) after '://', with no path, query or trailing slash"),
+        ("http:\n  cors:\n    origins: [app.example]\n", "hub.yml:3:15: http.cors.origins[0]: 'app.example': expected an origin such as https://app.example.com (scheme://host[:port]) or *"),
+        ("http:\n  cors:\n    origins: \"*\"\n", "hub.yml:3:14: http.cors.origins: expected a sequence (got \"*\")"),
+        ("http:\n  cors: {origin: [\"*\"]}\n", "hub.yml:2:10: http.cors.origin: unknown key 'origin'; valid keys: origins"),
     ]
 
     @Test(arguments: parseErrors)

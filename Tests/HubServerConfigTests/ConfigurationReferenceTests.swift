@@ -18,6 +18,8 @@ struct ConfigurationReferenceTests {
     static let keyLists: [(name: String, prefix: String, keys: [String])] = [
         ("topLevelKeys", "", BrokerConfiguration.topLevelKeys),
         ("listenKeys", "listen.", BrokerConfiguration.listenKeys),
+        ("httpKeys", "http.", BrokerConfiguration.httpKeys),
+        ("corsKeys", "http.cors.", BrokerConfiguration.corsKeys),
         ("tlsKeys", "listen.tls.", BrokerConfiguration.tlsKeys),
         ("limitsKeys", "limits.", BrokerConfiguration.limitsKeys),
         ("pipelineLimitsKeys", "limits.pipelines.", BrokerConfiguration.pipelineLimitsKeys),

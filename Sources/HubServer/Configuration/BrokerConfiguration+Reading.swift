@@ -73,6 +73,7 @@ extension BrokerConfiguration {
                 service.measuresPassCPUTime = try reader.bool(field.value, field.path)
             }
         }
+        if let http = top["http"] { try readHTTP(http, reader) }
         if let grace = top["drainGrace"] {
             service.drainGrace = try reader.duration(grace.value, grace.path)
         }

@@ -152,7 +152,7 @@ public struct BrokerConfiguration: Sendable {
     /// The keys of the top level.
     public static let topLevelKeys = [
         "listen", "autoCreate", "limits", "auth", "allowAdHocPipelines", "storage", "defaults", "subjects", "triggers",
-        "pipelines", "admin", "metrics", "drainGrace", "cluster",
+        "pipelines", "admin", "metrics", "drainGrace", "cluster", "http",
     ]
     /// The keys of `cluster`.
     public static let clusterKeys = ["nats", "node", "sendImmediately"]

@@ -31,24 +31,31 @@ struct ServiceRoutes {
     static func handle(
         _ request: HTTPRequest, on listener: Listener, adminSplit: Bool, core: ServiceCore, reply: HTTPReply
     ) {
-        let respond = reply.respond
+        let policy = core.configuration.crossOrigin
+        if request.path.hasPrefix("/v1/"), CrossOriginPolicy.isPreflight(request) {
+            reply.respond(policy.preflight(request))
+            return
+        }
+        let apiReply = policy.decorate(reply, for: request)
+        let answer = apiReply.respond
         switch APIRoute.match(method: request.method, path: request.path) {
         case .route(.events(let target)):
-            SSERequestHandler.serve(target, request, core: core, reply: reply)
+            SSERequestHandler.serve(target, request, core: core, reply: apiReply)
             return
         case .route(let route):
             APIRequestHandler.serve(
-                route, request, sessions: core.sessionFactory, rateLimits: core.httpRateLimits, respond: respond)
+                route, request, sessions: core.sessionFactory, rateLimits: core.httpRateLimits, respond: answer)
             return
         case .notFound:
-            respond(APIResponse.notFound(request.path))
+            answer(APIResponse.notFound(request.path))
             return
         case .methodNotAllowed(let allowed):
-            respond(APIErrorStatus.methodNotAllowed(request.method, allowed: allowed))
+            answer(APIErrorStatus.methodNotAllowed(request.method, allowed: allowed))
             return
         case .notAPI:
             break
         }
+        let respond = reply.respond
         switch request.path {
         case "/health":
             respond(plain(200, "ok"))
