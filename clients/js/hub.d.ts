@@ -7,7 +7,7 @@ export type JSONValue = null | boolean | number | bigint | string | JSONValue[] 
 export declare const SUBPROTOCOL: "hub.v1";
 
 /** Values a subscription keeps requested ahead of its consumer unless `prefetch` says otherwise. */
-export declare const DEFAULT_PREFETCH: 16384;
+export declare const DEFAULT_PREFETCH: 65536;
 
 /** Every code a {@link HubError} can carry: the server's (PROTOCOL.md §6) and the client's own. */
 export declare const ErrorCode: {
@@ -95,7 +95,7 @@ export interface HubOptions {
 }
 
 export interface SubscribeOptions {
-  /** Values kept requested ahead of the consumer (default `DEFAULT_PREFETCH`, 16384); 0: manual demand with `request(n)`. */
+  /** Values kept requested ahead of the consumer (default `DEFAULT_PREFETCH`, 65536); 0: manual demand with `request(n)`. */
   prefetch?: number;
   /** With `prefetch: 0`, the demand sent with the subscription (default 0). */
   demand?: number | "unlimited";

@@ -252,13 +252,13 @@ export class Hub extends EventTarget {
  * (whose buffer holds 1,000 by default) instead of overflowing there, and covers
  * the round trip of a `request` at high rates (half a window is granted at a time).
  */
-export const DEFAULT_PREFETCH = 16384;
+export const DEFAULT_PREFETCH = 65536;
 
 /**
  * One remote subscription. Consume it either as an async iterator
  * (`for await`), whose `next()` is demand, or through `readable`, a
  * ReadableStream whose `pull()` is demand (not both: they share the values).
- * With `prefetch` N > 0 (default DEFAULT_PREFETCH, 16,384) at most N values are
+ * With `prefetch` N > 0 (default DEFAULT_PREFETCH, 65,536) at most N values are
  * requested ahead of the consumer, half a window at a time as it takes them; with `prefetch: 0` nothing is requested but what
  * `request(n)` grants.
  */

@@ -21,7 +21,7 @@ UNLIMITED = "unlimited"
 #: off the hub (whose buffer holds 1,000 by default) instead of overflowing there,
 #: and what covers the round trip of a `request` at high rates (half a window is
 #: granted at a time, in one message).
-DEFAULT_PREFETCH = 16384
+DEFAULT_PREFETCH = 65536
 
 
 def demand_value(n: Any, zero_allowed: bool) -> Union[int, str]:
@@ -60,7 +60,7 @@ class Subscription:
     """A subscription to a subject, named pipeline, trigger or pipeline text.
 
     Iterate it (``async for value in subscription``): with ``prefetch`` N > 0
-    (default :data:`DEFAULT_PREFETCH`, 16,384) at most N values are requested
+    (default :data:`DEFAULT_PREFETCH`, 65,536) at most N values are requested
     ahead of the consumer, half a window at a time as values are consumed; with ``prefetch=0`` nothing is
     requested but what :meth:`request` grants. Iteration ends when the
     subscription completes or is cancelled, and raises its :class:`HubError`
