@@ -97,11 +97,12 @@ final class ConnectionLoop {
         if core.forget(relayed) { sessionCount -= 1 }
     }
 
-    /// Answers a plain HTTP request that arrived on the loop: `respond` runs on the
-    /// connection loop.
-    func serve(_ request: HTTPRequest, respond: @escaping (HTTPResponse) -> Void) {
-        core.serve(request, on: .main) { [control] response in
-            control.post { respond(response) }
-        }
+    /// Answers a plain HTTP request that arrived on the loop: the answer, or the stream's
+    /// pieces, are written by `relay` on the connection loop.
+    func serve(_ request: HTTPRequest, relay: HTTPStreamRelay) {
+        let control = self.control
+        core.serve(request, on: .main, reply: HTTPReply(
+            respond: { response in control.post { relay.exchange.respond(response) } },
+            stream: { RelayedHTTPStream(relay: relay, control: control) }))
     }
 }

@@ -49,8 +49,9 @@ final class ConnectionLoopServer: WebSocketServerDelegate {
     func server(_ server: WebSocketServer, didReceive exchange: HTTPExchange) {
         let request = exchange.request
         let hubSide = self.hubSide
+        let relay = HTTPStreamRelay(exchange: exchange, toHub: toHub)
         toHub.post {
-            hubSide.value.serve(request) { response in exchange.respond(response) }
+            hubSide.value.serve(request, relay: relay)
         }
     }
 }

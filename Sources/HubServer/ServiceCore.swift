@@ -49,6 +49,8 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     var jwtVerifier: JWTVerifier?
     /// Bounds the connections, of the service and of each identity.
     let admission: Admission
+    /// The HTTP API's rate limiters, kept across a client's requests.
+    let httpRateLimits = HTTPRateLimits()
     /// Forgets idle names created on first use, every `hub.idleNameTimeout`.
     var idleSweep: (any Cancellable)?
     /// The interval ``idleSweep`` runs at.
@@ -122,6 +124,8 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
             pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout,
             tls: configuration.tls, handshakeTimeout: configuration.handshakeTimeout,
             maximumPendingHandshakes: pendingHandshakesPerLoop)
+        // An HTTP API request carries a message (or, as NDJSON, several): bounded alike.
+        server.maximumRequestBodySize = configuration.maxMessageSize
         server.listens = listening
         server.connectionTally = connectionTally
         return server
@@ -172,7 +176,8 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
                     connectionLimitCloseCode: WebSocketCloseCode(HubCloseCode.tooManyConnections.rawValue),
                     pingInterval: configuration.pingInterval, idleTimeout: configuration.idleTimeout,
                     handshakeTimeout: configuration.handshakeTimeout,
-                    maximumPendingHandshakes: pendingHandshakeLimit),
+                    maximumPendingHandshakes: pendingHandshakeLimit,
+                    maximumRequestBodySize: configuration.maxMessageSize),
                 delegate: self)
             try adminServer.start()
             self.adminServer = adminServer
@@ -204,12 +209,16 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     }
 
     func server(_ server: WebSocketServer, didReceive exchange: HTTPExchange) {
-        serve(exchange.request, on: server === adminServer ? .admin : .main, respond: exchange.respond)
+        serve(
+            exchange.request, on: server === adminServer ? .admin : .main,
+            reply: HTTPReply(respond: exchange.respond, stream: { LocalHTTPStream(exchange) }))
     }
 
-    /// Answers a plain HTTP request that arrived on `listener` (on any loop).
-    func serve(_ request: HTTPRequest, on listener: ServiceRoutes.Listener, respond: (HTTPResponse) -> Void) {
-        ServiceRoutes.handle(request, on: listener, adminSplit: adminServer != nil, core: self, respond: respond)
+    /// Answers a plain HTTP request that arrived on `listener` (on any loop) through
+    /// `reply`, on the hub's loop, now or later (an API request's answer may wait for the
+    /// store; an event stream goes on).
+    func serve(_ request: HTTPRequest, on listener: ServiceRoutes.Listener, reply: HTTPReply) {
+        ServiceRoutes.handle(request, on: listener, adminSplit: adminServer != nil, core: self, reply: reply)
     }
 
     func server(_ server: WebSocketServer, didAccept connection: WebSocketConnection) {
@@ -244,10 +253,18 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     }
 
     /// Makes the session of each new connection.
-    private var sessionFactory: SessionFactory {
+    var sessionFactory: SessionFactory {
         SessionFactory(
             hub: hub, configuration: configuration.session, encodingCache: encodingCache, logger: logger,
             counters: counters, service: self, authenticator: authenticator, admission: admission)
+    }
+
+    /// Records an event stream as a connection (drained and stopped with the others);
+    /// `false` once the service drains or has stopped.
+    func adoptStream(_ stream: any SessionLink) -> Bool {
+        guard !stopped, !isDraining else { return false }
+        handlers[ObjectIdentifier(stream)] = stream
+        return true
     }
 
     /// Forgets a connection that closed; returns whether it was known.

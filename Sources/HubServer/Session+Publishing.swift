@@ -57,7 +57,8 @@ extension Session {
                 self.brake.releaseStore()
             }
             switch result {
-            case .success:
+            case .success(let offset):
+                self.lastStoredOffset = offset
                 if let ack { self.outbound.send(.ack(ack)) }
             case .failure(let error):
                 self.sendError(error, id: nil, ack: ack)

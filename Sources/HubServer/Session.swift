@@ -33,6 +33,9 @@ public final class Session {
     /// This connection's values waiting for the durable store: how many, and their bytes.
     var storing = 0
     var storingBytes = 0
+    /// The offset of the value this session stored last (set just before its `ack` goes
+    /// out): what an HTTP publish answers with.
+    var lastStoredOffset: UInt64?
     /// From this many values (or ``maxStoringBytes``) waiting for the store, the session
     /// stops reading the connection until half of them are stored.
     static let maxStoring = 4096

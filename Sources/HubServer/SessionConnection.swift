@@ -42,6 +42,18 @@ public protocol SessionConnection: AnyObject {
 
     /// Reads the client's messages again after ``pauseReading()``.
     func resumeReading()
+
+    /// Whether the connection frames each value of a subscription itself
+    /// (``sendValue(_:offset:subscription:)``) rather than taking the protocol's `next`
+    /// messages: a Server-Sent Events stream, which writes a value's JSON, encoded once
+    /// for every subscriber, as an event's data.
+    var framesValues: Bool { get }
+
+    /// Queues one value of subscription `subscription` (a connection that
+    /// ``framesValues``): `body` is its JSON, `offset` its offset in a subject with
+    /// history. Returns `false` when the connection no longer accepts messages.
+    @discardableResult
+    func sendValue(_ body: UnsafeRawBufferPointer, offset: UInt64?, subscription: UInt64) -> Bool
 }
 
 extension SessionConnection {
@@ -53,6 +65,12 @@ extension SessionConnection {
 
     /// By default nothing.
     public func resumeReading() {}
+
+    /// By default `false`: values go as `next` messages.
+    public var framesValues: Bool { false }
+
+    /// By default nothing is sent (a connection that does not frame values is never asked).
+    public func sendValue(_ body: UnsafeRawBufferPointer, offset: UInt64?, subscription: UInt64) -> Bool { false }
 }
 
 extension SessionConnection {

@@ -62,6 +62,13 @@ struct SessionFactory {
         session.connectionClosed()
     }
 
+    /// Makes the session of one HTTP API request: not a connection of its own (no
+    /// `connect` event, no log line), but authenticated, admitted and limited as one
+    /// while it lasts.
+    func openRequest(on connection: any SessionConnection, authorization: String?, peer: String?) -> Session {
+        makeSession(on: connection, authorization: authorization, peer: peer)
+    }
+
     /// A session with a fresh id on `connection`, whose client is at `peer`.
     private func makeSession(on connection: any SessionConnection, authorization: String?, peer: String?) -> Session {
         let id = String(UInt64.random(in: 1...UInt64.max), radix: 16)

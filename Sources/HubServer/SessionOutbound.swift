@@ -27,6 +27,8 @@ final class SessionOutbound {
     @exclusivity(unchecked) private(set) var isClosed = false
     /// Drops a connection this side closed once its close frame has had `closeTimeout`.
     private var closeTimer: (any Cancellable)?
+    /// Whether the connection frames values itself (``SessionConnection/framesValues``).
+    private let framesValues: Bool
 
     init(
         connection: any SessionConnection, subscriptions: SessionSubscriptions, encodingCache: ValueEncodingCache,
@@ -41,6 +43,7 @@ final class SessionOutbound {
         self.maxQueuedBytes = maxQueuedBytes
         self.closeTimeout = closeTimeout
         self.logger = logger
+        framesValues = connection.framesValues
     }
 
     // MARK: Messages
@@ -61,7 +64,9 @@ final class SessionOutbound {
     /// one more element of the subscription's open batch `next`.
     func sendNext(_ value: Value, envelope: NextEnvelope, batch: Bool) {
         guard !isClosed else { return }
-        if batch {
+        if framesValues {
+            connection.sendValue(encodingCache.encoded(value), offset: nil, subscription: envelope.id)
+        } else if batch {
             let encodingCache = self.encodingCache
             connection.sendBatched(key: envelope.id, closing: NextEnvelope.batchTail) { buffer, opensMessage in
                 if opensMessage {
@@ -87,7 +92,9 @@ final class SessionOutbound {
     func sendNext(_ value: Value, offset: UInt64, envelope: NextEnvelope, batch: Bool) {
         guard !isClosed else { return }
         let encodingCache = self.encodingCache
-        if batch {
+        if framesValues {
+            connection.sendValue(encodingCache.encoded(value), offset: offset, subscription: envelope.id)
+        } else if batch {
             connection.sendBatched(key: envelope.id, closing: NextEnvelope.batchTail) { buffer, opensMessage in
                 if opensMessage {
                     NextEnvelope.appendBatchHead(id: envelope.id, offset: offset, to: &buffer)

@@ -121,13 +121,16 @@ public final class HTTPExchange {
     }
 
     /// Ends a streamed answer (the last chunk on HTTP/1.1; the connection closes on
-    /// HTTP/1.0). Loop thread only; ignored when no stream is open.
-    public func endStream() {
+    /// HTTP/1.0). With `closingConnection` the connection closes after it in any case:
+    /// once what is queued is out, or within a few seconds when the peer does not read
+    /// it (a stream ended for a reader that stopped reading). Loop thread only; ignored
+    /// when no stream is open.
+    public func endStream(closingConnection: Bool = false) {
         eventLoop.preconditionInEventLoop()
         guard case .streaming(let chunked) = phase, let socket else { return }
         phase = .finished
         if chunked { socket.queue(HTTPResponseEncoding.lastChunk) }
-        finish(socket, keepsAlive: chunked && keepsAlive)
+        finish(socket, keepsAlive: chunked && keepsAlive && !closingConnection)
     }
 
     private func finish(_ socket: ServerSocket, keepsAlive: Bool) {

@@ -30,8 +30,10 @@ public final class HTTPTestClient: @unchecked Sendable {
         public init(description: String) { self.description = description }
     }
 
-    private let socket: Int32
-    private var pending: [UInt8] = []
+    let socket: Int32
+    var pending: [UInt8] = []
+    /// Decoded text of an event stream not yet returned as events.
+    var streamText = ""
 
     /// Connects to `host:port` (IPv4).
     public init(host: String = "127.0.0.1", port: Int, timeoutSeconds: Int = 30) throws {
@@ -120,7 +122,7 @@ public final class HTTPTestClient: @unchecked Sendable {
         }
     }
 
-    private func fill() throws {
+    func fill() throws {
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
         guard count > 0 else {

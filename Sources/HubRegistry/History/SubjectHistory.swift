@@ -61,6 +61,14 @@ public final class SubjectHistory {
     /// The current value of a current-value subject, with its offset.
     public var currentEntry: HistoryEntry? { current?.value }
 
+    /// The latest value with its offset: a current-value subject's current value, else
+    /// the last value committed (kept even when retention dropped it from the readable
+    /// history); `nil` when no value was ever committed in this epoch.
+    public var latestEntry: HistoryEntry? {
+        if let current { return current.value }
+        return log.lastValue.map { HistoryEntry(offset: log.lastOffset, value: $0) }
+    }
+
     /// Whether the subject has finished (or will, once its stored values are delivered).
     public var isCompleted: Bool { pendingCompletion != nil || (passthrough?.isCompleted ?? current!.isCompleted) }
 

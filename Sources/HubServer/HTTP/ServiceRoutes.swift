@@ -11,6 +11,7 @@ import HubTransport
 /// | `GET /dashboard/` | the dashboard (static files inside the binary; its data comes over WebSocket, through the same auth) |
 /// | `GET /client/hub.js` | the JS client (clients/js/hub.js, inside the binary), for `import { Hub } from "/client/hub.js"`; any origin may load it |
 /// | `GET /` | `302` to `/dashboard/` (a WebSocket upgrade on `/` is the protocol) |
+/// | `/v1/...` | the HTTP API (``APIRoute``, served by ``APIRequestHandler``), on every listener |
 /// | anything else | `404` |
 ///
 /// With an admin listener, the main port keeps only `/health`, `/ready` (load
@@ -25,12 +26,29 @@ struct ServiceRoutes {
         case admin
     }
 
-    /// Answers `request`, which arrived on `listener`, through `respond` (once);
+    /// Answers `request`, which arrived on `listener`, through `reply` (once);
     /// `adminSplit` says whether an admin listener is configured.
     static func handle(
-        _ request: HTTPRequest, on listener: Listener, adminSplit: Bool, core: ServiceCore,
-        respond: (HTTPResponse) -> Void
+        _ request: HTTPRequest, on listener: Listener, adminSplit: Bool, core: ServiceCore, reply: HTTPReply
     ) {
+        let respond = reply.respond
+        switch APIRoute.match(method: request.method, path: request.path) {
+        case .route(.events(let target)):
+            SSERequestHandler.serve(target, request, core: core, reply: reply)
+            return
+        case .route(let route):
+            APIRequestHandler.serve(
+                route, request, sessions: core.sessionFactory, rateLimits: core.httpRateLimits, respond: respond)
+            return
+        case .notFound:
+            respond(APIResponse.notFound(request.path))
+            return
+        case .methodNotAllowed(let allowed):
+            respond(APIErrorStatus.methodNotAllowed(request.method, allowed: allowed))
+            return
+        case .notAPI:
+            break
+        }
         switch request.path {
         case "/health":
             respond(plain(200, "ok"))

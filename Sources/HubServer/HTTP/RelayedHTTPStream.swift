@@ -1,0 +1,106 @@
+import HubTransport
+import Synchronization
+
+/// The stream of an exchange served by a connection loop, as the hub's loop writes it:
+/// each piece goes to that loop through its hand-off, and the exchange's drains and
+/// close come back through the connection loop's (``HTTPStreamRelay``).
+/// Confined to the hub's loop.
+final class RelayedHTTPStream: HTTPStreamChannel {
+    private let relay: HTTPStreamRelay
+    private let figures: HTTPStreamRelay.Figures
+    /// Work for the connection loop.
+    private let control: LoopHandOff
+    var onDrain: (() -> Void)?
+    var onClose: (() -> Void)?
+
+    init(relay: HTTPStreamRelay, control: LoopHandOff) {
+        self.relay = relay
+        self.figures = relay.figures
+        self.control = control
+    }
+
+    func start(status: Int, contentType: String, headers: [HTTPResponse.Header]) {
+        let relay = self.relay
+        control.post { [self] in relay.start(self, status: status, contentType: contentType, headers: headers) }
+    }
+
+    func write(_ bytes: [UInt8]) {
+        let relay = self.relay
+        figures.inTransit.add(bytes.count, ordering: .relaxed)
+        control.post { relay.write(bytes) }
+    }
+
+    func end(closingConnection: Bool) {
+        let relay = self.relay
+        control.post { relay.end(closingConnection: closingConnection) }
+    }
+
+    var queuedBytes: Int {
+        figures.inTransit.load(ordering: .relaxed) + figures.queued.load(ordering: .relaxed)
+    }
+
+    /// The exchange's queue drained (from the connection loop).
+    func drained() {
+        onDrain?()
+    }
+
+    /// The peer closed (from the connection loop).
+    func closed() {
+        onClose?()
+    }
+}
+
+/// The connection loop's side of a streamed answer to a request the hub's loop serves:
+/// it writes what the hub's loop hands over and tells it of drains and the close.
+/// Confined to its connection loop; it holds the hub's side only to pass it back.
+final class HTTPStreamRelay: HTTPExchangeHandler {
+    /// The stream's bytes as both loops see them.
+    final class Figures: Sendable {
+        /// Bytes handed to the connection loop and not yet queued there.
+        let inTransit = Atomic<Int>(0)
+        /// Bytes queued on the exchange and not yet handed to the socket.
+        let queued = Atomic<Int>(0)
+    }
+
+    let figures = Figures()
+    let exchange: HTTPExchange
+    private let toHub: LoopHandOff
+    private var hubSide: RelayedHTTPStream?
+
+    init(exchange: HTTPExchange, toHub: LoopHandOff) {
+        self.exchange = exchange
+        self.toHub = toHub
+    }
+
+    func start(_ hubSide: RelayedHTTPStream, status: Int, contentType: String, headers: [HTTPResponse.Header]) {
+        self.hubSide = hubSide
+        exchange.handler = self
+        if !exchange.startStreaming(status: status, contentType: contentType, headers: headers) {
+            self.hubSide = nil
+            toHub.post { hubSide.closed() }
+        }
+    }
+
+    func write(_ bytes: [UInt8]) {
+        exchange.write(bytes)
+        figures.inTransit.subtract(bytes.count, ordering: .relaxed)
+        figures.queued.store(exchange.queuedBytes, ordering: .relaxed)
+    }
+
+    func end(closingConnection: Bool) {
+        exchange.endStream(closingConnection: closingConnection)
+        hubSide = nil
+    }
+
+    func exchangeDidDrain(_ exchange: HTTPExchange) {
+        figures.queued.store(exchange.queuedBytes, ordering: .relaxed)
+        guard let hubSide else { return }
+        toHub.post { hubSide.drained() }
+    }
+
+    func exchangeDidClose(_ exchange: HTTPExchange) {
+        figures.queued.store(0, ordering: .relaxed)
+        guard let hubSide = hubSide.take() else { return }
+        toHub.post { hubSide.closed() }
+    }
+}
