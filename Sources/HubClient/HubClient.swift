@@ -173,7 +173,7 @@ public final class HubClient: Sendable {
     }
 
     /// The values of `name` as an `AsyncSequence` with `prefetch` values in flight.
-    public func values(of name: String, prefetch: Int = 16, options: SubscribeOptions = SubscribeOptions()) -> HubValues {
+    public func values(of name: String, prefetch: Int = HubValues.defaultPrefetch, options: SubscribeOptions = SubscribeOptions()) -> HubValues {
         subscribe(to: name, options: options).values(prefetch: prefetch)
     }
 

@@ -11,7 +11,10 @@ extension HubClient {
         /// The client name sent in `hello` (a `hello` is sent only when there is a
         /// name, `batch`, or a token to put in it).
         public var clientName: String?
-        /// `batch: true` in `hello`: the server may batch values of every subscription.
+        /// `batch: true` in `hello` (the default): the server may send several values
+        /// of a subscription in one `next`, which the client unpacks; a
+        /// subscription's own ``SubscribeOptions/batch`` decides for it. `false` asks
+        /// for one message per value.
         public var batch: Bool
         /// How long connecting (TCP, handshake and the server's `welcome`) may take.
         public var connectTimeout: Duration
@@ -29,11 +32,11 @@ extension HubClient {
         /// for tests and development.
         public var tls: ClientTLS
 
-        /// A configuration; defaults: no token or hello, 10 s to connect, 30 s per
+        /// A configuration; defaults: no token, `hello` with `batch`, 10 s to connect, 30 s per
         /// call, reconnect with the default ``ReconnectPolicy``, 16 MiB messages,
         /// ping after 30 s of silence.
         public init(
-            token: String? = nil, tokenInHello: Bool = false, clientName: String? = nil, batch: Bool = false,
+            token: String? = nil, tokenInHello: Bool = false, clientName: String? = nil, batch: Bool = true,
             connectTimeout: Duration = .seconds(10), requestTimeout: Duration = .seconds(30),
             reconnect: ReconnectPolicy = ReconnectPolicy(), maximumMessageSize: Int = 16 << 20,
             pingInterval: UInt16 = 30, tls: ClientTLS = ClientTLS()

@@ -58,7 +58,7 @@ public struct HubPublisher: Publisher, Sendable {
         HubEntryPublisher(client: client, target: target, options: options)
     }
 
-    public func values(prefetch: Int = 16) -> HubValues {
+    public func values(prefetch: Int = HubValues.defaultPrefetch) -> HubValues {
         HubValues(publisher: self, prefetch: prefetch)
     }
 }

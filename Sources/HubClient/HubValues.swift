@@ -25,8 +25,15 @@ public struct HubValues: AsyncSequence, Sendable {
     /// How many values are kept requested ahead of the consumer (≥ 1).
     public let prefetch: Int
 
+    /// The window kept requested when none is given: 65,536 values. The server sends
+    /// no more than that, so it bounds what waits in the client's memory; it covers
+    /// the round trip of a `request` at high rates (half a window is one request),
+    /// and lets a consumer that falls behind for a while take a subject's values off
+    /// the server (whose buffer holds 1,000 by default) instead of overflowing there.
+    public static let defaultPrefetch = 65_536
+
     /// The values of `publisher`, `prefetch` (at least 1) kept in flight.
-    public init(publisher: HubPublisher, prefetch: Int = 16) {
+    public init(publisher: HubPublisher, prefetch: Int = HubValues.defaultPrefetch) {
         self.publisher = publisher
         self.prefetch = Swift.max(prefetch, 1)
     }

@@ -4,7 +4,9 @@ import HubWire
 /// and the initial demand (which comes from the subscriber's first requests).
 public struct SubscribeOptions: Hashable, Sendable {
     /// `batch`: let the server send several values in one `next` (the client
-    /// unpacks them; demand is unaffected). `nil` leaves the field out.
+    /// unpacks them; demand is unaffected), or not (`false`: one message per value).
+    /// `nil` leaves the field out: the configuration's ``HubClient/Configuration/batch``
+    /// (true by default) decides.
     public var batch: Bool?
     /// `buffer`: the server-side buffer of a hot source while there is no demand.
     public var buffer: Int?

@@ -62,7 +62,7 @@ struct ClientOptions: ParsableArguments {
     }
 
     /// A connected client (no reconnects unless `reconnect`: a command is one session).
-    func connect(reconnect: ReconnectPolicy = .disabled, batch: Bool = false) async throws(HubClientError) -> HubClient {
+    func connect(reconnect: ReconnectPolicy = .disabled, batch: Bool = true) async throws(HubClientError) -> HubClient {
         let urls = resolvedURL.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         guard urls.count > 1 else {
             return try await HubClient.connect(
@@ -74,7 +74,7 @@ struct ClientOptions: ParsableArguments {
     }
 
     /// The client configuration these options describe.
-    func configuration(reconnect: ReconnectPolicy = .disabled, batch: Bool = false) throws(HubClientError) -> HubClient.Configuration {
+    func configuration(reconnect: ReconnectPolicy = .disabled, batch: Bool = true) throws(HubClientError) -> HubClient.Configuration {
         HubClient.Configuration(
             token: try resolvedToken(), clientName: "hubcli", batch: batch,
             connectTimeout: .milliseconds(Int64(timeout * 1000)), requestTimeout: .milliseconds(Int64(timeout * 1000)),

@@ -10,7 +10,7 @@ struct Subscribe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Subscribe to a subject, pipeline or trigger and print its values.",
         usage: """
-            hubcli subscribe <name> [--since <offset>[@<epoch>] | --last <k>] [--offsets] [--demand <n>|unlimited] [--window <n>] [--count <n>] [--buffer <n>] [--overflow <policy>] [--batch] [--reconnect] [--url <url>]
+            hubcli subscribe <name> [--since <offset>[@<epoch>] | --last <k>] [--offsets] [--demand <n>|unlimited] [--window <n>] [--count <n>] [--buffer <n>] [--overflow <policy>] [--no-batch] [--reconnect] [--url <url>]
             hubcli subscribe --pipeline <text> [options]
             """,
         discussion: """
@@ -31,8 +31,9 @@ struct Subscribe: AsyncParsableCommand {
             Values a subject publishes while this subscription has no demand wait
             in its buffer on the hub: --buffer N sets its size, --overflow what
             happens when it is full (error: the subscription fails with overflow;
-            dropOldest, dropNewest, or latest: keep only the newest). --batch lets
-            the hub send several values in one message (output is unchanged).
+            dropOldest, dropNewest, or latest: keep only the newest). The hub sends
+            several values in one message (the batch form; output is unchanged);
+            --no-batch asks for one message per value.
 
             A subject with history (configuration `history`, or `durable`) numbers
             its values with offsets within an epoch. --since OFFSET[@EPOCH] starts
@@ -80,8 +81,10 @@ struct Subscribe: AsyncParsableCommand {
         "The initial demand: a number ≥ 0 or 'unlimited' (default: the window).", valueName: "n|unlimited"))
     var demand: String?
 
-    @Option(help: ArgumentHelp("How many values to keep requested ahead of the output (≥ 1).", valueName: "n"))
-    var window = 16
+    @Option(help: ArgumentHelp(
+        "How many values to keep requested ahead of the output (≥ 1; default 65536: a consumer that falls behind holds them, not the hub's buffer).",
+        valueName: "n"))
+    var window = HubValues.defaultPrefetch
 
     @Option(help: ArgumentHelp("Stop (cancel) after this many values and exit 0.", valueName: "n"))
     var count: Int?
@@ -96,8 +99,8 @@ struct Subscribe: AsyncParsableCommand {
         valueName: "policy"))
     var overflow: OverflowPolicy?
 
-    @Flag(help: "Let the hub send several values in one message.")
-    var batch = false
+    @Flag(inversion: .prefixedNo, help: "Let the hub send several values in one message (default), or not.")
+    var batch = true
 
     @Flag(help: "After a lost connection, reconnect and subscribe again (resuming where it stopped on a subject with history).")
     var reconnect = false
@@ -166,7 +169,7 @@ struct Subscribe: AsyncParsableCommand {
     func run() async throws {
         let client = try await connectClient()
         let target = pipeline.map { "pipeline '\($0)'" } ?? "'\(name!)'"
-        var options = SubscribeOptions(batch: batch ? true : nil, buffer: buffer, overflow: overflow, since: start)
+        var options = SubscribeOptions(batch: nil, buffer: buffer, overflow: overflow, since: start)
         var printed = 0
         let epochs = EpochReporter(name: name ?? "", enabled: offsets)
         while true {

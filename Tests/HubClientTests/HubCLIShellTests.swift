@@ -210,11 +210,14 @@ struct HubCLIShellTests {
         #expect(tooBig.status == 3)
         #expect(tooBig.stderr.contains("bad_message") && tooBig.stderr.contains("buffer"), "\(tooBig.stderr)")
 
-        let batched = try await run(
-            hubcli, ["subscribe", "--pipeline", "sequence([1, 2, 3])", "--batch", "--demand", "unlimited", "--url", url],
-            environment: Self.clean)
-        #expect(batched.status == 0, "\(batched.stderr)")
-        #expect(batched.stdout == "1\n2\n3\n")
+        // The batch form is the default; --batch still parses, --no-batch asks for the plain form.
+        for form in [[], ["--batch"], ["--no-batch"]] {
+            let printed = try await run(
+                hubcli, ["subscribe", "--pipeline", "sequence([1, 2, 3])"] + form + ["--demand", "unlimited", "--url", url],
+                environment: Self.clean)
+            #expect(printed.status == 0, "\(form): \(printed.stderr)")
+            #expect(printed.stdout == "1\n2\n3\n", "\(form)")
+        }
     }
 
     @Test func reconnectWaitsForTheHubAndSubscribesAgainAfterARestart() async throws {

@@ -37,19 +37,51 @@ struct HubClientTests {
         }
     }
 
-    @Test func batchedValuesAreUnpackedInOrder() async throws {
+    @Test func batchIsTheDefaultAndItsValuesAreUnpackedInOrder() async throws {
+        #expect(HubClient.Configuration().batch)
+        let text = try await nextsOnTheWire(configuration: testConfiguration(), options: SubscribeOptions())
+        #expect(text.contains(#""values":["#))
+        #expect(!text.contains(#""value":"#))
+    }
+
+    @Test(arguments: [false, true])
+    func batchFalseKeepsThePlainForm(forTheConnection: Bool) async throws {
         var configuration = testConfiguration()
-        configuration.batch = true
-        try await withServiceAndClient(configuration: configuration) { _, _, client in
+        if forTheConnection { configuration.batch = false }
+        let options = SubscribeOptions(batch: forTheConnection ? nil : false)
+        let text = try await nextsOnTheWire(configuration: configuration, options: options)
+        #expect(!text.contains(#""values":"#))
+        #expect(text.components(separatedBy: #""op":"next""#).count - 1 == 15)
+    }
+
+    /// Subscribes to a subject without demand, sends it 20 values (the server buffers them),
+    /// asks for 15 at once and checks that exactly 1...15 arrive in order; returns what the
+    /// server wrote to the client (its frames' text, through a recording relay).
+    private func nextsOnTheWire(configuration: HubClient.Configuration, options: SubscribeOptions) async throws -> String {
+        let (service, port) = try await startService()
+        let relay = try TCPRelay(to: port, recordingFromServer: true)
+        let client = try HubClient(url: "ws://127.0.0.1:\(relay.port)/", configuration: configuration)
+        defer { relay.stop() }
+        do {
+            try await client.connect()
             let recorder = Recorder(demand: .none)
-            client.subscribe(to: "bulk", options: SubscribeOptions(batch: true)).subscribe(recorder)
+            client.subscribe(to: "bulk", options: options).subscribe(recorder)
+            _ = try await client.list()  // answered after the subscribe took effect
             for index in 1...20 { try await client.send(.int(Int64(index)), to: "bulk") }
             recorder.request(.max(15))
             let got = try await recorder.events.next(15)
             #expect(got == (1...15).map { .value(.int(Int64($0))) })
             _ = try await client.list()
             #expect(recorder.events.drain().isEmpty)
+            recorder.cancel()
+        } catch {
+            await client.close()
+            await service.shutdown()
+            throw error
         }
+        await client.close()
+        await service.shutdown()
+        return String(decoding: relay.receivedFromServer, as: UTF8.self)
     }
 
     @Test func valuesAfterCloseFailWithClosed() async throws {
@@ -194,6 +226,28 @@ struct HubClientTests {
             #expect(received.count <= 4)
             #expect(received.first == 1)
             #expect(received == (1...received.count).map { .int(Int64($0)) })
+        }
+    }
+
+    @Test func theDefaultWindowHoldsWhatASlowConsumerHasNotTakenYet() async throws {
+        try await withServiceAndClient { _, _, client in
+            // 200 values for a subscription whose buffer on the server holds 10, while the
+            // consumer takes none: the default window takes them off the server, no overflow.
+            let values = client.values(of: "behind", options: SubscribeOptions(buffer: 10, overflow: .error))
+            let release = EventQueue<Void>()
+            let reader = Task { () async throws(HubClientError) -> [Value] in
+                var iterator = values.makeAsyncIterator()
+                var received: [Value] = []
+                if let first = try await iterator.next() { received.append(first) }
+                _ = try? await release.next(timeout: .seconds(20), "the release")
+                while received.count < 200, let value = try await iterator.next() { received.append(value) }
+                return received
+            }
+            try await waitForSubscribers(1, of: "behind", client: client)
+            for index in 1...200 { try await client.send(.int(Int64(index)), to: "behind") }
+            release.push(())
+            let received = try await reader.value
+            #expect(received == (1...200).map { .int(Int64($0)) })
         }
     }
 

@@ -18,10 +18,14 @@ public final class TCPRelay: @unchecked Sendable {
     private var refusing = false
     private var stopped = false
     private var acceptedCount = 0
+    private let recordsFromServer: Bool
+    private var fromServer: [UInt8] = []
 
-    /// A relay to `127.0.0.1:target` on a free port.
-    public init(to target: Int) throws {
+    /// A relay to `127.0.0.1:target` on a free port; with `recordingFromServer`, it keeps
+    /// a copy of every byte the server sends (``receivedFromServer``).
+    public init(to target: Int, recordingFromServer: Bool = false) throws {
         self.target = target
+        recordsFromServer = recordingFromServer
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard listener >= 0 else { throw TCPRelayError(description: "socket: errno \(errno)") }
         var yes: Int32 = 1
@@ -50,6 +54,9 @@ public final class TCPRelay: @unchecked Sendable {
         get { lock.withLock { refusing } }
         set { lock.withLock { refusing = newValue } }
     }
+
+    /// The bytes the server sent so far, over every connection (empty unless recording).
+    public var receivedFromServer: [UInt8] { lock.withLock { fromServer } }
 
     /// Connections accepted and relayed so far.
     public var accepted: Int { lock.withLock { acceptedCount } }
@@ -104,7 +111,8 @@ public final class TCPRelay: @unchecked Sendable {
             }
             let pair = Pair()
             for (from, to) in [(client, server), (server, client)] {
-                let thread = Thread { [self] in self.pump(from: from, to: to, pair: pair) }
+                let record = recordsFromServer && from == server
+                let thread = Thread { [self] in self.pump(from: from, to: to, pair: pair, record: record) }
                 thread.start()
             }
         }
@@ -118,11 +126,12 @@ public final class TCPRelay: @unchecked Sendable {
         func finish() -> Bool { lock.withLock { finished += 1; return finished == 2 } }
     }
 
-    private func pump(from: Int32, to: Int32, pair: Pair) {
+    private func pump(from: Int32, to: Int32, pair: Pair, record: Bool) {
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         while true {
             let count = buffer.withUnsafeMutableBytes { recv(from, $0.baseAddress, $0.count, 0) }
             if count <= 0 { break }
+            if record { lock.withLock { fromServer.append(contentsOf: buffer[0..<count]) } }
             var sent = 0
             while sent < count {
                 let wrote = buffer[sent..<count].withUnsafeBytes { send(to, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }

@@ -6,6 +6,9 @@ export type JSONValue = null | boolean | number | bigint | string | JSONValue[] 
 /** The WebSocket subprotocol of protocol v1: `"hub.v1"`. */
 export declare const SUBPROTOCOL: "hub.v1";
 
+/** Values a subscription keeps requested ahead of its consumer unless `prefetch` says otherwise. */
+export declare const DEFAULT_PREFETCH: 65536;
+
 /** Every code a {@link HubError} can carry: the server's (PROTOCOL.md §6) and the client's own. */
 export declare const ErrorCode: {
   readonly BAD_MESSAGE: "bad_message";
@@ -74,7 +77,10 @@ export interface HubOptions {
   token?: string;
   /** A client name sent in `hello`. */
   client?: string;
-  /** Ask for the batch form of `next` for every subscription (the client flattens it). */
+  /**
+   * Ask for the batch form of `next` (several values in one message) for every
+   * subscription (default true; `false`: one message per value). The client flattens it.
+   */
   batch?: boolean;
   /** The reconnect policy, or `false` to never reconnect. */
   reconnect?: ReconnectOptions | false;
@@ -89,7 +95,7 @@ export interface HubOptions {
 }
 
 export interface SubscribeOptions {
-  /** Values kept requested ahead of the consumer (default 16); 0: manual demand with `request(n)`. */
+  /** Values kept requested ahead of the consumer (default `DEFAULT_PREFETCH`, 65536); 0: manual demand with `request(n)`. */
   prefetch?: number;
   /** With `prefetch: 0`, the demand sent with the subscription (default 0). */
   demand?: number | "unlimited";
@@ -97,7 +103,7 @@ export interface SubscribeOptions {
   buffer?: number;
   /** What the hub does when that buffer is full (default: the subject's, else `error`). */
   overflow?: "error" | "dropOldest" | "dropNewest" | "latest";
-  /** Ask for the batch form of `next` (the client flattens it). */
+  /** Ask for the batch form of `next`, or not (default: the hub's `batch`, true). The client flattens it. */
   batch?: boolean;
   /**
    * On a subject with history: start after an offset (of an epoch), or with the last

@@ -246,11 +246,20 @@ export class Hub extends EventTarget {
 }
 
 /**
+ * Values a subscription keeps requested ahead of its consumer by default. The hub
+ * sends no more than that, so it bounds what waits in the client's memory; it lets
+ * a consumer that falls behind for a while take a subject's values off the hub
+ * (whose buffer holds 1,000 by default) instead of overflowing there, and covers
+ * the round trip of a `request` at high rates (half a window is granted at a time).
+ */
+export const DEFAULT_PREFETCH = 65536;
+
+/**
  * One remote subscription. Consume it either as an async iterator
  * (`for await`), whose `next()` is demand, or through `readable`, a
  * ReadableStream whose `pull()` is demand (not both: they share the values).
- * With `prefetch` N > 0 (default 16) at most N values are requested ahead of
- * the consumer; with `prefetch: 0` nothing is requested but what
+ * With `prefetch` N > 0 (default DEFAULT_PREFETCH, 65,536) at most N values are
+ * requested ahead of the consumer, half a window at a time as it takes them; with `prefetch: 0` nothing is requested but what
  * `request(n)` grants.
  */
 export class Subscription {
@@ -289,7 +298,7 @@ export class Subscription {
     } else {
       throw invalid("subscribe needs a name or {pipeline: text}");
     }
-    const prefetch = options.prefetch ?? 16;
+    const prefetch = options.prefetch ?? DEFAULT_PREFETCH;
     if (!Number.isInteger(prefetch) || prefetch < 0) throw invalid(`prefetch must be an integer >= 0, got ${prefetch}`);
     this.#prefetch = prefetch;
     if (options.demand !== undefined && prefetch !== 0) throw invalid("demand is for prefetch: 0 (manual demand)");
@@ -612,7 +621,7 @@ class Core {
     this.firstConnectFailures = 0; // how many URLs a first connection has tried without success (it tries each once)
     this.token = options.token;
     this.clientName = options.client;
-    this.batch = options.batch === true;
+    this.batch = options.batch !== false; // the batch form unless told not to: one message for many values
     this.connectTimeout = options.connectTimeout ?? 10000;
     this.requestTimeout = options.requestTimeout ?? 10000;
     this.bigint = options.bigint === true;

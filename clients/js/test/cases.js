@@ -59,17 +59,36 @@ export function unique(prefix = "s") {
   return `${prefix}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}_${counter}`;
 }
 
-/** A WebSocket class that records every message the client sends (a real WebSocket underneath). */
+/** A WebSocket class that records every message the client sends and receives (a real WebSocket underneath). */
 export function recordingWebSocket() {
   const sent = [];
+  const received = [];
   class RecordingWebSocket extends globalThis.WebSocket {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener("message", (event) => received.push(JSON.parse(event.data)));
+    }
     send(data) {
       sent.push(JSON.parse(data));
       super.send(data);
     }
   }
-  return { WebSocket: RecordingWebSocket, sent };
+  return { WebSocket: RecordingWebSocket, sent, received };
 }
+
+/** Subscribes without demand, sends `count` values (the hub buffers them), then asks for them
+ * all at once, so that a batching hub may send them in few messages; returns what next() gave. */
+async function bufferedThenTaken(hub, name, count, options = {}) {
+  const subscription = hub.subscribe(name, { prefetch: 0, ...options });
+  await subscription.subscribed;
+  for (let n = 0; n < count; n += 1) await hub.send(name, { n });
+  subscription.request(count);
+  const values = await take(subscription, count);
+  subscription.cancel();
+  return values;
+}
+
+const numbered = (count) => Array.from({ length: count }, (_, n) => ({ n }));
 
 /** Runs `body(hub, ...)` with a fresh hub, closing it afterwards. */
 async function withHub(url, options, body) {
@@ -329,13 +348,50 @@ export function cases(env) {
       },
     },
     {
-      name: "batch: values arrays are flattened in order",
+      name: "batch is the default: hello asks for it, values arrays are flattened in order",
       async run() {
-        await withHub(url, { batch: true }, async (hub) => {
-          const subscription = hub.subscribe({ pipeline: "sequence([1,2,3,4,5,6])" }, { prefetch: 6 });
+        const recording = recordingWebSocket();
+        await withHub(url, { WebSocket: recording.WebSocket }, async (hub) => {
+          same(await bufferedThenTaken(hub, unique(), 50), numbered(50));
+          same(recording.sent.find((m) => m.op === "hello")?.batch, true, "hello batch");
+          const nexts = recording.received.filter((m) => m.op === "next");
+          check(nexts.every((m) => Array.isArray(m.values) && !("value" in m)), "every next in the batch form");
+          same(nexts.reduce((sum, m) => sum + m.values.length, 0), 50, "values in the batches");
+          check(nexts.length < 50, `several values in a message: ${nexts.length} messages`);
           const seen = [];
-          for await (const value of subscription) seen.push(value);
+          for await (const value of hub.subscribe({ pipeline: "sequence([1,2,3,4,5,6])" }, { prefetch: 6 })) seen.push(value);
           same(seen, [1, 2, 3, 4, 5, 6]);
+        });
+      },
+    },
+    {
+      name: "batch: false keeps the plain form, for the connection or one subscription",
+      async run() {
+        const plain = recordingWebSocket();
+        await withHub(url, { WebSocket: plain.WebSocket, batch: false }, async (hub) => {
+          same(await bufferedThenTaken(hub, unique(), 20), numbered(20));
+        });
+        const mixed = recordingWebSocket();
+        await withHub(url, { WebSocket: mixed.WebSocket }, async (hub) => {
+          same(await bufferedThenTaken(hub, unique(), 20, { batch: false }), numbered(20));
+          same(mixed.sent.find((m) => m.op === "subscribe")?.batch, false, "subscribe batch");
+        });
+        for (const recording of [plain, mixed]) {
+          const nexts = recording.received.filter((m) => m.op === "next");
+          same(nexts.length, 20, "one next per value");
+          check(nexts.every((m) => "value" in m && !("values" in m)), "every next in the plain form");
+        }
+      },
+    },
+    {
+      name: "a consumer that falls behind holds the values, not the hub's buffer (the default window)",
+      async run() {
+        await withHub(url, {}, async (hub) => {
+          const name = unique();
+          const subscription = hub.subscribe(name, { buffer: 10 });
+          await subscription.subscribed;
+          for (let n = 0; n < 200; n += 1) await hub.send(name, n); // 20 times the hub's buffer, nothing taken
+          same(await take(subscription, 200), Array.from({ length: 200 }, (_, n) => n));
         });
       },
     },

@@ -309,7 +309,7 @@ export async function runVector(vectorTemplate, { url, token, timeout = 10000 })
         reconnect: false,
         token: hello.token ?? token,
         client: hello.client,
-        batch: hello.batch,
+        batch: hello.batch === true, // the vectors speak the plain form unless they ask for batch
         requestTimeout: timeout,
         connectTimeout: timeout,
       });

@@ -241,9 +241,85 @@ async def test_dropping_a_subscription_cancels_it(broker):
         assert next(s for s in catalog["subjects"] if s["name"] == name)["subscribers"] == 0
 
 
-async def test_batch_values_are_flattened(broker):
-    async with Hub(broker.url, batch=True) as hub:
+class Received:
+    """Records the ``next`` messages the client receives, by wrapping the real core's handler."""
+
+    def __init__(self, hub):
+        self.nexts = []
+        core = hub._core
+        original = core._handle
+
+        def handle(message):
+            if message.get("op") == "next":
+                self.nexts.append(message)
+            original(message)
+
+        core._handle = handle
+
+
+async def buffered_then_taken(hub, name, count, **options):
+    """Subscribes without demand, sends ``count`` values (the hub buffers them), then asks for
+    them all at once: a batching hub may send them in few messages. Returns what iteration gave."""
+    subscription = hub.subscribe(name, prefetch=0, **options)
+    await subscription.subscribed()
+    for value in range(count):
+        await hub.send(name, {"n": value})
+    subscription.request(count)
+    values = [await subscription.__anext__() for _ in range(count)]
+    subscription.cancel()
+    return values
+
+
+async def test_batch_is_the_default_and_is_flattened_in_order(broker):
+    async with Hub(broker.url) as hub:
+        received = Received(hub)
+        name = unique()
+        assert await buffered_then_taken(hub, name, 50) == [{"n": n} for n in range(50)]
+        assert all("values" in m and "value" not in m for m in received.nexts)
+        assert sum(len(m["values"]) for m in received.nexts) == 50
+        assert len(received.nexts) < 50  # several values in a message
         assert [v async for v in hub.subscribe(pipeline="sequence([1,2,3,4,5,6])", prefetch=6)] == [1, 2, 3, 4, 5, 6]
+
+
+async def test_batch_false_keeps_the_plain_form(broker):
+    async with Hub(broker.url, batch=False) as hub:
+        received = Received(hub)
+        assert await buffered_then_taken(hub, unique(), 20) == [{"n": n} for n in range(20)]
+        assert len(received.nexts) == 20 and all("value" in m and "values" not in m for m in received.nexts)
+    async with Hub(broker.url) as hub:
+        received = Received(hub)
+        # A subscription's own batch=False wins over the connection's default.
+        assert await buffered_then_taken(hub, unique(), 20, batch=False) == [{"n": n} for n in range(20)]
+        assert len(received.nexts) == 20 and all("value" in m for m in received.nexts)
+
+
+async def test_a_batch_on_a_subject_with_history_carries_each_values_offset(conformance_broker):
+    async with Hub(conformance_broker.url) as hub:
+        received = Received(hub)
+        name = unique()
+        subscription = hub.subscribe(name, prefetch=0)
+        await subscription.subscribed()
+        for value in range(10):
+            await hub.send(name, value)
+        subscription.request(10)
+        offsets = []
+        for expected in range(10):
+            assert await subscription.__anext__() == expected
+            offsets.append(subscription.last_offset)
+        assert offsets == list(range(1, 11))
+        assert any(len(m.get("values", [])) > 1 for m in received.nexts)
+
+
+async def test_a_consumer_that_falls_behind_holds_the_values_not_the_hubs_buffer(broker):
+    """The default window takes a subject's values off the hub while the consumer is busy:
+    more values than the hub's buffer holds for it arrive without an overflow."""
+    async with Hub(broker.url) as hub:
+        name = unique()
+        subscription = hub.subscribe(name, buffer=10)
+        await subscription.subscribed()
+        for value in range(200):
+            await hub.send(name, value)  # nothing consumed yet: 20 times the hub's buffer
+        assert await take(subscription, 200) == list(range(200))
 
 
 async def test_hello_auth(auth_broker):

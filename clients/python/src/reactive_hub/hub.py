@@ -13,7 +13,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from .errors import ErrorCode, HubError
 from .reconnect import ReconnectPolicy
-from .subscription import UNLIMITED, Subscription
+from .subscription import DEFAULT_PREFETCH, UNLIMITED, Subscription
 
 SUBPROTOCOL = "hub.v1"
 logger = logging.getLogger("reactive_hub")
@@ -42,13 +42,18 @@ class Hub:
     tries each in turn at once (and fails, with the last failure, only when all
     did); after a loss the hub reconnects to the next one, with the same back-off.
 
+    ``batch`` (default True) asks the hub for the batch form of ``next`` (several
+    values in one message) for every subscription, unless a subscription's own
+    ``batch`` says otherwise; ``batch=False`` keeps one message per value. Either
+    way iteration hands out the values one by one.
+
     Events (``hub.on(name, callback)``): ``open`` (the session id),
     ``disconnect`` (the HubError), ``reconnecting`` (attempt, delay in s),
     ``error`` (a connection-level HubError the server reported).
     """
 
     def __init__(self, url: Union[str, Sequence[str]] = "ws://127.0.0.1:7420/", *, token: Optional[str] = None,
-                 client: Optional[str] = None, batch: bool = False,
+                 client: Optional[str] = None, batch: bool = True,
                  reconnect: Optional[ReconnectPolicy] = ReconnectPolicy(),
                  connect_timeout: float = 10.0, request_timeout: float = 10.0) -> None:
         self._core = _Core(_check_urls(url), token, client, batch, reconnect, connect_timeout, request_timeout)
@@ -156,7 +161,7 @@ class Hub:
                 page[key] = answer[key]
         return page
 
-    def subscribe(self, name: Optional[str] = None, *, pipeline: Optional[str] = None, prefetch: int = 16,
+    def subscribe(self, name: Optional[str] = None, *, pipeline: Optional[str] = None, prefetch: int = DEFAULT_PREFETCH,
                   demand: Any = None, buffer: Optional[int] = None, overflow: Optional[str] = None,
                   batch: Optional[bool] = None, since: Optional[Dict[str, Any]] = None) -> Subscription:
         """Subscribes to a subject, named pipeline or trigger (``name``) or to pipeline text (``pipeline=``).
@@ -501,11 +506,9 @@ class _Core:
             offset = message.get("offset")
             if not isinstance(offset, int) or isinstance(offset, bool):
                 offset = None
-            if isinstance(message.get("values"), list):
-                for index, value in enumerate(message["values"]):
-                    if subscription.ended:
-                        break
-                    subscription._deliver(value, None if offset is None else offset + index)
+            values = message.get("values")
+            if isinstance(values, list):
+                subscription._deliver_all(values, offset)
             else:
                 subscription._deliver(message.get("value"), offset)
         elif op == "complete":

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import weakref
 from collections import deque
-from typing import TYPE_CHECKING, Any, Deque, Dict, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Deque, Dict, List, Optional, Tuple, Union
 
 from .errors import ErrorCode, HubError
 
@@ -14,6 +15,13 @@ if TYPE_CHECKING:
 OVERFLOW_POLICIES = ("error", "dropOldest", "dropNewest", "latest")
 MAX_SAFE = 2**53 - 1  # demand at or past it is unlimited
 UNLIMITED = "unlimited"
+#: Values a subscription keeps requested ahead of its consumer by default. The hub
+#: sends no more than that, so it bounds what waits in this client's memory; and it
+#: is what lets a consumer that falls behind for a while take the subject's values
+#: off the hub (whose buffer holds 1,000 by default) instead of overflowing there,
+#: and what covers the round trip of a `request` at high rates (half a window is
+#: granted at a time, in one message).
+DEFAULT_PREFETCH = 65536
 
 
 def demand_value(n: Any, zero_allowed: bool) -> Union[int, str]:
@@ -52,8 +60,8 @@ class Subscription:
     """A subscription to a subject, named pipeline, trigger or pipeline text.
 
     Iterate it (``async for value in subscription``): with ``prefetch`` N > 0
-    (default 16) at most N values are requested ahead of the consumer, half a
-    window at a time as values are consumed; with ``prefetch=0`` nothing is
+    (default :data:`DEFAULT_PREFETCH`, 65,536) at most N values are requested
+    ahead of the consumer, half a window at a time as values are consumed; with ``prefetch=0`` nothing is
     requested but what :meth:`request` grants. Iteration ends when the
     subscription completes or is cancelled, and raises its :class:`HubError`
     when it fails (once). Leaving an ``async with`` block, :meth:`cancel`,
@@ -61,7 +69,7 @@ class Subscription:
     ``async for`` over ``hub.subscribe(...)``) cancels it on the hub.
     """
 
-    def __init__(self, core: "_Core", target: Dict[str, str], *, prefetch: int = 16, demand: Any = None,
+    def __init__(self, core: "_Core", target: Dict[str, str], *, prefetch: int = DEFAULT_PREFETCH, demand: Any = None,
                  buffer: Optional[int] = None, overflow: Optional[str] = None, batch: Optional[bool] = None,
                  since: Optional[Dict[str, Any]] = None) -> None:
         if not isinstance(prefetch, int) or isinstance(prefetch, bool) or prefetch < 0:
@@ -285,6 +293,23 @@ class Subscription:
             waiter.set_result(value)
         else:
             self._queue.append((value, known))
+
+    def _deliver_all(self, values: List[Any], offset: Optional[int]) -> None:
+        """The values of one batch (``next`` with ``values``), the first at ``offset``."""
+        if self._terminal is not None or not values:
+            return
+        known = offset if offset is not None and self.epoch is not None else None
+        if known is None:
+            self._deliver(values[0])
+            if self._terminal is None and len(values) > 1:
+                # The rest in one step: a batch costs one call, not one per value.
+                self.delivered += len(values) - 1
+                self._queue.extend(zip(values[1:], itertools.repeat(None)))
+            return
+        for index, value in enumerate(values):
+            if self._terminal is not None:
+                return
+            self._deliver(value, known + index)
 
     def _finish(self) -> None:
         self._wire = False
