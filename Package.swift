@@ -172,6 +172,7 @@ let package = Package(
                 .embedInCode("Dashboard/dashboard.js"),
                 .embedInCode("Dashboard/dashboard.css"),
                 .embedInCode("Dashboard/hub.js"),
+                .embedInCode("HTTP/openapi.json"),
             ]
         ),
         // The cluster's backplane: the NATS C client from the system, as libwebsockets is

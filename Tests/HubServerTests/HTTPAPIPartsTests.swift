@@ -63,3 +63,48 @@ struct HTTPAPIPartsTests {
         #expect(table.count == 1)
     }
 }
+
+/// The OpenAPI document the API serves (Protocol/openapi.json) and the routes agree: every
+/// path and method it documents is a route of the API, and every route's path and method
+/// is documented.
+@Suite("HTTP API: the OpenAPI document")
+struct HTTPAPIOpenAPIDocumentTests {
+    /// The routes, as (method, path with a sample name) pairs, by the document's path.
+    static let routes: [String: [String]] = [
+        "/v1/subjects/{name}": ["get", "post", "delete"],
+        "/v1/subjects/{name}/complete": ["post"],
+        "/v1/subjects/{name}/fail": ["post"],
+        "/v1/triggers/{name}": ["post"],
+        "/v1/catalog": ["get"],
+        "/v1/subjects/{name}/events": ["get"],
+        "/v1/pipelines/{name}/events": ["get"],
+        "/v1/triggers/{name}/events": ["get"],
+        "/v1/events": ["get"],
+        "/v1/openapi.json": ["get"],
+    ]
+
+    @Test func everyDocumentedOperationIsARouteAndEveryRouteIsDocumented() throws {
+        let document = try Value.parse(ServiceRoutes.openAPIDocument().body)
+        #expect(document["openapi"]?.stringValue?.hasPrefix("3.") == true)
+        guard case .object(let paths)? = document["paths"] else {
+            Issue.record("no paths")
+            return
+        }
+        var documented: [String: [String]] = [:]
+        for (path, item) in paths {
+            guard case .object(let operations) = item else { continue }
+            documented[path] = operations.keys.filter { ["get", "post", "delete", "put", "patch"].contains($0) }.sorted()
+        }
+        #expect(documented == Self.routes.mapValues { $0.sorted() })
+        for (path, methods) in documented {
+            let concrete = path.replacingOccurrences(of: "{name}", with: "orders.a")
+            for method in methods {
+                let match = APIRoute.match(method: method.uppercased(), path: concrete)
+                guard case .route = match else {
+                    Issue.record("\(method.uppercased()) \(concrete) is documented but is \(match)")
+                    continue
+                }
+            }
+        }
+    }
+}

@@ -43,6 +43,16 @@ struct HTTPAPIPublishTests {
         #expect(error?["message"]?.stringValue?.isEmpty == false, "\(response.text)", sourceLocation: sourceLocation)
     }
 
+    @Test func theOpenAPIDocumentIsServedWithoutAToken() async throws {
+        try await withServer(try PermissionTests.configuration()) { server in
+            let answer = try await Self.ask(server, "GET", "/v1/openapi.json")
+            #expect(answer.status == 200)
+            #expect(answer.headers["content-type"] == "application/json")
+            #expect(try Self.body(answer)["paths"]?["/v1/subjects/{name}"] != nil)
+            Self.expectError(try await Self.ask(server, "POST", "/v1/openapi.json", body: "{}"), 405, "method_not_allowed")
+        }
+    }
+
     @Test func aPostIsASendThatSubscribersReceive() async throws {
         try await withServer { server in
             let subscriber = try await server.connect()

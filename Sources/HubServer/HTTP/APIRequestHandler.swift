@@ -119,9 +119,9 @@ final class APIRequestHandler {
                 message["limit"] = .int(limit)
             }
             send(message, on: session)
-        case .events:
-            // Served as a stream (SSERequestHandler), never here.
-            throw HubError(.internal, "an event stream is not a request")
+        case .events, .openAPI:
+            // Served as a stream (SSERequestHandler), or the document (ServiceRoutes), never here.
+            throw HubError(.internal, "not an operation of a session")
         case .latest(let name):
             guard rateLimited(session, { session.withinRate(bytes: 0) }) else { return }
             guard let latest = try session.latestValue(of: name) else {

@@ -12,6 +12,7 @@
 /// | `GET /v1/subjects/{name}/events` | `subscribe`, as Server-Sent Events |
 /// | `GET /v1/pipelines/{name}/events`, `GET /v1/triggers/{name}/events` | the same |
 /// | `GET /v1/events?pipeline=TEXT` | `subscribe` to an ad-hoc pipeline, as Server-Sent Events |
+/// | `GET`/`HEAD /v1/openapi.json` | the API's OpenAPI document (Protocol/openapi.json) |
 ///
 /// Only the shape is read here; the name is checked by the operation, as over WebSocket.
 enum APIRoute: Equatable {
@@ -23,6 +24,7 @@ enum APIRoute: Equatable {
     case trigger(name: String)
     case catalog
     case events(EventsTarget)
+    case openAPI
 
     /// What an event stream subscribes to.
     enum EventsTarget: Equatable {
@@ -73,6 +75,8 @@ enum APIRoute: Equatable {
             return .route(parts[2] == "complete" ? .complete(subject: name) : .fail(subject: name))
         case ("catalog", 1):
             return reads.contains(method) ? .route(.catalog) : .methodNotAllowed(allowed: reads)
+        case ("openapi.json", 1):
+            return reads.contains(method) ? .route(.openAPI) : .methodNotAllowed(allowed: reads)
         case ("subjects", 2) where !parts[1].isEmpty:
             let name = String(parts[1])
             switch method {

@@ -39,6 +39,9 @@ struct ServiceRoutes {
         let apiReply = policy.decorate(reply, for: request)
         let answer = apiReply.respond
         switch APIRoute.match(method: request.method, path: request.path) {
+        case .route(.openAPI):
+            answer(openAPIDocument())
+            return
         case .route(.events(let target)):
             SSERequestHandler.serve(target, request, core: core, reply: apiReply)
             return
@@ -112,6 +115,14 @@ struct ServiceRoutes {
                 ],
                 text: asset.text))
         }
+    }
+
+    /// The HTTP API's OpenAPI document (Protocol/openapi.json, inside the binary).
+    static func openAPIDocument() -> HTTPResponse {
+        HTTPResponse(
+            status: 200, contentType: "application/json",
+            headers: [.init("cache-control", "no-cache"), .init("x-content-type-options", "nosniff")],
+            body: PackageResources.openapi_json)
     }
 
     /// The JS client as an ES module. Pages of other origins may import it too (a module
