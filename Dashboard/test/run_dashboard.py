@@ -16,7 +16,6 @@ Chromium's own --screenshot (for README).
 
 Prints one line per check and ends with "dashboard: N passed, N failed"; exits 1 if any failed.
 """
-import argparse
 import asyncio
 import json
 import os
@@ -31,7 +30,7 @@ REPOSITORY = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(REPOSITORY, "clients", "js", "test"))
 
 import websockets  # noqa: E402
-from run_browser import Broker, Chromium  # noqa: E402  (the one DevTools driver)
+from run_browser import Broker, Chromium, browser_arguments, report  # noqa: E402  (the one DevTools driver)
 
 TOKEN = "dashboard-test-token"
 
@@ -225,18 +224,11 @@ async def run(args):
         for broker in brokers:
             broker.stop()
         os.unlink(auth_config.name)
-    failed = 0
-    for name, error in results:
-        print(f"{'FAIL' if error else 'PASS'} {name}{': ' + error if error else ''}")
-        failed += 1 if error else 0
-    print(f"dashboard: {len(results) - failed} passed, {failed} failed")
-    return 0 if failed == 0 and results else 1
+    return report("dashboard", results)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hubcli", default=os.environ.get("HUBCLI", os.path.join(REPOSITORY, ".build", "debug", "hubcli")))
-    parser.add_argument("--chromium", default=os.environ.get("CHROMIUM", "chromium"))
+    parser = browser_arguments(__doc__.splitlines()[0])
     parser.add_argument("--screenshot")
     args = parser.parse_args()
     if args.screenshot:

@@ -353,11 +353,26 @@ async def run(args):
     return 0 if counts["fail"] == 0 and counts["pass"] > 0 else 1
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def browser_arguments(description):
+    """The arguments every browser check takes: the broker (--hubcli, $HUBCLI, else the
+    debug build) and the browser (--chromium, $CHROMIUM, else `chromium`)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--hubcli", default=os.environ.get("HUBCLI", os.path.join(REPOSITORY, ".build", "debug", "hubcli")))
     parser.add_argument("--chromium", default=os.environ.get("CHROMIUM", "chromium"))
-    return asyncio.run(run(parser.parse_args()))
+    return parser
+
+
+def report(label, results):
+    """Prints each (name, error) check and `label: N passed, N failed`; the exit status."""
+    failed = sum(1 for _, error in results if error)
+    for name, error in results:
+        print(f"{'FAIL' if error else 'PASS'} {name}{': ' + error if error else ''}")
+    print(f"{label}: {len(results) - failed} passed, {failed} failed")
+    return 0 if failed == 0 and results else 1
+
+
+def main():
+    return asyncio.run(run(browser_arguments(__doc__.splitlines()[0]).parse_args()))
 
 
 if __name__ == "__main__":

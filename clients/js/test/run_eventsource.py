@@ -13,7 +13,6 @@ the same with `kill -9` (the subject is `sync: full`: an acknowledged value surv
 
 Prints one line per check and ends with "eventsource: N passed, N failed"; exits 1 if any failed.
 """
-import argparse
 import asyncio
 import json
 import os
@@ -23,10 +22,9 @@ import tempfile
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPOSITORY = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, HERE)
 
-from run_browser import Broker, Chromium  # noqa: E402  (the one DevTools driver)
+from run_browser import Broker, Chromium, browser_arguments, report  # noqa: E402  (the one DevTools driver)
 
 
 def post(port, name, value):
@@ -114,18 +112,11 @@ async def run(args):
     finally:
         await browser.close()
         broker.stop()
-    failed = sum(1 for _, error in results if error)
-    for name, error in results:
-        print(f"{'FAIL' if error else 'PASS'} {name}{': ' + error if error else ''}")
-    print(f"eventsource: {len(results) - failed} passed, {failed} failed")
-    return 0 if failed == 0 and results else 1
+    return report("eventsource", results)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hubcli", default=os.environ.get("HUBCLI", os.path.join(REPOSITORY, ".build", "debug", "hubcli")))
-    parser.add_argument("--chromium", default=os.environ.get("CHROMIUM", "chromium"))
-    return asyncio.run(run(parser.parse_args()))
+    return asyncio.run(run(browser_arguments(__doc__.splitlines()[0]).parse_args()))
 
 
 if __name__ == "__main__":
