@@ -28,29 +28,14 @@ extension HTTPTestClient {
         var request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
         for (name, value) in headers { request += "\(name): \(value)\r\n" }
         try write(Array((request + "\r\n").utf8))
-        let separator: [UInt8] = Array("\r\n\r\n".utf8)
-        var headerEnd: Int?
-        while headerEnd == nil {
-            if let range = pending.firstRange(of: separator) { headerEnd = range.upperBound; break }
-            try fill()
-        }
-        let head = String(decoding: pending[..<headerEnd!], as: UTF8.self)
-        var lines = head.split(separator: "\r\n").map(String.init)
-        let status = Int(lines.removeFirst().split(separator: " ")[1]) ?? 0
-        var fields: [String: String] = [:]
-        for line in lines {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            fields[line[..<colon].lowercased()] = String(line[line.index(after: colon)...].drop { $0 == " " })
-        }
+        let (status, fields) = try readHead()
         guard fields["transfer-encoding"] == "chunked" else {
-            pending.removeFirst(headerEnd!)
             let length = Int(fields["content-length"] ?? "0") ?? 0
             while pending.count < length { try fill() }
             let body = Array(pending.prefix(length))
             pending.removeFirst(length)
             return Response(status: status, headers: fields, body: body)
         }
-        pending.removeFirst(headerEnd!)
         return Response(status: status, headers: fields, body: [])
     }
 

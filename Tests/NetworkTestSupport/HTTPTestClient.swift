@@ -85,8 +85,8 @@ public final class HTTPTestClient: @unchecked Sendable {
         return try readResponse(method: method)
     }
 
-    /// Reads the next response (blocking), for a request written with ``write(_:)``.
-    public func readResponse(method: String = "GET") throws -> Response {
+    /// Reads a response's status line and header fields (blocking), leaving its body.
+    func readHead() throws -> (status: Int, headers: [String: String]) {
         let separator: [UInt8] = Array("\r\n\r\n".utf8)
         var headerEnd: Int?
         while headerEnd == nil {
@@ -105,6 +105,12 @@ public final class HTTPTestClient: @unchecked Sendable {
             guard let colon = line.firstIndex(of: ":") else { continue }
             headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
+        return (status, headers)
+    }
+
+    /// Reads the next response (blocking), for a request written with ``write(_:)``.
+    public func readResponse(method: String = "GET") throws -> Response {
+        let (status, headers) = try readHead()
         let length = method == "HEAD" ? 0 : Int(headers["content-length"] ?? "0") ?? 0
         while pending.count < length { try fill() }
         let body = Array(pending.prefix(length))
