@@ -134,11 +134,20 @@ struct ServerKeepaliveTests {
         for _ in 0..<3 {
             var outcome: (count: Int, longestSilence: Double, failure: String?) = (0, 0, nil)
             try await withServer(Self.configuration(pingInterval: 1, idleTimeout: idleTimeout)) { server in
-                let client = try await WebSocketConformanceTests.upgraded(server, timeoutSeconds: 15)
-                // The upgrade request is the last the server heard: the silence counts from it
-                // (the test's task may resume seconds later in a busy parallel run).
-                let writer = SilenceKeepingWriter(client: client, heardAt: ContinuousClock.now)
                 outcome = await Blocking.run { () -> (Int, Double, String?) in
+                    // The upgrade request is the last the server hears before the exchange: the
+                    // silence counts from the moment it is sent, on the thread that then goes on
+                    // (a starved thread or task after the upgrade is the client's silence).
+                    let sent = ContinuousClock.now
+                    let client: HTTPTestClient
+                    do {
+                        client = try HTTPTestClient(port: server.port, timeoutSeconds: 15)
+                        let answer = try client.upgrade()
+                        guard answer.status == 101 else { return (0, 0, "upgrade: \(answer.status)") }
+                    } catch {
+                        return (0, Self.seconds(since: sent), "upgrade: \(error)")
+                    }
+                    let writer = SilenceKeepingWriter(client: client, heardAt: sent)
                     do {
                         let (count, failure) = try exchange(client, writer)
                         return (count, failure == nil ? writer.longestSilence : writer.longestSilenceSoFar, failure)
