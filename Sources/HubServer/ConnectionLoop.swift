@@ -103,6 +103,6 @@ final class ConnectionLoop {
         let control = self.control
         core.serve(request, on: .main, reply: HTTPReply(
             respond: { response in control.post { relay.exchange.respond(response) } },
-            stream: { RelayedHTTPStream(relay: relay, control: control) }))
+            stream: { [self] in RelayedHTTPStream(relay: relay, loop: self) }))
     }
 }

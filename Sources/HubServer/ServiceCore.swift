@@ -211,7 +211,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     func server(_ server: WebSocketServer, didReceive exchange: HTTPExchange) {
         serve(
             exchange.request, on: server === adminServer ? .admin : .main,
-            reply: HTTPReply(respond: exchange.respond, stream: { LocalHTTPStream(exchange) }))
+            reply: HTTPReply(respond: exchange.respond, stream: { [eventLoop] in LocalHTTPStream(exchange, on: eventLoop) }))
     }
 
     /// Answers a plain HTTP request that arrived on `listener` (on any loop) through

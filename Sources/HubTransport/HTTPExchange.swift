@@ -101,10 +101,7 @@ public final class HTTPExchange {
         guard case .streaming(let chunked) = phase, let socket else { return false }
         guard !bytes.isEmpty else { return true }
         if chunked {
-            var framed: [UInt8] = []
-            framed.reserveCapacity(bytes.count + 12)
-            HTTPResponseEncoding.appendChunk(bytes, to: &framed)
-            socket.queue(framed)
+            socket.queueChunk(bytes)
         } else {
             socket.queue(bytes)
         }

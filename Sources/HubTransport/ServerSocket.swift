@@ -228,8 +228,20 @@ final class ServerSocket {
 
     /// Queues `bytes` of an answer and writes what lws takes now.
     func queue<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
-        guard mode == .http || mode == .lingering, !bytes.isEmpty, let wsi else { return }
-        output.append(contentsOf: bytes)
+        guard !bytes.isEmpty else { return }
+        queue { $0.append(contentsOf: bytes) }
+    }
+
+    /// Queues `data` as one chunk of a chunked body, framed in place, and writes what lws
+    /// takes now.
+    func queueChunk(_ data: UnsafeRawBufferPointer) {
+        guard !data.isEmpty else { return }
+        queue { HTTPResponseEncoding.appendChunk(data, to: &$0) }
+    }
+
+    private func queue(_ append: (inout [UInt8]) -> Void) {
+        guard mode == .http || mode == .lingering, let wsi else { return }
+        append(&output)
         // Written now unless lws still holds part of an earlier write.
         if !writableRequested, !writeOutput(wsi, notifiesDrain: false) { killSoon() }
     }

@@ -2,7 +2,7 @@ import HubValue
 
 /// Byte-level helpers shared by the wire encoders: append ASCII, integers and
 /// JSON strings to a byte buffer without intermediate `String`s.
-enum WireBytes {
+public enum WireBytes {
     /// Appends the bytes of a static ASCII string.
     @inline(__always)
     static func append(_ text: StaticString, to buffer: inout [UInt8]) {
@@ -11,7 +11,7 @@ enum WireBytes {
 
     /// Appends the decimal digits of `value`.
     @inline(__always)
-    static func append(_ value: UInt64, to buffer: inout [UInt8]) {
+    public static func append(_ value: UInt64, to buffer: inout [UInt8]) {
         if value < 10 {
             buffer.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value))
             return
@@ -21,7 +21,7 @@ enum WireBytes {
 
     /// Appends the decimal form of `value`, with a `-` when negative.
     @inline(__always)
-    static func append(_ value: Int64, to buffer: inout [UInt8]) {
+    public static func append(_ value: Int64, to buffer: inout [UInt8]) {
         if value < 0 { buffer.append(UInt8(ascii: "-")) }
         append(value.magnitude, to: &buffer)
     }

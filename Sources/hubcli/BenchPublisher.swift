@@ -1,5 +1,6 @@
 import HubLoop
 import HubTransport
+import HubWire
 
 /// How the publisher paces its `send`s.
 enum BenchPacing: Sendable {
@@ -93,14 +94,14 @@ final class BenchPublisher: WebSocketConnectionHandler {
         sent += 1
         prefix.removeAll(keepingCapacity: true)
         prefix.append(contentsOf: head)
-        BenchPublisher.appendDecimal(EventLoop.monotonicNanoseconds(), to: &prefix)
+        WireBytes.append(EventLoop.monotonicNanoseconds(), to: &prefix)
         var ackEvery = 0
         if case .unbounded(_, let every) = pacing { ackEvery = every }
         let sentOK: Bool
         if ackEvery > 0, sent % ackEvery == 0 {
             suffix.removeAll(keepingCapacity: true)
             suffix.append(contentsOf: #","ack":"#.utf8)
-            BenchPublisher.appendDecimal(Int64(sent), to: &suffix)
+            WireBytes.append(Int64(sent), to: &suffix)
             suffix.append(UInt8(ascii: "}"))
             sentOK = send(connection, suffix: suffix)
         } else {
@@ -197,20 +198,5 @@ final class BenchPublisher: WebSocketConnectionHandler {
     func connection(_ connection: WebSocketConnection, didFailToConnect error: TransportError) {
         run.fail("publisher could not connect: \(error)")
         run.closed.increment()
-    }
-
-    /// Appends the decimal digits of a non-negative `value`.
-    static func appendDecimal(_ value: Int64, to buffer: inout [UInt8]) {
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
-        withUnsafeMutableBytes(of: &digits) { raw in
-            var rest = UInt64(max(value, 0))
-            var position = 24
-            repeat {
-                position -= 1
-                raw[position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
-                rest /= 10
-            } while rest != 0
-            buffer.append(contentsOf: raw[position..<24])
-        }
     }
 }

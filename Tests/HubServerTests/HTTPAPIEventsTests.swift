@@ -238,6 +238,25 @@ struct HTTPAPIEventsTests {
         }
     }
 
+    /// The events of one pass of the hub's loop go out as one chunk (one socket write),
+    /// not one each: on one loop, and on a connection loop of three.
+    @Test(arguments: [1, 3])
+    func theEventsOfOnePassGoOutAsOneChunk(loops: Int) async throws {
+        var configuration = HubService.Configuration()
+        configuration.eventLoops = loops
+        try await withServer(configuration) { server in
+            if loops > 1 { #expect(try await HTTPTestClient.request(port: server.port, path: "/health").status == 200) }
+            let stream = try await Stream(server, "/v1/subjects/ticks/events")
+            #expect(try await Self.subscribers(server, of: "ticks", 1))
+            try await server.withHub { hub in for n in 1...100 { try hub.send(.int(Int64(n)), to: "ticks") } }
+            for n in 1...100 {
+                let event = try #require(try await stream.next())
+                #expect(event.data == "\(n)")
+            }
+            #expect(stream.client.chunksRead == 1, "100 events in \(stream.client.chunksRead) chunks")
+        }
+    }
+
     /// On one loop, and on a connection loop of three (the second socket goes there).
     @Test(arguments: [1, 3])
     func aStreamWhoseReaderStopsReadingIsClosedAsASlowConsumer(loops: Int) async throws {

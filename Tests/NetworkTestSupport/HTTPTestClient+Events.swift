@@ -92,6 +92,7 @@ extension HTTPTestClient {
         }
         let chunk = Array(pending[(lineEnd! + 2)..<(lineEnd! + 2 + size)])
         pending.removeFirst(lineEnd! + 2 + size + 2)
+        if size > 0 { chunksRead += 1 }
         return size == 0 ? nil : chunk
     }
 }

@@ -34,6 +34,8 @@ public final class HTTPTestClient: @unchecked Sendable {
     var pending: [UInt8] = []
     /// Decoded text of an event stream not yet returned as events.
     var streamText = ""
+    /// The chunks of a chunked body read so far (an event stream's writes).
+    public internal(set) var chunksRead = 0
 
     /// Connects to `host:port` (IPv4).
     public init(host: String = "127.0.0.1", port: Int, timeoutSeconds: Int = 30) throws {

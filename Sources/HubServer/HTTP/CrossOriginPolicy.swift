@@ -122,7 +122,7 @@ private final class HeaderAddingStream: HTTPStreamChannel {
         inner.start(status: status, contentType: contentType, headers: headers + self.headers)
     }
 
-    func write(_ bytes: [UInt8]) { inner.write(bytes) }
+    func append(_ build: (inout [UInt8]) -> Void) { inner.append(build) }
     func end(closingConnection: Bool) { inner.end(closingConnection: closingConnection) }
     var queuedBytes: Int { inner.queuedBytes }
     var onDrain: (() -> Void)? {

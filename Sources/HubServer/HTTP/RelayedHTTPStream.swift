@@ -1,42 +1,61 @@
 import HubTransport
 import Synchronization
 
-/// The stream of an exchange served by a connection loop, as the hub's loop writes it:
-/// each piece goes to that loop through its hand-off, and the exchange's drains and
-/// close come back through the connection loop's (``HTTPStreamRelay``).
+/// The stream of an exchange served by a connection loop, as the hub's loop writes it.
+/// What is appended until the hub's loop writes goes to the connection loop as one piece,
+/// in the same hand-over as that loop's WebSocket messages (``ConnectionLoop/toConnections``),
+/// and the start and the end go the same way after it, in order; the exchange's drains
+/// and close come back through the connection loop's hand-off (``HTTPStreamRelay``).
 /// Confined to the hub's loop.
 final class RelayedHTTPStream: HTTPStreamChannel {
     private let relay: HTTPStreamRelay
     private let figures: HTTPStreamRelay.Figures
-    /// Work for the connection loop.
-    private let control: LoopHandOff
+    /// The connection loop, as the hub's loop sees it.
+    private let loop: ConnectionLoop
+    /// The body appended since the last hand-over.
+    private var pending: [UInt8] = []
+    /// Whether ``pending`` has a place in the loop's hand-off, and which one (the end hands
+    /// the body over before it, and a later piece takes a new place after it).
+    private var gathering = false
+    private var generation = 0
     var onDrain: (() -> Void)?
     var onClose: (() -> Void)?
 
-    init(relay: HTTPStreamRelay, control: LoopHandOff) {
+    init(relay: HTTPStreamRelay, loop: ConnectionLoop) {
         self.relay = relay
         self.figures = relay.figures
-        self.control = control
+        self.loop = loop
     }
 
     func start(status: Int, contentType: String, headers: [HTTPResponse.Header]) {
         let relay = self.relay
-        control.post { [self] in relay.start(self, status: status, contentType: contentType, headers: headers) }
+        hand { [self] in relay.start(self, status: status, contentType: contentType, headers: headers) }
     }
 
-    func write(_ bytes: [UInt8]) {
-        let relay = self.relay
-        figures.inTransit.add(bytes.count, ordering: .relaxed)
-        control.post { relay.write(bytes) }
+    func append(_ build: (inout [UInt8]) -> Void) {
+        build(&pending)
+        let handOff = loop.toConnections
+        handOff.source.noteMessageQueued()
+        if pending.count >= HTTPStreamChannels.eagerWriteBytes {
+            if let body = takePending(generation) { handOff.post(body) }
+            handOff.handOverNow()
+            return
+        }
+        // Near the slow-consumer bound, the hub's loop stops holding its writes.
+        if pending.count >= loop.promptWriteSize { handOff.source.writeAtEndOfPass() }
+        guard !gathering else { return }
+        gathering = true
+        let generation = self.generation
+        handOff.gather { [self] in self.takePending(generation) }
     }
 
     func end(closingConnection: Bool) {
         let relay = self.relay
-        control.post { relay.end(closingConnection: closingConnection) }
+        hand { relay.end(closingConnection: closingConnection) }
     }
 
     var queuedBytes: Int {
-        figures.inTransit.load(ordering: .relaxed) + figures.queued.load(ordering: .relaxed)
+        pending.count + figures.inTransit.load(ordering: .relaxed) + figures.queued.load(ordering: .relaxed)
     }
 
     /// The exchange's queue drained (from the connection loop).
@@ -46,7 +65,30 @@ final class RelayedHTTPStream: HTTPStreamChannel {
 
     /// The peer closed (from the connection loop).
     func closed() {
+        pending = []
         onClose?()
+    }
+
+    /// The work that writes ``pending`` on the connection loop, unless the place
+    /// `generation` was given up (the body went before the end).
+    private func takePending(_ generation: Int) -> (() -> Void)? {
+        guard generation == self.generation else { return nil }
+        self.generation += 1
+        gathering = false
+        guard !pending.isEmpty else { return nil }
+        let body = pending
+        pending = []
+        pending.reserveCapacity(min(body.count, HTTPStreamChannels.eagerWriteBytes))
+        figures.inTransit.add(body.count, ordering: .relaxed)
+        let relay = self.relay
+        return { relay.write(body) }
+    }
+
+    /// Hands `change` to the connection loop after the body appended so far.
+    private func hand(_ change: @escaping () -> Void) {
+        let handOff = loop.toConnections
+        if let body = takePending(generation) { handOff.post(body) }
+        handOff.post(change)
     }
 }
 

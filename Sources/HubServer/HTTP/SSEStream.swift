@@ -69,18 +69,23 @@ final class SSEStream: SessionConnection {
 
     func sendValue(_ body: UnsafeRawBufferPointer, offset: UInt64?, subscription: UInt64) -> Bool {
         guard phase == .streaming else { return false }
-        var event: [UInt8] = []
-        event.reserveCapacity(body.count + 48)
-        if let offset, let epoch {
-            event.append(contentsOf: "id: ".utf8)
-            event.append(contentsOf: SSESubscription.eventID(offset: offset, epoch: epoch).utf8)
-            event.append(UInt8(ascii: "\n"))
+        let epoch = self.epoch
+        var size = 0
+        channel.append { event in
+            let before = event.count
+            defer { size = event.count - before }
+            if let offset, let epoch {
+                event.append(contentsOf: "id: ".utf8)
+                SSESubscription.appendEventID(offset: offset, epoch: epoch, to: &event)
+                event.append(UInt8(ascii: "\n"))
+            }
+            // The encoder escapes every control character: the JSON is one line.
+            event.append(contentsOf: "data: ".utf8)
+            event.append(contentsOf: body)
+            event.append(contentsOf: "\n\n".utf8)
         }
-        // The encoder escapes every control character: the JSON is one line.
-        event.append(contentsOf: "data: ".utf8)
-        event.append(contentsOf: body)
-        event.append(contentsOf: "\n\n".utf8)
-        write(event)
+        bytesWritten += size
+        eventsWritten += 1
         if let remaining {
             self.remaining = remaining - 1
             if remaining <= 1 { end(closingConnection: false) }
@@ -192,9 +197,17 @@ final class SSEStream: SessionConnection {
     }
 
     private func write(_ event: [UInt8]) {
-        bytesWritten += event.count
+        append { $0.append(contentsOf: event) }
+    }
+
+    /// Appends one event to the stream's body, counting it.
+    private func append(_ event: (inout [UInt8]) -> Void) {
+        channel.append { body in
+            let before = body.count
+            event(&body)
+            bytesWritten += body.count - before
+        }
         eventsWritten += 1
-        channel.write(event)
     }
 
     /// An event named `name` with `data` as its JSON.

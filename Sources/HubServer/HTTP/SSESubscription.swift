@@ -54,4 +54,11 @@ enum SSESubscription {
     static func eventID(offset: UInt64, epoch: String) -> String {
         "\(offset)@\(epoch)"
     }
+
+    /// Appends ``eventID(offset:epoch:)`` to `buffer` without making a string.
+    static func appendEventID(offset: UInt64, epoch: String, to buffer: inout [UInt8]) {
+        WireBytes.append(offset, to: &buffer)
+        buffer.append(UInt8(ascii: "@"))
+        buffer.append(contentsOf: epoch.utf8)
+    }
 }
