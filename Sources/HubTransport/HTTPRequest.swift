@@ -76,4 +76,19 @@ public struct HTTPRequest: Sendable, Hashable {
         let lowered = name.lowercased()
         return headers.first { $0.name == lowered }?.value
     }
+
+    /// The first non-empty value of the cookie `name` in the `Cookie` header fields
+    /// (RFC 6265 §5.4: `name=value` pairs separated by `;`; a value in double quotes is
+    /// taken without them), or `nil`. Names are case-sensitive.
+    public func cookie(_ name: String) -> String? {
+        for header in headers where header.name == "cookie" {
+            for pair in header.value.split(separator: ";") {
+                guard let equals = pair.firstIndex(of: "="), pair[..<equals].trimmingBlanks() == name else { continue }
+                var value = Substring(pair[pair.index(after: equals)...].trimmingBlanks())
+                if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = value.dropFirst().dropLast() }
+                if !value.isEmpty { return String(value) }
+            }
+        }
+        return nil
+    }
 }

@@ -34,6 +34,9 @@ struct HTTPAPICrossOriginTests {
             #expect(post.status == 200)
             #expect(post.headers["access-control-allow-origin"] == "https://app.example")
             #expect(post.headers["vary"] == "Origin")
+            // Listed by name, the origin may send credentials (an EventSource's cookie).
+            #expect(allowed.headers["access-control-allow-credentials"] == "true")
+            #expect(post.headers["access-control-allow-credentials"] == "true")
             // An error answer carries it too: the page can read why.
             let refused = try await HTTPAPIPublishTests.ask(
                 server, "POST", "/v1/subjects/orders", body: "{", headers: ["Origin": "http://localhost:3000"])
@@ -59,6 +62,7 @@ struct HTTPAPICrossOriginTests {
             let head = stream.head
             #expect(head.status == 200)
             #expect(head.headers["access-control-allow-origin"] == "*")
+            #expect(head.headers["access-control-allow-credentials"] == nil)
             #expect(head.headers["content-type"]?.hasPrefix("text/event-stream") == true)
         }
     }

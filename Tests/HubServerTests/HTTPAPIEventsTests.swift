@@ -181,6 +181,15 @@ struct HTTPAPIEventsTests {
             #expect(try await status("/v1/subjects/orders.a/events?token=reader-secret", ["Authorization": "Bearer nope"]).0 == 401)
             let byParameter = try await Stream(server, "/v1/subjects/orders.a/events?token=reader-secret&last=1", headers: [:])
             #expect(byParameter.head.status == 200)
+            // Or as the hub_token cookie (an EventSource sends the page's cookies), under
+            // the same checks; only event streams take it.
+            #expect(try await status("/v1/subjects/orders.a/events", ["Cookie": "hub_token=nope"]).0 == 401)
+            #expect(try await status("/v1/subjects/orders.secret.x/events", ["Cookie": "hub_token=reader-secret"]).0 == 403)
+            let byCookie = try await Stream(server, "/v1/subjects/orders.a/events?last=1", headers: ["Cookie": "a=b; hub_token=reader-secret"])
+            #expect(byCookie.head.status == 200)
+            let publishByCookie = try await HTTPAPIPublishTests.ask(
+                server, "POST", "/v1/subjects/orders.a", body: "1", headers: ["Cookie": "hub_token=writer-secret"])
+            #expect(publishByCookie.status == 401, "\(publishByCookie.text)")
             let operatorStats = try await Stream(server, "/v1/subjects/$sys.stats/events?demand=1", headers: ["Authorization": "Bearer operator-secret"])
             #expect(operatorStats.head.status == 200)
             #expect(try await operatorStats.rest().count == 1)

@@ -35,6 +35,26 @@ struct HTTPAPIPartsTests {
         #expect(fields["demand"] == 2)
     }
 
+    /// An event stream's credentials: the header, else `?token=`, else the `hub_token`
+    /// cookie, read as RFC 6265 writes cookies.
+    @Test func anEventStreamsTokenComesFromTheHeaderTheQueryOrTheCookie() {
+        func credentials(query: [HTTPRequest.QueryItem] = [], _ headers: [HTTPRequest.Header]) -> String? {
+            let request = HTTPRequest(
+                method: "GET", path: "/v1/subjects/a/events", query: query,
+                authorization: headers.first { $0.name == "authorization" }?.value, headers: headers)
+            return SSERequestHandler.credentials(of: request)
+        }
+        #expect(credentials([.init("cookie", "theme=dark; hub_token=abc.def-ghi_; other=1")]) == "Bearer abc.def-ghi_")
+        #expect(credentials([.init("cookie", "hub_token=\"quoted\"")]) == "Bearer quoted")
+        #expect(credentials([.init("cookie", "theme=dark"), .init("cookie", " hub_token = second ")]) == "Bearer second")
+        #expect(credentials([.init("cookie", "hub_token=; HUB_TOKEN=x; hub_tokens=y; xhub_token=z")]) == nil)
+        #expect(credentials([.init("cookie", "hub_token")]) == nil)
+        #expect(credentials(query: [.init(name: "token", value: "q")], [.init("cookie", "hub_token=c")]) == "Bearer q")
+        #expect(credentials(
+            query: [.init(name: "token", value: "q")],
+            [.init("authorization", "Bearer h"), .init("cookie", "hub_token=c")]) == "Bearer h")
+    }
+
     @Test func ndjsonNamesItsFirstBadLine() throws {
         #expect(try APIBody.values(Array("1\n\n[2]\r\n".utf8)) == [1, [2]])
         do {

@@ -9,6 +9,11 @@ import HubTransport
 /// `Content-Type`, `Last-Event-ID`, `If-None-Match`). A preflight from any other
 /// origin gets `403` with the reason.
 ///
+/// An origin listed by name (not through `*`) is also allowed credentials
+/// (`Access-Control-Allow-Credentials: true`): its `EventSource`s may send the
+/// `hub_token` cookie (``SSERequestHandler/credentials(of:)``), which nothing but an
+/// event stream takes.
+///
 /// CORS only tells a browser what a page may read: the tokens and permissions still
 /// decide what a request may do.
 public struct CrossOriginPolicy: Sendable, Hashable {
@@ -65,7 +70,13 @@ public struct CrossOriginPolicy: Sendable, Hashable {
             .init("access-control-allow-origin", allowed),
             .init("access-control-expose-headers", "ETag, Retry-After"),
             .init("vary", "Origin"),
-        ]
+        ] + Self.credentials(allowed)
+    }
+
+    /// `Access-Control-Allow-Credentials` for an origin allowed by name; a browser never
+    /// sends credentials where any origin is (`*`).
+    private static func credentials(_ allowed: String) -> [HTTPResponse.Header] {
+        allowed == "*" ? [] : [.init("access-control-allow-credentials", "true")]
     }
 
     /// Whether `request` is a preflight: `OPTIONS` asking for a method.
@@ -90,7 +101,7 @@ public struct CrossOriginPolicy: Sendable, Hashable {
                 .init("access-control-allow-headers", "Authorization, Content-Type, Last-Event-ID, If-None-Match"),
                 .init("access-control-max-age", "600"),
                 .init("vary", "Origin"),
-            ],
+            ] + Self.credentials(allowed),
             body: [])
     }
 

@@ -60,7 +60,9 @@ final class SSERequestHandler: SessionLink {
         if sessions.authenticator != nil || sessions.configuration.requiresAuthentication,
            Session.bearerToken(authorization) == nil
         {
-            refuse(HubError(.unauthorized, "this server requires a token: send Authorization: Bearer TOKEN"))
+            refuse(HubError(
+                .unauthorized,
+                "this server requires a token: send Authorization: Bearer TOKEN, ?token=TOKEN or a \(Self.tokenCookie) cookie"))
             return
         }
         let message: ClientMessage
@@ -107,14 +109,22 @@ final class SSERequestHandler: SessionLink {
     }
 
     /// The request's credentials: its `Authorization` header, else its `token` query
-    /// parameter as a bearer token, for an `EventSource`, which cannot set headers. The
-    /// token goes no further than the session's authentication: a session logs the
-    /// request's path, which has no query, and its identity, never its token.
+    /// parameter, else its ``tokenCookie`` cookie, as a bearer token: an `EventSource`
+    /// cannot set headers. The token goes no further than the session's authentication:
+    /// a session logs the request's path, which has no query, and its identity, never its
+    /// token. Only event streams take the query parameter and the cookie: they change
+    /// nothing, so a page of another site that makes a browser send the cookie along can
+    /// make the broker read for it, and what it reads stays out of that page's reach
+    /// unless CORS lets it in.
     static func credentials(of request: HTTPRequest) -> String? {
         if let authorization = request.authorization { return authorization }
-        guard let token = request.queryValue("token"), !token.isEmpty else { return nil }
-        return "Bearer " + token
+        if let token = request.queryValue("token"), !token.isEmpty { return "Bearer " + token }
+        return request.cookie(tokenCookie).map { "Bearer " + $0 }
     }
+
+    /// The cookie that may carry an event stream's token: its value is the token as is
+    /// (a JWT's characters are all allowed in a cookie).
+    static let tokenCookie = "hub_token"
 
     /// A name under `/v1/pipelines/` or `/v1/triggers/` must be one (a subject's name
     /// is `not_found` there); under `/v1/subjects/`, a pipeline or a trigger is not a subject.

@@ -10,6 +10,8 @@ broker is stopped (SIGTERM) and started again on the same port while values keep
 published: the EventSource reconnects by itself with the Last-Event-ID of the last value
 it got, and the page must end with every value once, in order, with no `reset`. Then
 the same with `kill -9` (the subject is `sync: full`: an acknowledged value survives).
+Last, on a broker that requires tokens: an EventSource without one is refused for good,
+and one of a page that holds the `hub_token` cookie gets the values.
 
 Prints one line per check and ends with "eventsource: N passed, N failed"; exits 1 if any failed.
 """
@@ -27,10 +29,13 @@ sys.path.insert(0, HERE)
 from run_browser import Broker, Chromium, browser_arguments, report  # noqa: E402  (the one DevTools driver)
 
 
-def post(port, name, value):
+def post(port, name, value, token=None):
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
     request = urllib.request.Request(
         f"http://127.0.0.1:{port}/v1/subjects/{name}", data=json.dumps(value).encode(),
-        headers={"Content-Type": "application/json"}, method="POST")
+        headers=headers, method="POST")
     with urllib.request.urlopen(request, timeout=10) as answer:
         return json.loads(answer.read())
 
@@ -109,10 +114,56 @@ async def run(args):
         if any(error for _, error in results) and page.console:
             print("page console:\n  " + "\n  ".join(page.console[-20:]))
         await page.close()
+        await check("eventsource: on a broker with tokens, refused without one, served with the hub_token cookie",
+                    lambda: cookie(args, browser, storage))
     finally:
         await browser.close()
         broker.stop()
     return report("eventsource", results)
+
+
+COOKIE_CONFIG = """auth:
+  identities:
+    reader: {tokens: [reader-secret], subscribe: [news]}
+    writer: {tokens: [writer-secret], publish: [news]}
+"""
+
+WATCH = """((name) => {
+    window[name] = {got: [], opens: 0, errors: 0, state: -1};
+    const source = new EventSource("/v1/subjects/news/events");
+    source.onopen = () => { window[name].opens += 1; };
+    source.onmessage = (event) => { window[name].got.push(JSON.parse(event.data)); };
+    source.onerror = () => { window[name].errors += 1; window[name].state = source.readyState; };
+    return true;
+})"""
+
+
+async def cookie(args, browser, storage):
+    """An EventSource sends the page's cookies: the broker takes the hub_token cookie as
+    the stream's bearer token (and refuses a stream without any token, for good)."""
+    config = os.path.join(storage, "auth.yml")
+    with open(config, "w") as f:
+        f.write(COOKIE_CONFIG)
+    broker = Broker(args.hubcli, config)
+    try:
+        page = await browser.open_page(f"http://127.0.0.1:{broker.port}/dashboard/")
+        await page.evaluate(f"{WATCH}('without')")
+        # A refusal before the stream (401) is an error the EventSource does not retry.
+        await page.wait_for("window.without.errors >= 1 && window.without.state === 2", "the refusal", timeout_ms=30000)
+        await page.evaluate('document.cookie = "hub_token=reader-secret; path=/v1/; SameSite=Strict"')
+        await page.evaluate(f"{WATCH}('withCookie')")
+        await page.wait_for("window.withCookie.opens >= 1", "the stream with the cookie opens", timeout_ms=30000)
+        sent = [{"n": n} for n in range(1, 4)]
+        for value in sent:
+            await asyncio.to_thread(post, broker.port, "news", value, "writer-secret")
+        await page.wait_for("window.withCookie.got.length >= 3", "3 values", timeout_ms=30000)
+        got = json.loads(await page.evaluate("JSON.stringify(window.withCookie.got)"))
+        assert got == sent, f"received {got}, published {sent}"
+        without = json.loads(await page.evaluate("JSON.stringify(window.without)"))
+        assert without["opens"] == 0 and without["got"] == [], f"the stream without a token: {without}"
+        await page.close()
+    finally:
+        broker.stop()
 
 
 def main():
