@@ -126,6 +126,11 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
             maximumPendingHandshakes: pendingHandshakesPerLoop)
         // An HTTP API request carries a message (or, as NDJSON, several): bounded alike.
         server.maximumRequestBodySize = configuration.maxMessageSize
+        // The API's own paths get its JSON errors, even from the transport.
+        server.refusalAnswer = { status, reason, path in
+            guard let path, path.hasPrefix(APIRoute.prefix) else { return nil }
+            return APIErrorStatus.transportRefusal(status: status, reason: reason)
+        }
         server.listens = listening
         server.connectionTally = connectionTally
         return server

@@ -25,6 +25,9 @@ struct HTTPRequestParser {
         var status: Int
         /// What was wrong, for the response body and logs.
         var message: String
+        /// The request's path, when its head was read before the failure (a body too
+        /// large, a malformed body framing).
+        var path: String? = nil
     }
 
     /// What the bytes parsed so far amount to.
@@ -194,7 +197,9 @@ struct HTTPRequestParser {
         lineLength = 0
         switch parsed {
         case .failure(let failure):
-            return fail(failure.status, failure.message)
+            state = .failed
+            pending = []
+            return .failure(failure)
         case .success(let head):
             switch head.bodyFraming {
             case .none: state = .headDone
@@ -289,7 +294,9 @@ struct HTTPRequestParser {
         }
         switch bodyFraming(of: head, limits: limits) {
         case .success(let framing): head.bodyFraming = framing
-        case .failure(let failure): return .failure(failure)
+        case .failure(var failure):
+            failure.path = head.path
+            return .failure(failure)
         }
         return .success(head)
     }

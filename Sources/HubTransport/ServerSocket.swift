@@ -183,7 +183,10 @@ final class ServerSocket {
                 }
             case .failure(let failure):
                 if let wsi { server.requestArrived(wsi) }
-                refuse(WebSocketUpgrade.refusal(failure.status, failure.message), keepAlive: false)
+                // A failure in the body of a request whose head was read knows its path.
+                let path = failure.path ?? head?.path
+                let answer = server.configuration.refusalAnswer?(failure.status, failure.message, path)
+                refuse(answer ?? WebSocketUpgrade.refusal(failure.status, failure.message), keepAlive: false)
                 return 0
             }
         }

@@ -70,6 +70,12 @@ extension WebSocketServer {
         /// ``maximumConnections`` (the servers of one port on several loops); `nil` counts
         /// this server's own.
         public var connectionTally: ConnectionTally?
+        /// The answer to a request refused before it reached the delegate (malformed, or
+        /// its body too large), given the status, what was wrong and the request's path
+        /// when its head was read; `nil`, or a `nil` answer, sends the status with the
+        /// reason as plain text. Lets an API answer its own paths in its own error format.
+        /// Runs on the loop.
+        public var refusalAnswer: (@Sendable (_ status: Int, _ reason: String, _ path: String?) -> HTTPResponse?)?
 
         /// Creates a configuration; defaults: `127.0.0.1`, ephemeral port, `hub.v1`, 1 MiB
         /// messages, 10,000 connections (more are closed with 1008), ping

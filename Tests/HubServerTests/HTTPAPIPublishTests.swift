@@ -158,9 +158,27 @@ struct HTTPAPIPublishTests {
             Self.expectError(try await Self.ask(server, "GET", "/v1/catalog?limit=many"), 400, "bad_message")
             Self.expectError(try await Self.ask(server, "GET", "/v1/catalog?after=zzz"), 400, "bad_message")
             Self.expectError(try await Self.ask(server, "POST", "/v1/subjects/prices/fail"), 400, "bad_message")
-            // A body over the message limit: 413 before it is read.
+            // A body over the message limit: 413 before it is read, in the API's JSON form,
+            // whether its length is told at once or by its chunks.
             let large = try await Self.ask(server, "POST", "/v1/subjects/prices", body: "[" + String(repeating: "1,", count: 1000) + "1]")
-            #expect(large.status == 413)
+            Self.expectError(large, 413, "limit_exceeded")
+            #expect(try Self.body(large)["data"]?["limit"] == "maxMessageBytes")
+            let port = server.port
+            func chunked(_ path: String) async throws -> HTTPTestClient.Response {
+                try await Blocking.run {
+                    let client = try HTTPTestClient(port: port)
+                    let piece = String(repeating: "1,", count: 300)
+                    let chunk = String(piece.utf8.count, radix: 16) + "\r\n" + piece + "\r\n"
+                    try client.write(Array((
+                        "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                            + "Transfer-Encoding: chunked\r\n\r\n" + chunk + chunk + chunk).utf8))
+                    return try client.readResponse(method: "POST")
+                }
+            }
+            Self.expectError(try await chunked("/v1/subjects/prices"), 413, "limit_exceeded")
+            // Outside the API, the transport's own plain-text refusal.
+            let outside = try await chunked("/health")
+            #expect(outside.status == 413 && outside.headers["content-type"]?.hasPrefix("text/plain") == true, "\(outside.headers)")
             // The server goes on serving.
             #expect(try await Self.ask(server, "POST", "/v1/subjects/prices", body: "1").status == 200)
         }

@@ -65,6 +65,19 @@ enum APIErrorStatus {
         return .object(fields)
     }
 
+    /// The answer to a request that the transport refused before the API read it (a body
+    /// larger than `limits.maxMessageBytes`, a head too large, a malformed request): the
+    /// transport's status, with the error in the API's JSON form.
+    static func transportRefusal(status: Int, reason: String) -> HTTPResponse {
+        let error: HubError
+        switch status {
+        case 413: error = HubError(.limitExceeded, reason, data: ["limit": "maxMessageBytes"])
+        case 414, 431: error = HubError(.limitExceeded, reason)
+        default: error = HubError(.badMessage, reason)
+        }
+        return APIResponse.json(status, body(of: error), headers: [.init("cache-control", "no-store")])
+    }
+
     /// A JSON error object with a code of HTTP's own (not one of the protocol's).
     static func body(code: String, _ message: String) -> Value {
         .object(["code": .string(code), "message": .string(message)])
