@@ -79,6 +79,40 @@ struct ClusterProcessTests {
         for client in [a, b, c] { await client.close() }
     }
 
+    /// Any node serves the HTTP API for the whole hub: values POSTed on a reach an event
+    /// stream on b, and c's catalog counts b's stream.
+    @Test func theHTTPAPIOfAnyNodeServesTheWholeHub() async throws {
+        let cluster = try await Cluster()
+        let (a, b, c) = (cluster.nodes[0], cluster.nodes[1], cluster.nodes[2])
+        let stream = try await Blocking.run { () -> HTTPTestClient in
+            let client = try HTTPTestClient(port: b.port)
+            let head = try client.openStream(path: "/v1/subjects/quotes/events")
+            guard head.status == 200 else { throw HTTPTestClient.Failure(description: "stream: \(head.status) \(head.text)") }
+            return client
+        }
+        func catalogCount(on node: NodeProcess) async throws -> Int? {
+            let answer = try await HTTPTestClient.request(port: node.port, path: "/v1/catalog")
+            guard case .object(let catalog)? = try? Value.parse(answer.body), case .array(let subjects)? = catalog["subjects"] else { return nil }
+            for case .object(let subject) in subjects where subject["name"] == "quotes" {
+                if case .int(let count)? = subject["subscribers"] { return Int(count) }
+            }
+            return 0
+        }
+        try await waitUntil("c's catalog to count b's stream") { try await catalogCount(on: c) == 1 }
+        try await waitUntil("a's catalog to count b's stream") { try await catalogCount(on: a) == 1 }
+        for n in 1...3 {
+            let answer = try await Blocking.run {
+                try HTTPTestClient(port: a.port).send(
+                    method: "POST", path: "/v1/subjects/quotes", headers: ["Content-Type": "application/json"],
+                    body: Array("{\"n\":\(n)}".utf8))
+            }
+            #expect(answer.status == 200, "\(answer.text)")
+        }
+        let events = try await Blocking.run { try (0..<3).map { _ in try stream.nextEvent() } }
+        #expect(events.map { $0?.data } == [#"{"n":1}"#, #"{"n":2}"#, #"{"n":3}"#])
+        stream.shutdownConnection()
+    }
+
     @Test func concurrentPublishersOnDifferentNodesEachKeepTheirOrder() async throws {
         let cluster = try await Cluster()
         let (a, b, c) = (try await cluster.nodes[0].client(), try await cluster.nodes[1].client(), try await cluster.nodes[2].client())
