@@ -107,7 +107,11 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     }
 
     /// Open connections on every loop, the admin listener's included.
-    var openConnections: Int { connectionTally.count + (adminServer?.openConnectionCount ?? 0) }
+    var openConnections: Int { connectionTally.count + (adminServer?.openConnectionCount ?? 0) + streams.count }
+
+    /// The event streams among ``handlers``: connections of their own, which the
+    /// transport's tally (WebSocket connections) does not count.
+    private var streams = Set<ObjectIdentifier>()
 
     /// Write counters of connections that have closed.
     var closedWriteCalls = 0
@@ -269,6 +273,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     func adoptStream(_ stream: any SessionLink) -> Bool {
         guard !stopped, !isDraining else { return false }
         handlers[ObjectIdentifier(stream)] = stream
+        streams.insert(ObjectIdentifier(stream))
         return true
     }
 
@@ -276,6 +281,7 @@ final class ServiceCore: WebSocketServerDelegate, ServiceControl {
     @discardableResult
     func forget(_ handler: any SessionLink) -> Bool {
         guard handlers.removeValue(forKey: ObjectIdentifier(handler)) != nil else { return false }
+        streams.remove(ObjectIdentifier(handler))
         counters.closedBytesReceived += handler.bytesReceived
         counters.closedBytesSent += handler.bytesSent
         closedWriteCalls += handler.writeCalls

@@ -247,6 +247,39 @@ struct HTTPAPIEventsTests {
         }
     }
 
+    /// `$sys.stats` and `$sys.connections` count event streams as connections and HTTP
+    /// publishes with the others (and so do /metrics and the dashboard, which read the same
+    /// figures).
+    @Test func theSystemSubjectsCountStreamsAndHTTPPublishes() async throws {
+        var configuration = HubService.Configuration()
+        configuration.statsInterval = .milliseconds(50)
+        try await withServer(configuration) { server in
+            let prices = try await Stream(server, "/v1/subjects/prices/events")
+            #expect(try await Self.subscribers(server, of: "prices", 1))
+            for n in 1...3 { _ = try await Self.post(server, "/v1/subjects/prices", "\(n)") }
+            // Each tick of $sys.connections lists the open connections: the two streams, each
+            // with its subscription (the first list may come before the second's is counted).
+            let connections = try await Stream(server, "/v1/subjects/$sys.connections/events")
+            var listed: Value?
+            for _ in 0..<100 {
+                guard let event = try await connections.next(), let value = try? Value.parse(Array(event.data.utf8)) else { break }
+                listed = value
+                if value["total"] == 2, value["connections"]?.arrayValue?.filter({ $0["subscriptions"] == 1 }).count == 2 { break }
+            }
+            #expect(listed?["total"] == 2, "\(String(describing: listed))")
+            #expect(listed?["connections"]?.arrayValue?.filter { $0["subscriptions"] == 1 }.count == 2, "\(String(describing: listed))")
+            // $sys.stats (read whole: a request's session is not a connection).
+            var stats: Value?
+            for _ in 0..<200 {
+                stats = try? Value.parse(try await HTTPAPIPublishTests.ask(server, "GET", "/v1/subjects/$sys.stats").body)
+                if stats?["connections"] == 2, stats?["totals"]?["published"] == 3 { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(stats?["connections"] == 2 && stats?["totals"]?["published"] == 3, "\(String(describing: stats))")
+            #expect(try await prices.next()?.data == "1")
+        }
+    }
+
     /// The events of one pass of the hub's loop go out as one chunk (one socket write),
     /// not one each: on one loop, and on a connection loop of three.
     @Test(arguments: [1, 3])
