@@ -113,7 +113,7 @@ struct ProcessResult: Sendable {
 /// FileHandle's readabilityHandler, whose dispatch source could still watch a descriptor
 /// that had been closed and reused: the test process then crashed in libdispatch).
 final class RunningProcess: @unchecked Sendable {
-    let process = Process()
+    let process = ChildProcess()
     private let lock = NSLock()
     private var out = Data()
     private var err = Data()
@@ -221,7 +221,8 @@ final class RunningProcess: @unchecked Sendable {
         } catch {
             process.interrupt()
             kill(process.processIdentifier, SIGKILL)
-            throw error
+            let (stdout, stderr) = printed()
+            throw NotFinished(timeout: timeout, stdout: stdout, stderr: stderr)
         }
         // Both readers reach the end of their pipe (a grandchild holding a pipe open would
         // keep it: bounded by the timeout).
@@ -230,6 +231,16 @@ final class RunningProcess: @unchecked Sendable {
             ProcessResult(
                 status: status, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
         }
+    }
+}
+
+/// A process did not exit within its time: what it printed until then says where it was.
+struct NotFinished: Error, CustomStringConvertible {
+    let timeout: Duration
+    let stdout: String
+    let stderr: String
+    var description: String {
+        "the process did not exit within \(timeout); standard output:\n\(stdout.suffix(4000))\nstandard error:\n\(stderr.suffix(4000))"
     }
 }
 
@@ -242,7 +253,8 @@ struct StandardErrorEnded: Error, CustomStringConvertible {
 
 /// Runs `hubcli` with `arguments` to completion.
 func run(
-    _ executable: URL, _ arguments: [String], stdin: String? = nil, environment: [String: String?] = [:]
+    _ executable: URL, _ arguments: [String], stdin: String? = nil, environment: [String: String?] = [:],
+    timeout: Duration = .seconds(20)
 ) async throws -> ProcessResult {
-    try await RunningProcess(executable, arguments, stdin: stdin, environment: environment).finish()
+    try await RunningProcess(executable, arguments, stdin: stdin, environment: environment).finish(timeout: timeout)
 }

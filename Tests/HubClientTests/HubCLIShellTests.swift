@@ -55,10 +55,12 @@ struct HubCLIShellTests {
     /// failed with "Text file busy" (a child forked by another thread between our open and
     /// its exec held the file for writing for that moment).
     static func runScript(_ script: URL, environment: [String: String?]) async throws -> ProcessResult {
-        var result = try await run(bash, [script.path], environment: environment)
+        // An example starts a broker and a dozen hubcli processes: a second alone, far
+        // more beside a full parallel run on two cores.
+        var result = try await run(bash, [script.path], environment: environment, timeout: .seconds(90))
         for _ in 1..<5 where result.stderr.contains("Text file busy") {
             try await Task.sleep(for: .milliseconds(200))
-            result = try await run(bash, [script.path], environment: environment)
+            result = try await run(bash, [script.path], environment: environment, timeout: .seconds(90))
         }
         return result
     }

@@ -12,7 +12,7 @@ import Glibc
 /// A `hubcli serve --port 0 --cluster URL --node NAME` process: one node of a test cluster.
 final class NodeProcess: @unchecked Sendable {
     let name: String
-    let process = Process()
+    let process = ChildProcess()
     private(set) var port = 0
     private let output = NodeOutput()
     private let stderrChunks = EventQueue<String>()

@@ -351,7 +351,7 @@ struct HTTPAPIPublishTests {
     /// Runs `executable` with `arguments`: its exit status and standard output.
     static func run(_ executable: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
         try await Blocking.run {
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = URL(fileURLWithPath: executable)
             process.arguments = arguments
             let pipe = Pipe()

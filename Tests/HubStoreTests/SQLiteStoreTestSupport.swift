@@ -205,7 +205,7 @@ final class BlockingWriter {
 /// A Python process that keeps a transaction open on a database (`read`: a snapshot;
 /// `write`: the write lock) until it is released.
 final class DatabaseHolder: Sendable {
-    private let process: Process
+    private let process: ChildProcess
     private let input: Pipe
 
     init(_ database: String, holding: String) async throws {
@@ -234,8 +234,8 @@ final class DatabaseHolder: Sendable {
 
     /// Starts `python3 -c script arguments…`, its standard input from `input` when given;
     /// returns it and the pipe of its standard output.
-    static func python(_ script: String, _ arguments: [String], input: Pipe? = nil) throws -> (Process, Pipe) {
-        let process = Process()
+    static func python(_ script: String, _ arguments: [String], input: Pipe? = nil) throws -> (ChildProcess, Pipe) {
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", "-c", script] + arguments
         let output = Pipe()

@@ -32,7 +32,7 @@ public enum Blocking {
     }
 }
 
-extension Process {
+extension ChildProcess {
     /// Waits for the process to exit without holding a thread of the cooperative pool.
     public func exited() async {
         await Blocking.run { self.waitUntilExit() }

@@ -50,7 +50,7 @@ public enum HubCLIExecutable {
     public static func run(_ arguments: [String]) async throws -> Outcome {
         let executable = try locate()
         return try await Blocking.run {
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = executable
             process.arguments = arguments
             let output = Pipe()

@@ -14,7 +14,7 @@ public final class NATSServerProcess: @unchecked Sendable {
     public var url: String { "nats://127.0.0.1:\(port)" }
     private let jetStreamDirectory: String?
     private let lock = NSLock()
-    private var process: Process?
+    private var process: ChildProcess?
 
     /// Starts a server on `port`, or on a free loopback port (`jetStream`: with `-js`, storing in a
     /// temporary directory).
@@ -62,7 +62,7 @@ public final class NATSServerProcess: @unchecked Sendable {
         // Its port may still be held for a moment by a previous run's socket: a server that
         // exits at once is started again (a new Process: one runs only once) until the deadline.
         while true {
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = try Self.executable()
             process.arguments = arguments
             process.standardOutput = FileHandle.nullDevice

@@ -49,7 +49,7 @@ public struct TestCertificate: Sendable {
         }
         let certificate = directory + "/cert.pem"
         let key = directory + "/key.pem"
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: openssl)
         process.arguments = [
             "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "1",

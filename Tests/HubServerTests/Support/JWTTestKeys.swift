@@ -82,7 +82,7 @@ struct JWTTestKeys: Sendable {
     /// The standard output of `openssl arguments`.
     static func openssl(_ arguments: [String]) throws -> String {
         guard let path = TestCertificate.opensslPath else { throw OpenSSLFailure(description: "openssl is not on PATH") }
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
         let output = Pipe()
