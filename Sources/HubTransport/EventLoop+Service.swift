@@ -159,6 +159,11 @@ extension EventLoop {
             kickLibWebSockets(context, now: now)
         }
         writesWaitUntil = nil
+        if now - loadSampledAt >= EventLoop.loadSampleInterval {
+            loadSampledAt = now
+            if threadLoad == nil { threadLoad = ThreadLoad() }
+            if let busy = threadLoad?.sample(now: now) { coalescing.noteLoopLoad(busy) }
+        }
         guard hasPendingWrites else { return }
         switch decideAfterPass(handledInput: inputs != inputsBefore, now: now) {
         case .write: flushConnections()

@@ -87,6 +87,12 @@ public final class EventLoop: @unchecked Sendable {
     @exclusivity(unchecked) var queuedMessages = 0
     /// Whether the pending writes go out at the end of this pass (``writeAtEndOfPass()``).
     @exclusivity(unchecked) var flushPromptly = false
+    /// The loop thread's load, sampled every ``loadSampleInterval`` for the write hold
+    /// (``WriteCoalescing/noteLoopLoad(_:)``); made on the loop thread.
+    @exclusivity(unchecked) var threadLoad: ThreadLoad?
+    @exclusivity(unchecked) var loadSampledAt: Int64 = 0
+    /// How often the loop samples its thread's load (ns).
+    static let loadSampleInterval: Int64 = 50_000_000
     /// The thread's CPU time at the end of the previous pass (``Configuration/measuresPassCPUTime``).
     @exclusivity(unchecked) var passCPUMark: Int64 = 0
     /// The most CPU time one pass took since ``takeLongestPassCPUTime()`` last read it.
@@ -104,7 +110,8 @@ public final class EventLoop: @unchecked Sendable {
         self.configuration = configuration
         coalescing = WriteCoalescing(
             maximumDelay: configuration.writeCoalescingDelay.nanoseconds,
-            streamingDelay: configuration.writeCoalescingStreamingDelay.nanoseconds)
+            streamingDelay: configuration.writeCoalescingStreamingDelay.nanoseconds,
+            idleLoopDelay: configuration.writeCoalescingIdleLoopDelay.nanoseconds)
         var logger = logger
         logger[metadataKey: "loop"] = "\(configuration.name)"
         self.logger = logger

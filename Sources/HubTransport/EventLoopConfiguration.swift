@@ -27,6 +27,10 @@ extension EventLoop {
         /// with a fan-out then reads many messages per wake-up. Not below
         /// ``writeCoalescingDelay``; equal to it keeps the delay fixed.
         public var writeCoalescingStreamingDelay: Duration
+        /// How long a heavy stream's writes may be held back while the loop is mostly
+        /// idle (see ``WriteCoalescing``): its spare CPU goes to latency. Between
+        /// ``writeCoalescingDelay`` and ``writeCoalescingStreamingDelay`` (clamped).
+        public var writeCoalescingIdleLoopDelay: Duration = .milliseconds(1)
         /// How the loop waits for its sockets.
         public var eventLibrary: EventLibrary
         /// Whether the loop measures the CPU time of each service pass (its thread's

@@ -31,12 +31,28 @@
 /// reads for a subscriber that is busy keeping up (what nats-server gains by letting
 /// tens of milliseconds pile up), while a lone message, a request's answer, or a stream
 /// of a few messages per half millisecond keeps its latency.
+///
+/// The loop's own load bounds the growth too (``noteLoopLoad(_:)``): while the loop is
+/// mostly idle (below ``idleBelow`` of the wall-clock time running or waiting to run), a
+/// heavy stream's hold grows no further than ``idleLoopDelay``, spending the idle CPU on
+/// latency; from ``busyAbove`` on it may grow to ``streamingDelay`` again, where holding
+/// saves the CPU a saturated loop lacks and its subscribers are behind anyway.
 struct WriteCoalescing {
     /// How long writes are held back while input keeps arriving (ns), when a stream
     /// starts; 0 never holds back.
     let maximumDelay: Int64
     /// The longest a heavy stream's writes are held back (ns; at least ``maximumDelay``).
     let streamingDelay: Int64
+    /// The longest a heavy stream's writes are held back while the loop is mostly idle
+    /// (ns; between ``maximumDelay`` and ``streamingDelay``).
+    let idleLoopDelay: Int64
+    /// Below this share of its time busy, a loop is mostly idle; above ``busyAbove``, busy
+    /// again (between the two it stays as it was, so that the shorter hold's own cost does
+    /// not flip it back and forth).
+    static let idleBelow = 0.35
+    static let busyAbove = 0.6
+    /// Whether the loop is mostly idle, from the loads it noted; `false` until it notes one.
+    private(set) var loopIsIdle = false
     /// The rate, in messages per connection per ``maximumDelay``, at which writes for
     /// several connections make the next hold twice as long (below half of it, half as
     /// long).
@@ -65,16 +81,28 @@ struct WriteCoalescing {
     /// Holds back for at most `maximumDelay` ns and `maximumPasses` passes, growing up
     /// to `streamingDelay` ns (by default no growth) while a heavy stream lasts.
     init(
-        maximumDelay: Int64, streamingDelay: Int64? = nil, messagesPerDelayToGrow: Int = 2,
+        maximumDelay: Int64, streamingDelay: Int64? = nil, idleLoopDelay: Int64? = nil, messagesPerDelayToGrow: Int = 2,
         maximumPasses: Int = 64, waitsForInput: Bool = false, minimumConnectionsToWait: Int = 3
     ) {
         self.maximumDelay = max(0, maximumDelay)
         self.streamingDelay = max(self.maximumDelay, streamingDelay ?? maximumDelay)
+        self.idleLoopDelay = min(self.streamingDelay, max(self.maximumDelay, idleLoopDelay ?? self.streamingDelay))
         self.messagesPerDelayToGrow = max(1, messagesPerDelayToGrow)
         self.maximumPasses = maximumPasses
         self.waitsForInput = waitsForInput
         self.minimumConnectionsToWait = minimumConnectionsToWait
         delay = self.maximumDelay
+    }
+
+    /// Notes the share of wall-clock time (0 to 1) the loop spent running or waiting to
+    /// run since it last noted one.
+    mutating func noteLoopLoad(_ busy: Double) {
+        if loopIsIdle {
+            if busy > WriteCoalescing.busyAbove { loopIsIdle = false }
+        } else if busy < WriteCoalescing.idleBelow {
+            loopIsIdle = true
+            delay = min(delay, idleLoopDelay)
+        }
     }
 
     /// What to do after a pass that left writes pending.
@@ -140,11 +168,13 @@ struct WriteCoalescing {
         // per maximumDelay, averaged over the last few writes.
         let rate = Double(queuedMessages) * Double(maximumDelay) / (Double(pendingConnections) * Double(now - lastWrite))
         streamRate += (rate - streamRate) / 4
+        let ceiling = loopIsIdle ? idleLoopDelay : streamingDelay
         if streamRate >= Double(messagesPerDelayToGrow) {
-            delay = delay > streamingDelay / 2 ? streamingDelay : delay * 2
+            delay = delay > ceiling / 2 ? ceiling : delay * 2
         } else if streamRate * 2 < Double(messagesPerDelayToGrow) {
             delay = max(maximumDelay, delay / 2)
         }
+        delay = min(delay, ceiling)
     }
 
     private mutating func held(since: Int64, _ decision: Decision) -> Decision {

@@ -127,6 +127,47 @@ struct WriteCoalescingTests {
         #expect(later.allSatisfy { $0.waited == 0 && $0.messages == 1 })
     }
 
+    /// On a mostly idle loop a heavy stream's hold grows no further than the idle bound
+    /// (its spare CPU goes to latency); once the loop is busy again it grows to the
+    /// streaming delay, and a load between the two thresholds changes nothing.
+    @Test func aMostlyIdleLoopHoldsAHeavyStreamNoLongerThanTheIdleBound() {
+        var stream = StreamSimulation(connections: 100, interval: 50_000)
+        stream.coalescing = WriteCoalescing(
+            maximumDelay: 500_000, streamingDelay: 4_000_000, idleLoopDelay: 1_000_000, waitsForInput: true)
+        stream.coalescing.noteLoopLoad(0.2)
+        stream.run(messages: 2_000)
+        #expect(stream.coalescing.loopIsIdle)
+        #expect(stream.coalescing.delay == 1_000_000)
+        #expect(stream.writes.map(\.waited).max()! <= 1_000_000)
+
+        // Half busy: between the thresholds, still idle.
+        stream.coalescing.noteLoopLoad(0.5)
+        stream.run(messages: 1_000)
+        #expect(stream.coalescing.delay == 1_000_000)
+
+        // Busy: the hold may grow to the streaming delay again.
+        stream.coalescing.noteLoopLoad(0.9)
+        stream.run(messages: 2_000)
+        #expect(!stream.coalescing.loopIsIdle)
+        #expect(stream.coalescing.delay == 4_000_000)
+
+        // Idle again: the hold is cut to the idle bound at once (the hold in progress
+        // keeps its deadline; every later one is bounded).
+        stream.coalescing.noteLoopLoad(0.1)
+        #expect(stream.coalescing.delay == 1_000_000)
+        stream.writes.removeAll()
+        stream.run(messages: 1_000)
+        #expect(stream.writes.dropFirst().map(\.waited).max()! <= 1_000_000)
+    }
+
+    /// Without an idle bound (or before any load is noted) the hold grows as before.
+    @Test func withoutAnIdleBoundTheLoadChangesNothing() {
+        var stream = StreamSimulation(connections: 100, interval: 50_000)
+        stream.coalescing.noteLoopLoad(0.1)
+        stream.run(messages: 2_000)
+        #expect(stream.coalescing.delay == 4_000_000)
+    }
+
     /// A lull in a heavy stream (its subscribers busy with the last write) is waited
     /// out: the next message joins those after it instead of leaving alone at once.
     @Test func aLullInAHeavyStreamIsWaitedOut() {
