@@ -50,12 +50,8 @@ enum SSESubscription {
         return .object(since)
     }
 
-    /// The id of the event of a value at `offset` in `epoch`.
-    static func eventID(offset: UInt64, epoch: String) -> String {
-        "\(offset)@\(epoch)"
-    }
-
-    /// Appends ``eventID(offset:epoch:)`` to `buffer` without making a string.
+    /// Appends the id of the event of a value at `offset` in `epoch`, `OFFSET@EPOCH`, to
+    /// `buffer`.
     static func appendEventID(offset: UInt64, epoch: String, to buffer: inout [UInt8]) {
         WireBytes.append(offset, to: &buffer)
         buffer.append(UInt8(ascii: "@"))
