@@ -261,13 +261,18 @@ struct HTTPAPIPublishTests {
             let holder = try await server.connect()
             Self.expectError(try await Self.ask(server, "POST", "/v1/subjects/prices", body: "1"), 503, "limit_exceeded")
             try await holder.close()
-            var status = 0
-            for _ in 0..<200 where status != 200 {
-                status = try await Self.ask(server, "POST", "/v1/subjects/prices", body: "1").status
-                if status != 200 { try await Task.sleep(for: .milliseconds(10)) }
-            }
-            #expect(status == 200)
+            #expect(try await Self.publishesAgain(server))
         }
+    }
+
+    /// Whether a `POST` to `prices` is answered `200` within about two seconds, asked
+    /// every 10 ms (a place freed by a closed connection is freed on the server's loop).
+    static func publishesAgain(_ server: HubServerHarness) async throws -> Bool {
+        for _ in 0..<200 {
+            if try await ask(server, "POST", "/v1/subjects/prices", body: "1").status == 200 { return true }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return false
     }
 
     @Test func aPublisherToASubjectThatBlocksWaitsForItsSubscribersAndNothingIsLost() async throws {
