@@ -24,13 +24,6 @@ protocol HTTPStreamChannel: AnyObject {
     var onClose: (() -> Void)? { get set }
 }
 
-extension HTTPStreamChannel {
-    /// Appends `bytes` to the body (``append(_:)``).
-    func write(_ bytes: [UInt8]) {
-        append { $0.append(contentsOf: bytes) }
-    }
-}
-
 /// How the hub's loop answers one HTTP request: whole (``respond``, once), or streamed
 /// through the channel ``stream`` makes (once, instead).
 struct HTTPReply {
