@@ -237,6 +237,7 @@ struct Serve: AsyncParsableCommand {
             Output.message("hubcli: cluster node \(membership.nodeName ?? "?") via \(cluster.urls.joined(separator: ","))")
         }
         defer { membership.leave(service.eventLoop) }
+        releaseStartupPages(logger: logger)
         // SIGINT/SIGTERM start the group's graceful shutdown: the service ends every
         // live subscription with shutting_down, closes with 1001, and run() returns.
         // SIGHUP reloads the file; SIGUSR2 drains (run() returns when the drain is done).
@@ -267,6 +268,7 @@ struct Serve: AsyncParsableCommand {
         do {
             let broker = try loadConfiguration()
             try await service.reload(broker)
+            releaseStartupPages(logger: logger)
         } catch {
             logger.error("reload failed, keeping the running configuration", metadata: ["error": "\(error)"])
         }
@@ -274,6 +276,15 @@ struct Serve: AsyncParsableCommand {
 }
 
 extension Serve {
+    /// Lets go of the executable's pages that starting (or reloading) touched and serving
+    /// does not use: see `StartupPages`. Serving maps again the ones it runs.
+    private func releaseStartupPages(logger: Logger) {
+        #if canImport(Glibc)
+        let bytes = StartupPages.release()
+        logger.debug("released the pages starting touched", metadata: ["advisedBytes": "\(bytes)"])
+        #endif
+    }
+
     /// `cannot start the broker: cannot listen on HOST:PORT: address already in use`, or the error as it is.
     static func cannotStart(_ error: any Error, host: String, port: Int) -> String {
         if let transport = error as? TransportError, transport.code == .listenFailed {
