@@ -15,7 +15,7 @@ import Logging
 ///
 /// Made on the connection loop when the connection is accepted (it only stores what it
 /// is given), and used on the hub's loop from then on.
-final class RelayedSession: SessionLink, SessionConnection {
+final class RelayedSession: SessionLink, SessionConnection, HandOffPlaceHolder {
     /// Messages of one pass, back to back in ``bytes``; ``ends`` holds where each ends.
     struct Batch: Sendable {
         var bytes: [UInt8] = []
@@ -44,11 +44,10 @@ final class RelayedSession: SessionLink, SessionConnection {
     @exclusivity(unchecked) private var lastBatchBytes = 0
     /// The batch `next` open at the end of ``pending``: its key and its closing.
     @exclusivity(unchecked) private var open: (key: UInt64, closing: [UInt8])?
-    /// Whether ``pending`` has a place in the loop's hand-off, and which one (a close
-    /// hands the messages over before it, and a later message
-    /// takes a new place after it).
-    @exclusivity(unchecked) private var gathering = false
-    @exclusivity(unchecked) private var generation = 0
+    /// The place of ``pending`` in the loop's hand-off (a close hands the messages over
+    /// before it, and a later message takes a new place after it).
+    @exclusivity(unchecked) var handOffPlace = HandOffPlace()
+    var handOff: LoopHandOff { loop.toConnections }
 
     /// The session's side of `relay`'s connection, on `loop`.
     init(relay: ConnectionRelay, loop: LoopBound<ConnectionLoop>) {
@@ -167,12 +166,14 @@ final class RelayedSession: SessionLink, SessionConnection {
     func close(code: HubCloseCode, reason: String, discardingQueued: Bool) {
         accepting = false
         let code = WebSocketCloseCode(code.rawValue)
-        hand { $0.close(code: code, reason: reason, discardingQueued: discardingQueued) }
+        let relay = self.relay
+        handAfterPending { relay.close(code: code, reason: reason, discardingQueued: discardingQueued) }
     }
 
     func abort() {
         accepting = false
-        hand { $0.abort() }
+        let relay = self.relay
+        handAfterPending { relay.abort() }
     }
 
     func pauseReading() {
@@ -207,30 +208,17 @@ final class RelayedSession: SessionLink, SessionConnection {
     /// `next` (as the connection's own coalescing does).
     static let eagerHandOverBytes = 64 << 10
 
-    /// Counts a message queued in ``pending`` for the hub loop's write coalescing, and
-    /// makes sure ``pending`` goes to the connection loop at that loop's next write, or now
-    /// when it has grown large.
+    /// Counts a message queued in ``pending`` and makes sure it goes to the connection
+    /// loop at that loop's next write, or now when ``pending`` has grown large.
+    @inline(__always)
     private func didQueueMessage() {
-        loop.toConnections.source.noteMessageQueued()
-        if pending.bytes.count >= RelayedSession.eagerHandOverBytes {
-            if let messages = takePending(generation) { loop.toConnections.post(messages) }
-            loop.toConnections.handOverNow()
-            return
-        }
-        // Near the slow-consumer bound, the hub's loop stops holding its writes.
-        if pending.bytes.count >= loop.promptWriteSize { loop.toConnections.source.writeAtEndOfPass() }
-        guard !gathering else { return }
-        gathering = true
-        let generation = self.generation
-        loop.toConnections.gather { [self] in self.takePending(generation) }
+        didQueue(
+            pendingBytes: pending.bytes.count, eagerBytes: RelayedSession.eagerHandOverBytes,
+            promptBytes: loop.promptWriteSize)
     }
 
-    /// The work that writes ``pending`` on the connection loop, unless the place
-    /// `generation` was given up (the messages went before a close).
-    private func takePending(_ generation: Int) -> (() -> Void)? {
-        guard generation == self.generation else { return nil }
-        self.generation += 1
-        gathering = false
+    /// The work that writes ``pending`` on the connection loop.
+    func takePendingWork() -> (() -> Void)? {
         endOpenMessage()
         guard !pending.ends.isEmpty else { return nil }
         let batch = pending
@@ -239,14 +227,5 @@ final class RelayedSession: SessionLink, SessionConnection {
         figures.bytesInTransit.add(batch.bytes.count, ordering: .relaxed)
         let relay = self.relay
         return { relay.write(batch) }
-    }
-
-    /// Hands `change` to the connection loop after the messages sent so far.
-    private func hand(_ change: @escaping (ConnectionRelay) -> Void) {
-        if let messages = takePending(generation) {
-            loop.toConnections.post(messages)
-        }
-        let relay = self.relay
-        loop.toConnections.post { change(relay) }
     }
 }

@@ -7,17 +7,17 @@ import Synchronization
 /// and the start and the end go the same way after it, in order; the exchange's drains
 /// and close come back through the connection loop's hand-off (``HTTPStreamRelay``).
 /// Confined to the hub's loop.
-final class RelayedHTTPStream: HTTPStreamChannel {
+final class RelayedHTTPStream: HTTPStreamChannel, HandOffPlaceHolder {
     private let relay: HTTPStreamRelay
     private let figures: HTTPStreamRelay.Figures
     /// The connection loop, as the hub's loop sees it.
     private let loop: ConnectionLoop
     /// The body appended since the last hand-over.
     private var pending: [UInt8] = []
-    /// Whether ``pending`` has a place in the loop's hand-off, and which one (the end hands
-    /// the body over before it, and a later piece takes a new place after it).
-    private var gathering = false
-    private var generation = 0
+    /// The place of ``pending`` in the loop's hand-off (the end hands the body over
+    /// before it, and a later piece takes a new place after it).
+    var handOffPlace = HandOffPlace()
+    var handOff: LoopHandOff { loop.toConnections }
     var onDrain: (() -> Void)?
     var onClose: (() -> Void)?
 
@@ -29,29 +29,17 @@ final class RelayedHTTPStream: HTTPStreamChannel {
 
     func start(status: Int, contentType: String, headers: [HTTPResponse.Header]) {
         let relay = self.relay
-        hand { [self] in relay.start(self, status: status, contentType: contentType, headers: headers) }
+        handAfterPending { [self] in relay.start(self, status: status, contentType: contentType, headers: headers) }
     }
 
     func append(_ build: (inout [UInt8]) -> Void) {
         build(&pending)
-        let handOff = loop.toConnections
-        handOff.source.noteMessageQueued()
-        if pending.count >= HTTPStreamChannels.eagerWriteBytes {
-            if let body = takePending(generation) { handOff.post(body) }
-            handOff.handOverNow()
-            return
-        }
-        // Near the slow-consumer bound, the hub's loop stops holding its writes.
-        if pending.count >= loop.promptWriteSize { handOff.source.writeAtEndOfPass() }
-        guard !gathering else { return }
-        gathering = true
-        let generation = self.generation
-        handOff.gather { [self] in self.takePending(generation) }
+        didQueue(pendingBytes: pending.count, eagerBytes: HTTPStreamChannels.eagerWriteBytes, promptBytes: loop.promptWriteSize)
     }
 
     func end(closingConnection: Bool) {
         let relay = self.relay
-        hand { relay.end(closingConnection: closingConnection) }
+        handAfterPending { relay.end(closingConnection: closingConnection) }
     }
 
     var queuedBytes: Int {
@@ -69,12 +57,8 @@ final class RelayedHTTPStream: HTTPStreamChannel {
         onClose?()
     }
 
-    /// The work that writes ``pending`` on the connection loop, unless the place
-    /// `generation` was given up (the body went before the end).
-    private func takePending(_ generation: Int) -> (() -> Void)? {
-        guard generation == self.generation else { return nil }
-        self.generation += 1
-        gathering = false
+    /// The work that writes ``pending`` on the connection loop.
+    func takePendingWork() -> (() -> Void)? {
         guard !pending.isEmpty else { return nil }
         let body = pending
         pending = []
@@ -82,13 +66,6 @@ final class RelayedHTTPStream: HTTPStreamChannel {
         figures.inTransit.add(body.count, ordering: .relaxed)
         let relay = self.relay
         return { relay.write(body) }
-    }
-
-    /// Hands `change` to the connection loop after the body appended so far.
-    private func hand(_ change: @escaping () -> Void) {
-        let handOff = loop.toConnections
-        if let body = takePending(generation) { handOff.post(body) }
-        handOff.post(change)
     }
 }
 
