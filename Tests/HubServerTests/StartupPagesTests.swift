@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import Foundation
 import Glibc
 import HubServer
 import HubValue
@@ -20,18 +21,8 @@ struct StartupPagesTests {
     }
 
     static func mappings() throws -> [Mapping] {
-        let descriptor = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC)
-        try #require(descriptor >= 0)
-        defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            guard count > 0 else { break }
-            bytes += chunk[0..<count]
-        }
         var mappings: [Mapping] = []
-        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+        for line in try String(contentsOfFile: "/proc/self/smaps", encoding: .utf8).split(separator: "\n") {
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
             if fields.first == "Anonymous:", fields.count >= 2, !mappings.isEmpty {
                 mappings[mappings.count - 1].anonymousKiB = Int(fields[1]) ?? 0
@@ -47,10 +38,7 @@ struct StartupPagesTests {
     }
 
     static func executablePath() throws -> String {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        try #require(count > 0)
-        return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
     }
 
     /// How many pages of `ranges` are mapped in this process now (/proc/self/pagemap's
