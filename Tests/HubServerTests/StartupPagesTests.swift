@@ -21,8 +21,13 @@ struct StartupPagesTests {
     }
 
     static func mappings() throws -> [Mapping] {
+        // Read to the end: the file's size is 0 to stat, and String(contentsOfFile:)
+        // returns what its first read gives (about 4 KB: the first few mappings).
+        let file = try #require(FileHandle(forReadingAtPath: "/proc/self/smaps"))
+        defer { try? file.close() }
+        let bytes = try file.readToEnd() ?? Data()
         var mappings: [Mapping] = []
-        for line in try String(contentsOfFile: "/proc/self/smaps", encoding: .utf8).split(separator: "\n") {
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
             if fields.first == "Anonymous:", fields.count >= 2, !mappings.isEmpty {
                 mappings[mappings.count - 1].anonymousKiB = Int(fields[1]) ?? 0
