@@ -20,6 +20,7 @@ final class JetStreamFollower: @unchecked Sendable {
     static let fetchWait: Int64 = 500
 
     private let subscription: OpaquePointer
+    private let reaper: NATSSubscriptionReaper
     private let stopped = Atomic<Bool>(false)
     private let permits = DispatchSemaphore(value: 0)
     /// How many values the permit allows (1 ... ``window``).
@@ -28,7 +29,9 @@ final class JetStreamFollower: @unchecked Sendable {
     /// A durable pull consumer `consumer` of `stream` on `subject` from sequence `start`,
     /// which the server removes 30 seconds after this node stops asking (a node killed
     /// leaves nothing behind for long).
-    init(context: OpaquePointer, stream: String, subject: String, consumer: String, start: UInt64) throws(NATSError) {
+    init(
+        context: OpaquePointer, reaper: NATSSubscriptionReaper, stream: String, subject: String, consumer: String, start: UInt64
+    ) throws(NATSError) {
         var options = jsSubOptions()
         jsSubOptions_Init(&options)
         var subscription: OpaquePointer?
@@ -47,10 +50,12 @@ final class JetStreamFollower: @unchecked Sendable {
             throw NATSError(.jetStreamFailed, doing: "following \(stream)", status: status)
         }
         self.subscription = subscription
+        self.reaper = reaper
     }
 
     deinit {
-        natsSubscription_Destroy(subscription)
+        // A fetch's messages may still be on their way: destroyed once the library is past them.
+        reaper.retire(subscription)
     }
 
     /// Fetches on a thread of its own until ``stop()``, one batch per ``permit(_:)``;

@@ -133,7 +133,8 @@ final class JetStreamLog: SubjectLog {
         let follower: JetStreamFollower
         do throws(NATSError) {
             follower = try JetStreamFollower(
-                context: store.streams.context, stream: stream, subject: subject, consumer: consumer, start: lastOffset + 1)
+                context: store.streams.context, reaper: store.streams.reaper, stream: stream, subject: subject,
+                consumer: consumer, start: lastOffset + 1)
         } catch {
             throw JetStreamStore.hubError(error)
         }

@@ -37,6 +37,8 @@ final class JetStreamStreams: @unchecked Sendable {
 
     /// The JetStream context (thread-safe in libnats).
     let context: OpaquePointer
+    /// Destroys the connection's ended subscriptions (the followers' consumers).
+    let reaper: NATSSubscriptionReaper
     /// This store's id in the ``writerHeader`` of what it stores.
     let writer = MemoryStore.newEpoch()
     private let wait: Int64
@@ -63,6 +65,7 @@ final class JetStreamStreams: @unchecked Sendable {
             throw NATSError(.connectFailed, doing: "opening JetStream", status: status)
         }
         self.context = context
+        reaper = connection.reaper
     }
 
     deinit {

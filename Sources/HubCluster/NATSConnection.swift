@@ -41,6 +41,9 @@ public final class NATSConnection: @unchecked Sendable {
         /// once, rather than by libnats's flusher thread, which batches writes for about a
         /// millisecond: lower latency, a write system call per publication.
         public var sendImmediately = false
+        /// How long an ended subscription waits for the server to answer a round trip
+        /// before it is destroyed anyway (see ``NATSSubscriptionReaper``).
+        public var endedSubscriptionWait: Duration = .seconds(10)
 
         /// Options for `urls`, named `name`.
         public init(urls: [String], name: String) {
@@ -76,6 +79,8 @@ public final class NATSConnection: @unchecked Sendable {
     public let options: Options
     /// The libnats connection (`natsConnection *`), for the JetStream parts of this module.
     let connection: OpaquePointer
+    /// Destroys ended subscriptions once the library's read loop is past them.
+    let reaper: NATSSubscriptionReaper
     private let lock = NSLock()
     private var isClosed = false
     private let logger: Logger
@@ -151,6 +156,7 @@ public final class NATSConnection: @unchecked Sendable {
             throw NATSError(code, doing: "connecting to \(options.urls.joined(separator: ","))", status: status)
         }
         self.connection = connection
+        reaper = NATSSubscriptionReaper(connection: connection, maximumWait: options.endedSubscriptionWait)
         if status == NATS_OK { handlers.connected() }
     }
 
@@ -218,7 +224,7 @@ public final class NATSConnection: @unchecked Sendable {
         }, box)
         natsSubscription_SetPendingLimits(
             subscription, Int32(clamping: options.pendingMessages), Int32(clamping: options.pendingBytes))
-        return NATSSubscription(subscription, subject: subject)
+        return NATSSubscription(subscription, subject: subject, reaper: reaper)
     }
 
     /// Waits until the server has processed everything sent so far (subscriptions
@@ -234,7 +240,9 @@ public final class NATSConnection: @unchecked Sendable {
             defer { isClosed = true }
             return !isClosed
         }
-        if first { natsConnection_Close(connection) }
+        guard first else { return }
+        natsConnection_Close(connection)
+        reaper.connectionClosed()
     }
 }
 

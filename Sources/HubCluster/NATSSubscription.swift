@@ -7,17 +7,19 @@ public final class NATSSubscription: @unchecked Sendable {
     /// The subject it listens to.
     public let subject: String
     private let subscription: OpaquePointer
+    private let reaper: NATSSubscriptionReaper
     private let lock = NSLock()
     private var isActive = true
 
-    init(_ subscription: OpaquePointer, subject: String) {
+    init(_ subscription: OpaquePointer, subject: String, reaper: NATSSubscriptionReaper) {
         self.subscription = subscription
         self.subject = subject
+        self.reaper = reaper
     }
 
     deinit {
-        unsubscribe()
-        natsSubscription_Destroy(subscription)
+        // Unsubscribed now, destroyed once the library cannot be handling a message of it.
+        reaper.retire(subscription)
     }
 
     /// Ends the subscription: the server stops sending its messages (the handler may

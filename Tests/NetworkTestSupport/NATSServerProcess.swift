@@ -92,6 +92,18 @@ public final class NATSServerProcess: @unchecked Sendable {
         ChildProcesses.forget(process.processIdentifier)
     }
 
+    /// Freezes the server (SIGSTOP): its connections stay open and nothing is answered.
+    public func pause() { signal(SIGSTOP) }
+
+    /// Lets a paused server run on (SIGCONT).
+    public func resume() { signal(SIGCONT) }
+
+    private func signal(_ number: Int32) {
+        lock.withLock {
+            if let process, process.isRunning { kill(process.processIdentifier, number) }
+        }
+    }
+
     /// Stops the server and starts it again on the same port.
     public func restart() async throws {
         stop()
