@@ -12,10 +12,17 @@ struct DifferentialTests {
         let script = Differential.randomScript(length: 20, using: &generator)
         let initial = [0, 1, 2, nil].randomElement(using: &generator)!
         let perValue = Int.random(in: 0...1, using: &generator)
+        // (Closures with their types spelled out: inferred, this took seven seconds to type-check.)
         let result = Differential.run(
             script, initialDemand: initial, demandPerValue: perValue,
-            hub: { $0.filter { $0 % 3 != 0 }.map { $0 * 10 }.scan(0, +) },
-            oc: { $0.filter { $0 % 3 != 0 }.map { $0 * 10 }.scan(0, +) })
+            hub: { (subject: HubEngine.PassthroughSubject<Int, TestError>) in
+                subject.filter { (value: Int) in value % 3 != 0 }.map { (value: Int) in value * 10 }
+                    .scan(0) { (sum: Int, value: Int) in sum + value }
+            },
+            oc: { (subject: OpenCombine.PassthroughSubject<Int, TestError>) in
+                subject.filter { (value: Int) in value % 3 != 0 }.map { (value: Int) in value * 10 }
+                    .scan(0) { (sum: Int, value: Int) in sum + value }
+            })
         #expect(result.hub == result.oc, "seed \(seed): \(script)")
     }
 

@@ -33,7 +33,7 @@ struct LoopHandOffTests {
             #expect(handOff.value.handOvers == 0)
         }
         let arrived = try await arrivals.events.next(100)
-        #expect(arrived.map(\.label) == (0..<100).map(String.init))
+        #expect(arrived.map(\.label) == (0..<100).map { "\($0)" })
         #expect(arrived.allSatisfy { $0.onDestination })
         #expect(try await onLoop(source) { handOff.value.handOvers } == 1)
     }

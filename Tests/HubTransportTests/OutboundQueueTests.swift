@@ -141,7 +141,8 @@ struct OutboundQueueTests {
         harness.queue.appendPing(payload: [1, 2], maskingKey: { 0x0A0B_0C0D }, newBuffer: { harness.pool.take() })
         let (step, bytes, _) = harness.write()
         #expect(step == .preframed(byteCount: 8))
-        #expect(bytes == [0x89, 0x82, 0x0A, 0x0B, 0x0C, 0x0D, 1 ^ 0x0A, 2 ^ 0x0B])
+        let masked: [UInt8] = [0x89, 0x82, 0x0A, 0x0B, 0x0C, 0x0D, 1 ^ 0x0A, 2 ^ 0x0B]
+        #expect(bytes == masked)
     }
 
     @Test func aPreframedEntryStopsGrowingAtTheBatchSize() {

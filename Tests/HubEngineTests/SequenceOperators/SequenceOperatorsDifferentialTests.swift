@@ -104,8 +104,8 @@ struct SequenceOperatorsDifferentialTests {
     @Test(arguments: 0..<80)
     func appendSequenceThenFilter(seed: Int) {
         Diff.check(seed: seed,
-                   hub: { $0.append([20, 21, 22]).filter { $0 % 3 != 0 }.dropFirst() },
-                   oc: { $0.append([20, 21, 22]).filter { $0 % 3 != 0 }.dropFirst() })
+                   hub: { $0.append([20, 21, 22] as [Int]).filter { (value: Int) in value % 3 != 0 }.dropFirst() },
+                   oc: { $0.append([20, 21, 22] as [Int]).filter { (value: Int) in value % 3 != 0 }.dropFirst() })
     }
 
     @Test(arguments: 0..<80)
