@@ -161,7 +161,10 @@ extension EventLoop {
         writesWaitUntil = nil
         if now - loadSampledAt >= EventLoop.loadSampleInterval {
             loadSampledAt = now
-            if threadLoad == nil { threadLoad = ThreadLoad() }
+            if !threadLoadTried {
+                threadLoadTried = true
+                threadLoad = ThreadLoad()
+            }
             if let busy = threadLoad?.sample(now: now) { coalescing.noteLoopLoad(busy) }
         }
         guard hasPendingWrites else { return }

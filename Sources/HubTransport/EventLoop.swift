@@ -88,8 +88,10 @@ public final class EventLoop: @unchecked Sendable {
     /// Whether the pending writes go out at the end of this pass (``writeAtEndOfPass()``).
     @exclusivity(unchecked) var flushPromptly = false
     /// The loop thread's load, sampled every ``loadSampleInterval`` for the write hold
-    /// (``WriteCoalescing/noteLoopLoad(_:)``); made on the loop thread.
+    /// (``WriteCoalescing/noteLoopLoad(_:)``); made on the loop thread, once (`nil` after
+    /// the first try where the kernel does not report it).
     @exclusivity(unchecked) var threadLoad: ThreadLoad?
+    @exclusivity(unchecked) var threadLoadTried = false
     @exclusivity(unchecked) var loadSampledAt: Int64 = 0
     /// How often the loop samples its thread's load (ns).
     static let loadSampleInterval: Int64 = 50_000_000
