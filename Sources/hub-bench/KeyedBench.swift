@@ -136,7 +136,7 @@ enum KeyedBench {
     private static func fscanfTwo(_ file: UnsafeMutablePointer<FILE>, _ a: UnsafeMutablePointer<Int>, _ b: UnsafeMutablePointer<Int>) -> Int32 {
         var buffer = [CChar](repeating: 0, count: 128)
         guard fgets(&buffer, Int32(buffer.count), file) != nil else { return 0 }
-        let text = String(cString: buffer)
+        let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         let parts = text.split(separator: " ")
         guard parts.count >= 2, let x = Int(parts[0]), let y = Int(parts[1]) else { return 0 }
         a.pointee = x

@@ -203,7 +203,7 @@ struct SQLiteIntegrityTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let control = directory + "/faults"
-        FileManager.default.createFile(atPath: control, contents: Data())
+        try #require(FileManager.default.createFile(atPath: control, contents: Data()))
         let loop = TestLoop()
         let store = Confined(try SQLiteStore(
             directory: directory, executor: loop, faults: SQLiteStore.FaultInjection(controlFile: control)))

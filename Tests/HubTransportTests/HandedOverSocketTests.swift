@@ -65,7 +65,7 @@ struct HandedOverSocketTests {
         let http = try HTTPTestClient(port: port, timeoutSeconds: 5)
         #expect(try await Blocking.run { try http.send(path: "/nothing").status } == 404)
         http.shutdownConnection()
-        #expect(try await Blocking.run { http.readsEndOfStream() })
+        #expect(await Blocking.run { http.readsEndOfStream() })
         let figures = try await onLoop(serverLoop) {
             (serving.value.pendingHandshakeCount, serving.value.displacedHandshakeCount, serving.value.openConnections.count)
         }

@@ -85,7 +85,7 @@ public final class ChildProcess: @unchecked Sendable {
         }
         // Nothing else of this process's (sockets, other children's pipes) goes along.
         guard let closeFrom = ChildProcess.addCloseFrom else { throw SpawnFailure(path: path, code: ENOSYS) }
-        closeFrom(&actions, 3)
+        guard closeFrom(&actions, 3) == 0 else { throw SpawnFailure(path: path, code: EINVAL) }
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
