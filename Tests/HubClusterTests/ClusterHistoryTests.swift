@@ -98,15 +98,30 @@ extension ClusterHistoryTests {
         let cluster = try await ClusterProcessTests.Cluster(config: config, jetStream: true)
         let a = try await cluster.nodes[0].client()
         let b = try await cluster.nodes[1].client()
-        let onB = EntryRecorder(demand: .unlimited)
+        // The subscriber of orders asks for nothing until a has sent the end: b fetches
+        // only what its subscribers ask for, so the end finds b behind the stream, and b
+        // must fetch the rest of the values before it finishes.
+        let onB = EntryRecorder(demand: .none)
         let alarmsOnB = EntryRecorder(demand: .unlimited)
-        b.subscribe(to: "orders").entries.subscribe(onB)
-        b.subscribe(to: "alarms").entries.subscribe(alarmsOnB)
-        try await waitUntil("b to count its subscribers") { try await subscribers(of: "alarms", via: b) >= 1 }
+        // From the streams' first value: a subscription without `since` is live from where b
+        // finds the stream once b has caught up with it (the offset of its `subscribed`),
+        // which can be after values a sends once b counts the subscription (the count
+        // includes subscriptions still catching up). What is checked is the end after
+        // every value of the stream, not where a live subscription starts.
+        let fromTheFirstValue = SubscribeOptions(since: .offset(0, epoch: nil))
+        b.subscribe(to: "orders", options: fromTheFirstValue).entries.subscribe(onB)
+        b.subscribe(to: "alarms", options: fromTheFirstValue).entries.subscribe(alarmsOnB)
+        try await waitUntil("b to count its subscribers") {
+            let orders = try await subscribers(of: "orders", via: b)
+            let alarms = try await subscribers(of: "alarms", via: b)
+            return orders >= 1 && alarms >= 1
+        }
         for index in 1...100 { try await a.send(.int(Int64(index)), to: "orders") }
         try await a.complete("orders")
+        onB.request(100)
         let values = try await onB.entries(100)
         #expect(values.map(\.value) == (1...100).map { Value.int(Int64($0)) })
+        #expect(values.compactMap(\.offset) == (1...100).map { UInt64($0) })
         guard case .finished = try await onB.events.next() else {
             Issue.record("expected the end of orders on b")
             return
