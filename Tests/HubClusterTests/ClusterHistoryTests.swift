@@ -146,7 +146,9 @@ extension ClusterHistoryTests {
         let a = try await cluster.nodes[0].client()
         let b = try await cluster.nodes[1].client()
         let onB = EntryRecorder(demand: .unlimited)
-        b.subscribe(to: "orders").entries.subscribe(onB)
+        // From the first value: a subscription without `since` starts where b finds the
+        // stream once it has caught up, which can be after a's first values (as in the test above).
+        b.subscribe(to: "orders", options: SubscribeOptions(since: .offset(0, epoch: nil))).entries.subscribe(onB)
         try await waitUntil("b to count its subscriber") { try await subscribers(of: "orders", via: b) >= 1 }
         for index in 1...3 { try await a.send(.int(Int64(index)), to: "orders") }
         let before = try await onB.entries(3)
