@@ -32,7 +32,13 @@ extension ClusterNode {
         let name = subject.name
         store.lastSequence(subject: name) { [weak self] last in
             guard let self else { return }
-            if let last { headers[ClusterSubjectNames.throughHeader] = String(last) }
+            if let last {
+                headers[ClusterSubjectNames.throughHeader] = String(last)
+            } else {
+                logger.warning(
+                    "the end of a subject with history goes to the other nodes without its stream's last sequence: their subscribers may end before values they have not fetched yet",
+                    metadata: ["subject": "\(name)"])
+            }
             publish(to: names.control, payload: payload, headers: headers)
             logger.debug("subject with history finished", metadata: ["subject": "\(name)", "through": "\(last.map(String.init) ?? "?")"])
         }

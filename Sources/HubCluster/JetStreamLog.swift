@@ -250,7 +250,13 @@ final class JetStreamLog: SubjectLog {
         catchingUp[index].target = last ?? 0
         if let last, last > lastOffset {
             if follower == nil {
-                do throws(HubError) { try follow() } catch { catchingUp[index].target = 0 }
+                do throws(HubError) { try follow() } catch {
+                    // Nothing can bring the values: what waits for them goes on without them.
+                    store.logger.warning(
+                        "could not follow a stream to catch up with it: what waited for its values goes on without them",
+                        metadata: ["stream": "\(stream)", "through": "\(last)", "error": "\(error)"])
+                    catchingUp[index].target = 0
+                }
             } else {
                 permitFetch()
             }
