@@ -3,8 +3,10 @@ import Foundation
 import Glibc
 #endif
 
-/// A real `nats-server` on 127.0.0.1 for the cluster tests: started on a free port,
-/// waited for until it accepts connections, stopped and started again on the same port.
+/// A real `nats-server` on 127.0.0.1 for the cluster tests: started on ports it chooses
+/// itself (`-p -1 -m -1`, read back from its ports file, so that servers started side by
+/// side never race for a port), waited for until it accepts connections, stopped and
+/// started again on the same ports.
 public final class NATSServerProcess: @unchecked Sendable {
     /// Its port (the same across ``restart()``).
     public let port: Int
@@ -13,23 +15,29 @@ public final class NATSServerProcess: @unchecked Sendable {
     /// Its URL for clients.
     public var url: String { "nats://127.0.0.1:\(port)" }
     private let jetStreamDirectory: String?
+    /// Where the server writes its ports file (`--ports_file_dir`) once it listens.
+    private let portsDirectory: String
     private let lock = NSLock()
     private var process: ChildProcess?
 
-    /// Starts a server on `port`, or on a free loopback port (`jetStream`: with `-js`, storing in a
-    /// temporary directory).
+    /// Starts a server on `port`, or on a port it chooses (`jetStream`: with `-js`, storing in
+    /// a temporary directory).
     public init(port: Int? = nil, jetStream: Bool = false) async throws {
-        self.port = try port ?? Self.freePort()
-        monitorPort = try Self.freePort()
-        jetStreamDirectory = jetStream
-            ? FileManager.default.temporaryDirectory.appendingPathComponent("nats-js-\(UUID().uuidString)").path
-            : nil
-        try await start()
+        let temporary = FileManager.default.temporaryDirectory
+        jetStreamDirectory = jetStream ? temporary.appendingPathComponent("nats-js-\(UUID().uuidString)").path : nil
+        portsDirectory = temporary.appendingPathComponent("nats-ports-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: portsDirectory, withIntermediateDirectories: true)
+        let started = try await Self.launch(
+            port: port ?? -1, monitorPort: -1, jetStreamDirectory: jetStreamDirectory, portsDirectory: portsDirectory)
+        self.port = started.port
+        monitorPort = started.monitorPort
+        lock.withLock { process = started.process }
     }
 
     deinit {
         stop()
         if let jetStreamDirectory { try? FileManager.default.removeItem(atPath: jetStreamDirectory) }
+        try? FileManager.default.removeItem(atPath: portsDirectory)
     }
 
     /// A port nothing listens on now: bind 127.0.0.1:0 and read what the kernel chose.
@@ -53,33 +61,66 @@ public final class NATSServerProcess: @unchecked Sendable {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    /// Starts the server (again) and waits until it accepts connections.
+    /// Starts the server again on its ports and waits until it accepts connections.
     public func start(timeout: Duration = .seconds(10)) async throws {
-        var arguments = ["-a", "127.0.0.1", "-p", "\(port)", "-m", "\(monitorPort)"]
+        let started = try await Self.launch(
+            port: port, monitorPort: monitorPort, jetStreamDirectory: jetStreamDirectory, portsDirectory: portsDirectory,
+            timeout: timeout)
+        lock.withLock { process = started.process }
+    }
+
+    /// Runs nats-server on `port` and `monitorPort` (-1: one it chooses) until its ports file
+    /// says it listens and it accepts a connection. A server that exits at once (its port
+    /// still held for a moment by a previous run's socket) is started again (a new process:
+    /// one runs only once) until `timeout`.
+    private static func launch(
+        port: Int, monitorPort: Int, jetStreamDirectory: String?, portsDirectory: String, timeout: Duration = .seconds(10)
+    ) async throws -> (process: ChildProcess, port: Int, monitorPort: Int) {
+        var arguments = ["-a", "127.0.0.1", "-p", "\(port)", "-m", "\(monitorPort)", "--ports_file_dir", portsDirectory]
         if let jetStreamDirectory { arguments += ["-js", "-sd", jetStreamDirectory] }
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
-        // Its port may still be held for a moment by a previous run's socket: a server that
-        // exits at once is started again (a new Process: one runs only once) until the deadline.
         while true {
             let process = ChildProcess()
-            process.executableURL = try Self.executable()
+            process.executableURL = try executable()
             process.arguments = arguments
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             process.standardInput = FileHandle.nullDevice
             try process.run()
-            ChildProcesses.killAtExit(process.processIdentifier)
-            lock.withLock { self.process = process }
-            while !Self.accepts(port), process.isRunning {
-                guard clock.now < deadline else { throw TimedOut(what: "nats-server to accept on port \(port)") }
+            let pid = process.processIdentifier
+            ChildProcesses.killAtExit(pid)
+            while process.isRunning {
+                // Its own ports file (named after its pid), not another server's port.
+                if let ports = listeningPorts(of: pid, in: portsDirectory), accepts(ports.port) {
+                    return (process, ports.port, ports.monitorPort)
+                }
+                guard clock.now < deadline else {
+                    kill(pid, SIGKILL)
+                    process.waitUntilExit()
+                    ChildProcesses.forget(pid)
+                    throw TimedOut(what: "nats-server to accept on port \(port)")
+                }
                 try await Task.sleep(for: .milliseconds(20))
             }
-            if process.isRunning { return }
-            ChildProcesses.forget(process.processIdentifier)
+            ChildProcesses.forget(pid)
             guard clock.now < deadline else { throw TimedOut(what: "nats-server to start on port \(port)") }
             try await Task.sleep(for: .milliseconds(100))
         }
+    }
+
+    /// The client and monitoring ports in the ports file of the server `pid` (written once it
+    /// listens: `{"nats": ["nats://127.0.0.1:P"], "monitoring": ["http://127.0.0.1:M"]}`), or
+    /// `nil` while there is none (or it is still being written).
+    private static func listeningPorts(of pid: Int32, in directory: String) -> (port: Int, monitorPort: Int)? {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        guard let name = files.first(where: { $0.hasSuffix("_\(pid).ports") }),
+              let data = FileManager.default.contents(atPath: directory + "/" + name),
+              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let client = (object["nats"] as? [String])?.first.flatMap({ URL(string: $0)?.port }),
+              let monitoring = (object["monitoring"] as? [String])?.first.flatMap({ URL(string: $0)?.port })
+        else { return nil }
+        return (client, monitoring)
     }
 
     /// Stops the server (SIGKILL: as a crash would) and waits for its exit.
