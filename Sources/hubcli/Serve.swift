@@ -198,6 +198,11 @@ struct Serve: AsyncParsableCommand {
                 "openFileLimit": "\(limit.soft)", "maxConnections": "\(broker.service.maxConnections)",
             ])
         }
+        // Every signal the broker answers is trapped before it listens: one that came between
+        // "listening" and the group's run would otherwise end the process at once (SIGTERM's,
+        // SIGHUP's and SIGUSR2's default action), cutting every connection without a close.
+        let stopSignals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
+        let otherSignals = await UnixSignalsSequence(trapping: .sighup, .sigusr2)
         let configuration = broker.service
         let host = configuration.host
         let service: HubService
@@ -238,11 +243,19 @@ struct Serve: AsyncParsableCommand {
         }
         defer { membership.leave(service.eventLoop) }
         releaseStartupPages(logger: logger)
-        // SIGINT/SIGTERM start the group's graceful shutdown: the service ends every
-        // live subscription with shutting_down, closes with 1001, and run() returns.
+        // The service returns from run() by itself after a drain: that ends the group.
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)], logger: logger))
+        // SIGINT/SIGTERM start the group's graceful shutdown (one that comes before the group
+        // runs is kept for it): the service ends every live subscription with shutting_down,
+        // closes with 1001, and run() returns.
+        let stopping = Task {
+            for await _ in stopSignals { await group.triggerGracefulShutdown() }
+        }
+        defer { stopping.cancel() }
         // SIGHUP reloads the file; SIGUSR2 drains (run() returns when the drain is done).
         let signals = Task {
-            for await signal in await UnixSignalsSequence(trapping: .sighup, .sigusr2) {
+            for await signal in otherSignals {
                 if signal == .sigusr2 {
                     Task { await service.drain(requestedBy: "SIGUSR2") }
                 } else {
@@ -251,10 +264,6 @@ struct Serve: AsyncParsableCommand {
             }
         }
         defer { signals.cancel() }
-        // The service returns from run() by itself after a drain: that ends the group.
-        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
-            services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
-            gracefulShutdownSignals: [.sigint, .sigterm], logger: logger))
         try await group.run()
     }
 

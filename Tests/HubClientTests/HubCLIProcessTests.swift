@@ -100,6 +100,44 @@ struct HubCLIProcessTests {
     }
 }
 
+extension HubCLIProcessTests {
+    /// A signal the broker answers, sent the moment it says it listens, is answered: SIGTERM
+    /// and SIGINT stop it cleanly (status 0, not the signal's default death), SIGHUP and
+    /// SIGUSR2 do not end it. (They were trapped only once the service group ran, a moment
+    /// after "listening": a SIGTERM then ended the process in 30 runs of 30.)
+    @Test(arguments: [SIGTERM, SIGINT])
+    func aStopSignalRightAfterListeningStopsTheBrokerCleanly(signal: Int32) async throws {
+        let hubcli = try HubCLIExecutable.locate()
+        for _ in 0..<3 {
+            let server = try RunningProcess(hubcli, ["serve", "--port", "0", "--log-level", "warning"])
+            _ = try await server.port()
+            kill(server.process.processIdentifier, signal)
+            let served = try await server.finish(timeout: .seconds(10))
+            #expect(!server.process.endedBySignal, "ended by signal \(served.status): \(served.stderr)")
+            #expect(served.status == 0, "\(served.stderr)")
+        }
+    }
+
+    @Test(arguments: [SIGHUP, SIGUSR2])
+    func anotherSignalRightAfterListeningDoesNotEndTheBroker(signal: Int32) async throws {
+        let hubcli = try HubCLIExecutable.locate()
+        let server = try RunningProcess(hubcli, ["serve", "--port", "0", "--log-level", "warning"])
+        let port = try await server.port()
+        kill(server.process.processIdentifier, signal)
+        if signal == SIGHUP {
+            // No --config to reload: the broker says so and serves on.
+            let client = try await HubClient.connect(to: "ws://127.0.0.1:\(port)/", configuration: testConfiguration())
+            try await client.send(1, to: "still.serving")
+            await client.close()
+            server.process.terminate()
+        }
+        // SIGUSR2 drains: the broker ends by itself, cleanly.
+        let served = try await server.finish(timeout: .seconds(20))
+        #expect(!server.process.endedBySignal, "ended by signal \(served.status): \(served.stderr)")
+        #expect(served.status == 0, "\(served.stderr)")
+    }
+}
+
 /// The finished process's status and output.
 struct ProcessResult: Sendable {
     var status: Int32
