@@ -8,7 +8,7 @@ import Foundation
 /// connection's lock, lets go of that lock, and only then locks the subscription (or
 /// reads it, with the library's delivery pool). A subscription that another thread
 /// unsubscribes and destroys in between is freed memory to the read loop, and the
-/// library aborts the whole process when locking it fails (nats.c #637, fixed in 3.5).
+/// library aborts the whole process when locking it fails (nats.c #637, fixed in 3.6.1).
 ///
 /// So an ended subscription is unsubscribed at once (the library takes it out of its
 /// table: no message looked up later finds it, and the server stops sending), and
