@@ -98,10 +98,13 @@ final class NATSSubscriptionReaper: @unchecked Sendable {
             guard !lock.withLock({ closed }) else { return false }
             let answered = natsConnection_FlushTimeout(connection, Self.roundTripTimeout) == NATS_OK
             let now = ContinuousClock.now
-            let batch: [OpaquePointer] = lock.withLock {
-                let isDue = { (ended: ContinuousClock.Instant) in answered && ended <= began || ended + self.maximumWait <= now }
-                defer { waiting.removeAll { isDue($0.ended) } }
-                return waiting.filter { isDue($0.ended) }.map(\.subscription)
+            var batch: [OpaquePointer] = []
+            lock.withLock {
+                waiting.removeAll { entry in
+                    guard answered && entry.ended <= began || entry.ended + maximumWait <= now else { return false }
+                    batch.append(entry.subscription)
+                    return true
+                }
             }
             batch.forEach { natsSubscription_Destroy($0) }
             return answered
